@@ -86,7 +86,7 @@ TEST_CASE("E4M4 relative error is at most 1/32 in the normal range", "[e4m4]") {
   }
 }
 
-TEST_CASE("the seeds' encoder picks a farther code for about 2% of N(0,1) blocks", "[e4m4]") {
+TEST_CASE("the seeds' encoder picks a farther code for a few % of N(0,1) blocks", "[e4m4]") {
   // absmax of 32 N(0,1) samples, 100k blocks: count blocks where the seed's code is farther.
   const int blocks = 100000;
   const auto x = random_normal(std::int64_t(blocks) * 32, 7);

@@ -1,0 +1,46 @@
+// The kbit-harness subcommands. Each returns the process exit code (docs/harness.md):
+// 0 ok, 1 a check failed or a variant errored, 2 bad input, 3 no CUDA device.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace kbit {
+
+constexpr int kExitOk = 0;
+constexpr int kExitCheckFailed = 1;
+constexpr int kExitBadInput = 2;
+constexpr int kExitNoDevice = 3;
+
+struct RunOptions {
+  std::string out_root;                // default: <source>/results
+  std::vector<std::string> variants;   // overrides the config's list when not empty
+  bool plot = true;                    // run harness/plot.py on the results at the end
+  double memory_budget_gb = 0;         // weight copies for L2-cold timing; 0: half the free memory
+  bool quiet = false;
+};
+int run_experiment(const std::string& config_path, const RunOptions& opts);
+
+struct ValidateOptions {
+  std::string variant;
+  std::string split_k = "both";  // auto | on | off | both
+  bool quick = false;            // fewer M values and no seed shapes
+  bool seed_shapes = true;       // include the model shapes of experiments/shapes/
+  std::uint64_t seed = 99;
+  std::string repro_dir = "validate-repro";
+  std::vector<int> k_bits{2, 3, 4, 5};
+};
+int validate_variant(const ValidateOptions& opts);
+
+int list_variants();
+
+struct FormatOptions {
+  std::int64_t rows = 4096, k_dim = 4096;
+  std::vector<int> k_bits{2, 3, 4, 5};
+  std::string codebook = "nf";
+  std::uint64_t seed = 1;
+};
+int format_check(const FormatOptions& opts);
+int print_codebook(const std::string& name, int k);
+
+}  // namespace kbit

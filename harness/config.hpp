@@ -1,0 +1,68 @@
+// Experiment configs (experiments/*.toml): one file per question or figure. The keys are
+// documented in docs/harness.md; unknown or mistyped keys, wrong types and impossible values
+// are errors naming the file, the line and the key.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "reference/dtype.hpp"
+
+namespace kbit {
+
+struct TimingConfig {
+  bool cold = true;            // mode = "cold" (rotate weight copies > 4x L2) | "hot"
+  int warmup = 3;              // untimed launches (or graph replays) first
+  int min_samples = 10;        // at least this many timed samples
+  int max_samples = 400;       // at most this many
+  double max_rel_noise = 0.03; // stop once (p90 - p10) / median is below this
+  double timeout_s = 2.0;      // or once sampling has taken this long
+};
+
+struct CheckConfig {
+  bool enabled = true;
+  std::uint64_t seed = 1234;  // data seed (weights, activations)
+  int max_rows = 16;          // rows of C checked per problem (spread, first and last included)
+};
+
+struct ShapeConfig {
+  std::string name;
+  std::int64_t k_dim = 0, n = 0;
+};
+
+// An MoE layer: E experts of one shape, `tokens` routed to top_k experts each.
+struct MoeConfig {
+  std::string name;
+  int experts = 0;
+  std::int64_t k_dim = 0, n = 0;
+  int top_k = 0;
+};
+
+struct ExperimentConfig {
+  std::string path, text, name, description;
+  std::vector<ShapeConfig> shapes;
+  std::vector<MoeConfig> moe;
+  std::vector<std::int64_t> m;       // rows of A for dense shapes
+  std::vector<std::int64_t> tokens;  // tokens for MoE layers
+  std::string routing = "uniform";   // "uniform" | "zipf"
+  double zipf_s = 1.1;
+  std::uint64_t routing_seed = 7;
+  std::vector<int> k_bits;
+  std::vector<DType> dtypes;
+  std::string codebook = "nf";  // a name, or "custom" with codebook_values
+  std::vector<float> codebook_values;
+  std::vector<std::string> variants;  // names or globs
+  std::string baseline = "cublas_fp16";
+  TimingConfig timing;
+  CheckConfig check;
+};
+
+// Parses a config file (shape includes are resolved relative to its directory).
+ExperimentConfig load_experiment(const std::string& path);
+// Parses config text; `path` is used in messages and to resolve includes.
+ExperimentConfig parse_experiment(const std::string& text, const std::string& path);
+
+// FNV-1a of the config text, as 16 hex digits (recorded in run.json).
+std::string config_hash(const std::string& text);
+
+}  // namespace kbit

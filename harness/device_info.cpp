@@ -1,0 +1,154 @@
+#include "harness/device_info.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cctype>
+#include <cstdlib>
+#include <vector>
+
+#include "variants/baselines.hpp"
+#include "variants/common/cuda_check.hpp"
+#include "variants/common/device_buffer.hpp"
+
+#ifndef KBIT_SOURCE_DIR
+#define KBIT_SOURCE_DIR "."
+#endif
+#ifndef KBIT_NVCC_VERSION
+#define KBIT_NVCC_VERSION "unknown"
+#endif
+#ifndef KBIT_CUDA_ARCHS
+#define KBIT_CUDA_ARCHS "unknown"
+#endif
+#ifndef KBIT_BUILD_TYPE
+#define KBIT_BUILD_TYPE "unknown"
+#endif
+#ifndef KBIT_CXX_COMPILER
+#define KBIT_CXX_COMPILER "unknown"
+#endif
+
+namespace kbit {
+
+std::string source_dir() { return KBIT_SOURCE_DIR; }
+
+DeviceInfo query_device() {
+  DeviceInfo d;
+  KBIT_CUDA_CHECK(cudaGetDevice(&d.device));
+  cudaDeviceProp p{};
+  KBIT_CUDA_CHECK(cudaGetDeviceProperties(&p, d.device));
+  d.name = p.name;
+  d.sm_count = p.multiProcessorCount;
+  d.cc_major = p.major;
+  d.cc_minor = p.minor;
+  d.l2_bytes = p.l2CacheSize;
+  d.global_mem_bytes = std::int64_t(p.totalGlobalMem);
+  d.smem_per_block_optin = int(p.sharedMemPerBlockOptin);
+  d.smem_per_sm = int(p.sharedMemPerMultiprocessor);
+  int khz = 0;
+  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, d.device));
+  d.max_sm_clock_mhz = khz / 1000.0;
+  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, d.device));
+  d.mem_clock_mhz = khz / 1000.0;
+  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&d.mem_bus_bits, cudaDevAttrGlobalMemoryBusWidth, d.device));
+  KBIT_CUDA_CHECK(cudaDriverGetVersion(&d.driver_version));
+  KBIT_CUDA_CHECK(cudaRuntimeGetVersion(&d.runtime_version));
+  return d;
+}
+
+Ceilings measure_ceilings(cudaStream_t stream) {
+  Ceilings c;
+  const std::size_t bytes = std::size_t(1) << 30;
+  DeviceBuffer<unsigned char> src(bytes), dst(bytes);
+  src.fill_bytes(0x5A, stream);
+  cudaEvent_t e0, e1;
+  KBIT_CUDA_CHECK(cudaEventCreate(&e0));
+  KBIT_CUDA_CHECK(cudaEventCreate(&e1));
+  std::vector<float> ms;
+  for (int it = 0; it < 13; ++it) {
+    KBIT_CUDA_CHECK(cudaEventRecord(e0, stream));
+    KBIT_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream));
+    KBIT_CUDA_CHECK(cudaEventRecord(e1, stream));
+    KBIT_CUDA_CHECK(cudaEventSynchronize(e1));
+    float t = 0;
+    KBIT_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    if (it >= 3) ms.push_back(t);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  std::sort(ms.begin(), ms.end());
+  c.copy_gb_per_s = 2.0 * double(bytes) / (ms[ms.size() / 2] * 1e-3) / 1e9;
+  c.fp16_tflops = variants::measure_tensor_tflops(8192, stream);
+  return c;
+}
+
+namespace {
+
+std::string run_command(const std::string& cmd) {
+  std::string out;
+  FILE* f = popen(cmd.c_str(), "r");
+  if (!f) return out;
+  std::array<char, 256> buf{};
+  while (fgets(buf.data(), int(buf.size()), f)) out += buf.data();
+  if (pclose(f) != 0) return "";
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+BuildInfo query_build() {
+  BuildInfo b;
+  const std::string git = "git -C '" + source_dir() + "' ";
+  b.git_sha = run_command(git + "rev-parse --short=12 HEAD 2>/dev/null");
+  if (!b.git_sha.empty()) {
+    b.dirty = !run_command(git + "status --porcelain --untracked-files=no 2>/dev/null").empty();
+  } else if (const char* env = std::getenv("KBIT_GIT_SHA")) {
+    b.git_sha = env;  // a copy of the tree without .git (the GPU machine) passes it in
+    const char* d = std::getenv("KBIT_GIT_DIRTY");
+    b.dirty = d && std::string(d) == "1";
+  } else {
+    b.git_sha = "unknown";
+  }
+  b.nvcc_version = KBIT_NVCC_VERSION;
+  b.cuda_architectures = KBIT_CUDA_ARCHS;
+  b.build_type = KBIT_BUILD_TYPE;
+  b.cxx_compiler = KBIT_CXX_COMPILER;
+  return b;
+}
+
+nlohmann::json to_json(const DeviceInfo& d) {
+  return {{"name", d.name},
+          {"device", d.device},
+          {"sm_count", d.sm_count},
+          {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
+          {"l2_bytes", d.l2_bytes},
+          {"global_mem_bytes", d.global_mem_bytes},
+          {"smem_per_block_optin", d.smem_per_block_optin},
+          {"smem_per_sm", d.smem_per_sm},
+          {"max_sm_clock_mhz", d.max_sm_clock_mhz},
+          {"mem_clock_mhz", d.mem_clock_mhz},
+          {"mem_bus_bits", d.mem_bus_bits},
+          {"driver_version", d.driver_version},
+          {"runtime_version", d.runtime_version}};
+}
+
+nlohmann::json to_json(const Ceilings& c) {
+  return {{"copy_gb_per_s", c.copy_gb_per_s}, {"fp16_tflops", c.fp16_tflops}};
+}
+
+nlohmann::json to_json(const BuildInfo& b) {
+  return {{"git_sha", b.git_sha},
+          {"dirty", b.dirty},
+          {"nvcc_version", b.nvcc_version},
+          {"cuda_architectures", b.cuda_architectures},
+          {"build_type", b.build_type},
+          {"cxx_compiler", b.cxx_compiler}};
+}
+
+std::string sanitize_name(const std::string& s) {
+  std::string r;
+  for (char ch : s) r += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.') ? ch : '_';
+  return r;
+}
+
+}  // namespace kbit

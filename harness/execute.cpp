@@ -1,0 +1,59 @@
+#include "harness/execute.hpp"
+
+#include <vector>
+
+#include "variants/common/cuda_check.hpp"
+
+namespace kbit {
+
+GemmArgs DeviceProblem::args(const VariantRow& row, int copy) const {
+  GemmArgs a;
+  a.A = A;
+  a.C = C;
+  a.w = weights->view(row.layout, copy);
+  a.codebook = codebook;
+  a.expert_offsets = expert_offsets;
+  return a;
+}
+
+namespace {
+
+// After an exception: is the context still usable? Launch errors are not sticky; an
+// illegal address or a trap is, and every later call would fail too.
+bool context_broken() {
+  cudaGetLastError();
+  const cudaError_t e = cudaDeviceSynchronize();
+  return e != cudaSuccess;
+}
+
+}  // namespace
+
+Outcome execute_and_check(const VariantRow& row, const VariantOptions& opts, const GemmDims& dims,
+                          const DeviceProblem& prob, const RowReference* ref, cudaStream_t stream) {
+  Outcome o;
+  try {
+    o.state = row.setup(dims, opts);
+    KBIT_CUDA_CHECK(cudaMemsetAsync(prob.C, 0xFF, prob.C_bytes, stream));  // poison: NaN everywhere
+    row.run(o.state.get(), dims, prob.args(row, 0), stream);
+    KBIT_CUDA_CHECK(cudaGetLastError());
+    KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (ref) {
+      std::vector<unsigned char> c(prob.C_bytes);
+      KBIT_CUDA_CHECK(cudaMemcpy(c.data(), prob.C, prob.C_bytes, cudaMemcpyDeviceToHost));
+      const GemmBound b = gemm_bound(dims.dtype, dims.dtype, dims.K_dim, o.state->extra_additions());
+      o.check = check_output(*ref, b, dims.dtype, c, dims.N);
+      o.checked = true;
+    }
+  } catch (const std::exception& e) {
+    o.error = e.what();
+    o.sticky = context_broken();
+  }
+  return o;
+}
+
+Stream::Stream() { KBIT_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+Stream::~Stream() {
+  if (s_) cudaStreamDestroy(s_);
+}
+
+}  // namespace kbit

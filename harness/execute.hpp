@@ -1,0 +1,53 @@
+// Runs one registry row on one problem: setup, poisoned output, one launch, the check.
+// Shared by `run`, `validate` and the GPU tests.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <string>
+
+#include "harness/check.hpp"
+#include "harness/device_weights.hpp"
+#include "harness/registry.hpp"
+
+namespace kbit {
+
+// The device side of one problem: activations, output, expert offsets; weights live in a
+// DeviceWeights that may serve many problems.
+struct DeviceProblem {
+  const DeviceWeights* weights = nullptr;
+  const void* A = nullptr;
+  void* C = nullptr;
+  std::size_t C_bytes = 0;
+  const std::int64_t* expert_offsets = nullptr;
+  gpu::CodebookArg codebook{};
+  GemmArgs args(const VariantRow& row, int copy) const;
+};
+
+struct Outcome {
+  std::unique_ptr<VariantState> state;  // kept for timing
+  std::string error;                    // setup or run failed (message), empty otherwise
+  bool sticky = false;                  // the CUDA context is broken: stop the whole run
+  bool checked = false;
+  CheckResult check;
+};
+
+// Setup, poison C with 0xFF (NaN), run once on copy 0, synchronize, download C and (when
+// `ref` is given) check it with the bound for this row's state.
+Outcome execute_and_check(const VariantRow& row, const VariantOptions& opts, const GemmDims& dims,
+                          const DeviceProblem& prob, const RowReference* ref, cudaStream_t stream);
+
+// An owning non-blocking stream (graph capture needs one).
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  cudaStream_t get() const { return s_; }
+
+ private:
+  cudaStream_t s_ = nullptr;
+};
+
+}  // namespace kbit

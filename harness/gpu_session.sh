@@ -1,0 +1,55 @@
+#!/bin/bash
+# Batch the GPU work of one session into one call (a lent GPU machine bills by the minute):
+#   harness/gpu_session.sh STEP...
+# Steps, run in order; each logs to $LOGS/<n>_<step>.log and a failure does not stop the rest:
+#   build                  configure + build (header libraries from .deps/usr when present)
+#   test                   ctest, GPU tests included
+#   validate:NAME[:ARGS]   kbit-harness validate --variant NAME ARGS (ARGS: ',' for spaces)
+#   run:CONFIG             kbit-harness run CONFIG --no-plot (plot here with harness/plot.py)
+#   sanitize:NAME          compute-sanitizer memcheck and racecheck on a quick validate
+#   sass                   registers/smem (-Xptxas -v) and SASS of every variant kernel
+#   cmd:SHELL              any shell command (',' for spaces)
+# LOGS defaults to $OUT (the device tool's folder) or ./gpu-logs. Runs' results/ folders are
+# packed into $LOGS/results.tar.gz; unpack it in the repo root.
+set -u
+LOGS=${LOGS:-${OUT:-gpu-logs}}
+mkdir -p "$LOGS"
+cd "$(dirname "$0")/.."
+export NCCL_NVLS_ENABLE=0
+H=./build/harness/kbit-harness
+summary=()
+n=0
+start_results=$(mktemp)
+touch "$start_results"
+
+step() {  # name, command...
+  local name=$1; shift
+  n=$((n + 1))
+  local log="$LOGS/$(printf %02d $n)_${name//[^A-Za-z0-9_.-]/_}.log"
+  local t0=$(date +%s)
+  echo "=== [$n] $name" | tee -a "$LOGS/session.log"
+  ( "$@" ) >"$log" 2>&1
+  local rc=$? t=$(( $(date +%s) - t0 ))
+  tail -n 25 "$log"
+  summary+=("$(printf '%-44s rc=%-3s %4ss' "$name" "$rc" "$t")")
+}
+
+for s in "$@"; do
+  kind=${s%%:*}; arg=${s#*:}; arg=${arg//,/ }
+  case $kind in
+    build) step build bash -c 'extra=""; [ -d .deps/usr ] && extra="-DCMAKE_PREFIX_PATH=$PWD/.deps/usr";
+             cmake --preset default $extra -DKBIT_PTXAS_VERBOSE=ON >/dev/null && cmake --build --preset default -j16' ;;
+    test) step test ctest --preset default -j4 ;;
+    validate) step "validate_$arg" $H validate --variant $arg ;;
+    run) step "run_$(basename ${arg%.toml})" $H run $arg --no-plot ;;
+    sanitize) step "memcheck_$arg" compute-sanitizer --tool memcheck --error-exitcode 9 $H validate --variant $arg --quick --k-bits 4
+              step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg --quick --k-bits 3 ;;
+    sass) step sass bash -c 'for o in $(find build/variants -name "*.cu.o"); do echo "## $o"; cuobjdump -sass $o; done > '"$LOGS"'/sass.txt; ls -la '"$LOGS"'/sass.txt' ;;
+    cmd) step "cmd" bash -c "$arg" ;;
+    *) echo "unknown step '$s'"; exit 2 ;;
+  esac
+done
+
+new=$(find results -name results.csv -newer "$start_results" 2>/dev/null | xargs -r -n1 dirname)
+if [ -n "$new" ]; then tar czf "$LOGS/results.tar.gz" $new && echo "packed: $new"; fi
+echo; echo "=== summary"; printf '%s\n' "${summary[@]}" | tee -a "$LOGS/session.log"

@@ -1,0 +1,70 @@
+// kbit-harness: the testbed's one binary (docs/harness.md).
+#include <CLI/CLI.hpp>
+
+#include <iostream>
+
+#include "harness/commands.hpp"
+#include "reference/error.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"kbit-testbed harness: run experiments, validate variants, check the format"};
+  app.require_subcommand(1);
+
+  auto* list = app.add_subcommand("list", "the variant registry as a table");
+
+  kbit::RunOptions run_opts;
+  std::string config;
+  auto* run = app.add_subcommand("run", "check and time every problem of an experiment config");
+  run->add_option("config", config, "experiments/NAME.toml")->required()->check(CLI::ExistingFile);
+  run->add_option("--out-root", run_opts.out_root, "results root (default: <source>/results)");
+  run->add_option("--variants", run_opts.variants, "names or globs that replace the config's list");
+  run->add_flag("!--no-plot", run_opts.plot, "do not run harness/plot.py at the end");
+  run->add_option("--memory-budget-gb", run_opts.memory_budget_gb,
+                  "device memory for L2-rotation weight copies (default: half the free memory)");
+  run->add_flag("--quiet", run_opts.quiet, "no progress lines");
+
+  kbit::ValidateOptions val;
+  auto* validate = app.add_subcommand("validate", "correctness sweep of one variant against the CPU reference");
+  validate->add_option("--variant", val.variant, "registry name")->required();
+  validate->add_option("--split-k", val.split_k, "auto | on | off | both (for variants with split-K)");
+  validate->add_flag("--quick", val.quick, "fewer M values, no model shapes");
+  validate->add_flag("!--no-seed-shapes", val.seed_shapes, "skip the model shapes of experiments/shapes/");
+  validate->add_option("--seed", val.seed, "data seed");
+  validate->add_option("--k-bits", val.k_bits, "bit widths (default 2 3 4 5)");
+  validate->add_option("--repro-dir", val.repro_dir, "where failing cases are written");
+
+  kbit::FormatOptions fmt;
+  auto* format = app.add_subcommand("format", "quantize on the CPU and the GPU, compare bytes, print error stats");
+  format->add_option("--rows", fmt.rows, "N (rows of W)");
+  format->add_option("--k-dim", fmt.k_dim, "K_dim (multiple of 32)");
+  format->add_option("--k-bits", fmt.k_bits, "bit widths");
+  format->add_option("--codebook", fmt.codebook, "nf | nf_expected | uniform");
+  format->add_option("--seed", fmt.seed, "data seed");
+
+  std::string cb_name = "nf";
+  int cb_k = 4;
+  auto* codebook = app.add_subcommand("codebook", "print a codebook with the hex bits of each entry");
+  codebook->add_option("name", cb_name, "nf | nf_expected | uniform");
+  codebook->add_option("--k", cb_k, "bits (2..5)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : kbit::kExitBadInput;
+  }
+  try {
+    if (*list) return kbit::list_variants();
+    if (*run) return kbit::run_experiment(config, run_opts);
+    if (*validate) return kbit::validate_variant(val);
+    if (*format) return kbit::format_check(fmt);
+    if (*codebook) return kbit::print_codebook(cb_name, cb_k);
+  } catch (const kbit::Error& e) {
+    std::cerr << "kbit-harness: " << e.what() << "\n";
+    return kbit::kExitBadInput;
+  } catch (const std::exception& e) {
+    std::cerr << "kbit-harness: unexpected error: " << e.what() << "\n";
+    return kbit::kExitCheckFailed;
+  }
+  return kbit::kExitBadInput;
+}

@@ -1,0 +1,255 @@
+#!/usr/bin/env python3
+"""Regenerate every figure of a kbit-harness run from its results.csv (no GPU needed).
+
+    python3 harness/plot.py results/<experiment>/<run>          # one run
+    python3 harness/plot.py --latest results                     # newest run of every experiment
+
+Figures land in <run>/figures/ (or --out). One function per figure; labels come from the
+variant names in the CSV and the registry rows recorded in run.json.
+"""
+import argparse
+import csv
+import json
+import math
+import os
+import sys
+from collections import defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+NUMERIC = {"M", "N", "K_dim", "k_bits", "median_us", "p10_us", "p90_us", "samples", "gb_per_s", "tflops",
+           "floor_us", "frac_of_floor", "speedup_vs_baseline", "max_err_over_bound"}
+
+
+def load_rows(run_dir):
+    rows = []
+    with open(os.path.join(run_dir, "results.csv"), newline="") as f:
+        for r in csv.DictReader(f):
+            for k in NUMERIC:
+                if k in r:
+                    try:
+                        r[k] = float(r[k])
+                    except ValueError:
+                        r[k] = float("nan")
+            rows.append(r)
+    return rows
+
+
+def load_run(run_dir):
+    path = os.path.join(run_dir, "run.json")
+    if os.path.exists(path):
+        with open(path) as f:
+            return json.load(f)
+    return {}
+
+
+def timed(rows):
+    return [r for r in rows if r["median_us"] > 0 and math.isfinite(r["median_us"])]
+
+
+def groups(rows):
+    """(k_bits, dtype, l2) -> rows: each combination gets its own set of figures."""
+    g = defaultdict(list)
+    for r in rows:
+        g[(int(r["k_bits"]), r["dtype"], r.get("l2", ""))].append(r)
+    return g
+
+
+def suffix(key):
+    k, dtype, l2 = key
+    return f"k{k}_{dtype}" + (f"_{l2}" if l2 else "")
+
+
+def grid(n):
+    cols = min(4, max(1, n))
+    rows = (n + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.2 * rows), squeeze=False)
+    for ax in axes.flat[n:]:
+        ax.set_visible(False)
+    return fig, list(axes.flat[:n])
+
+
+def variant_order(rows, run):
+    names = [v["name"] for v in run.get("variants", [])]
+    seen = [r["variant"] for r in rows]
+    return [n for n in names if n in seen] + sorted(set(seen) - set(names))
+
+
+def by_shape(rows):
+    shapes = []
+    for r in rows:
+        if r["shape"] not in shapes:
+            shapes.append(r["shape"])
+    return shapes
+
+
+def series(rows, shape, variant, y):
+    pts = sorted((r["M"], r[y]) for r in rows if r["shape"] == shape and r["variant"] == variant)
+    return [p[0] for p in pts], [p[1] for p in pts]
+
+
+def plot_speedup(rows, run, key, out):
+    """Speedup vs the baseline, per shape, against M."""
+    baseline = run.get("variants", [{}])[0].get("name", "")
+    variants = [v for v in variant_order(rows, run) if v != baseline]
+    if not variants:
+        return None
+    shapes = by_shape(rows)
+    fig, axes = grid(len(shapes))
+    for ax, shape in zip(axes, shapes):
+        for v in variants:
+            x, y = series(rows, shape, v, "speedup_vs_baseline")
+            if x:
+                ax.plot(x, y, marker="o", ms=3, label=v)
+        ax.axhline(1.0, color="gray", lw=0.8, ls="--")
+        ax.set_xscale("log", base=2)
+        ax.set_title(shape, fontsize=9)
+        ax.set_xlabel("M")
+        ax.set_ylabel(f"speedup vs {baseline}")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"{run.get('experiment', '')}: speedup vs {baseline} ({suffix(key)})")
+    fig.tight_layout()
+    path = os.path.join(out, f"speedup_{suffix(key)}.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_time_vs_m(rows, run, key, out):
+    """Median time against M per shape, every variant and the floor (the crossover picture)."""
+    shapes = by_shape(rows)
+    fig, axes = grid(len(shapes))
+    for ax, shape in zip(axes, shapes):
+        for v in variant_order(rows, run):
+            x, y = series(rows, shape, v, "median_us")
+            if x:
+                ax.plot(x, y, marker="o", ms=3, label=v)
+        fx = sorted({r["M"] for r in rows if r["shape"] == shape})
+        fy = [next(r["floor_us"] for r in rows if r["shape"] == shape and r["M"] == m) for m in fx]
+        ax.plot(fx, fy, color="black", ls=":", label="floor")
+        ax.set_xscale("log", base=2)
+        ax.set_yscale("log")
+        ax.set_title(shape, fontsize=9)
+        ax.set_xlabel("M")
+        ax.set_ylabel("median us")
+    axes[0].legend(fontsize=7)
+    fig.suptitle(f"{run.get('experiment', '')}: time vs M ({suffix(key)})")
+    fig.tight_layout()
+    path = os.path.join(out, f"time_vs_m_{suffix(key)}.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_roofline(rows, run, key, out):
+    """Achieved TFLOP/s against arithmetic intensity, under the measured roofs; and the
+    fraction of the floor each variant reaches."""
+    ceil = run.get("ceilings", {})
+    bw = ceil.get("copy_gb_per_s", 0) * 1e9
+    peak = ceil.get("fp16_tflops", 0)
+    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(12, 4.5))
+    variants = variant_order(rows, run)
+    for v in variants:
+        rs = [r for r in rows if r["variant"] == v]
+        ai = [r["tflops"] * 1e12 / (r["gb_per_s"] * 1e9) for r in rs if r["gb_per_s"] > 0]
+        tf = [r["tflops"] for r in rs if r["gb_per_s"] > 0]
+        ax.scatter(ai, tf, s=12, label=v)
+        ax2.scatter([r["M"] for r in rs], [r["frac_of_floor"] for r in rs], s=12, label=v)
+    if bw > 0 and peak > 0:
+        xs = [0.1 * 1.5 ** i for i in range(40)]
+        ax.plot(xs, [min(peak, bw * x / 1e12) for x in xs], color="black", lw=1, label="roof (measured)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("flops / compressed byte")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title("roofline view")
+    ax.legend(fontsize=7)
+    ax2.set_xscale("log", base=2)
+    ax2.axhline(1.0, color="gray", lw=0.8, ls="--")
+    ax2.set_xlabel("M")
+    ax2.set_ylabel("fraction of the floor (floor / time)")
+    ax2.set_title("fraction of the floor, every shape")
+    fig.suptitle(f"{run.get('experiment', '')}: roofline ({suffix(key)})")
+    fig.tight_layout()
+    path = os.path.join(out, f"roofline_{suffix(key)}.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def plot_check_margin(rows, run, key, out):
+    """max(|err| / bound) per problem: every point must sit below 1."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    variants = variant_order(rows, run)
+    for i, v in enumerate(variants):
+        rs = [r for r in rows if r["variant"] == v and r["check"] in ("pass", "fail")]
+        ys = [max(r["max_err_over_bound"], 1e-6) for r in rs]
+        xs = [i + (j % 9 - 4) * 0.04 for j in range(len(rs))]
+        colors = ["tab:red" if r["check"] == "fail" else "tab:blue" for r in rs]
+        ax.scatter(xs, ys, s=10, c=colors)
+    ax.axhline(1.0, color="red", lw=1, ls="--", label="bound")
+    ax.set_yscale("log")
+    ax.set_xticks(range(len(variants)))
+    ax.set_xticklabels(variants, rotation=20, fontsize=8)
+    ax.set_ylabel("max |err| / bound")
+    ax.set_title(f"{run.get('experiment', '')}: check margin ({suffix(key)})")
+    fig.tight_layout()
+    path = os.path.join(out, f"check_margin_{suffix(key)}.png")
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+FIGURES = [plot_speedup, plot_time_vs_m, plot_roofline, plot_check_margin]
+
+
+def plot_run(run_dir, out=None):
+    rows = timed(load_rows(run_dir))
+    run = load_run(run_dir)
+    out = out or os.path.join(run_dir, "figures")
+    os.makedirs(out, exist_ok=True)
+    written = []
+    for key, rs in sorted(groups(rows).items()):
+        for fig in FIGURES:
+            p = fig(rs, run, key, out)
+            if p:
+                written.append(p)
+    return written
+
+
+def latest_runs(root):
+    runs = []
+    for exp in sorted(os.listdir(root)):
+        d = os.path.join(root, exp)
+        if not os.path.isdir(d):
+            continue
+        cands = sorted(c for c in os.listdir(d) if os.path.exists(os.path.join(d, c, "results.csv")))
+        if cands:
+            runs.append(os.path.join(d, cands[-1]))
+    return runs
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("run", help="a run directory, or with --latest the results root")
+    ap.add_argument("--latest", action="store_true", help="plot the newest run of every experiment under RUN")
+    ap.add_argument("--out", help="output directory (default: <run>/figures)")
+    a = ap.parse_args()
+    runs = latest_runs(a.run) if a.latest else [a.run]
+    if not runs:
+        print(f"plot.py: no runs under {a.run}", file=sys.stderr)
+        return 1
+    for r in runs:
+        if not os.path.exists(os.path.join(r, "results.csv")):
+            print(f"plot.py: {r} has no results.csv", file=sys.stderr)
+            return 1
+        for p in plot_run(r, a.out):
+            print(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

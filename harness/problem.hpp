@@ -1,0 +1,60 @@
+// Problem data on the host: random weights quantized by the reference, activations, MoE
+// routing, and the reference rows every variant is checked against.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <Eigen/Dense>
+
+#include "reference/dtype.hpp"
+#include "reference/quantize.hpp"
+#include "variants/variant_api.hpp"
+
+namespace kbit {
+
+// E experts (1 for a dense layer) of W[N, K_dim], N(0,1) weights quantized by the reference.
+struct HostWeights {
+  std::int64_t N = 0, K_dim = 0;
+  int k_bits = 0, experts = 1;
+  std::vector<float> codebook;
+  QuantizedTensor q;     // expert-major: expert e holds elements [e*N*K_dim, (e+1)*N*K_dim)
+  std::vector<float> W;  // float32 dequantized weights (cb[idx] * E4M4 scale), same order
+  std::int64_t expert_elems() const { return N * K_dim; }
+};
+HostWeights make_host_weights(std::int64_t N, std::int64_t K_dim, int k_bits, const std::vector<float>& codebook,
+                              int experts, std::uint64_t seed);
+
+// A[M, K_dim]: N(0,1) values rounded to `dtype`; `values` holds exactly what `bytes` encodes.
+struct HostActivations {
+  DType dtype = DType::f16;
+  std::int64_t M = 0, K_dim = 0;
+  std::vector<float> values;
+  std::vector<unsigned char> bytes;
+};
+HostActivations make_activations(std::int64_t M, std::int64_t K_dim, DType dtype, std::uint64_t seed);
+
+// Routes `tokens` tokens to `top_k` distinct experts each ("uniform", or "zipf" with
+// exponent s over a seeded random ranking of the experts). Returns expert_offsets[E+1]
+// over the tokens*top_k rows sorted by expert.
+std::vector<std::int64_t> route_tokens(int experts, int tokens, int top_k, const std::string& routing, double zipf_s,
+                                       std::uint64_t seed);
+int active_experts(const std::vector<std::int64_t>& expert_offsets);
+
+// Rows of C_ref = A * deq(W)^T (per expert for grouped problems) with |A| |W|^T and sum|A|.
+struct RowReference {
+  std::vector<std::int64_t> rows;  // global row indices, ascending
+  Eigen::MatrixXd C, abs_dot;      // rows.size() x N
+  Eigen::VectorXd abs_a_sum;
+};
+RowReference make_reference(const HostWeights& w, const HostActivations& a, const GemmDims& dims,
+                            const std::vector<std::int64_t>& rows);
+
+// The problem's floor inputs: bytes of the compressed weights touched (active experts),
+// A and C; flops 2*M*N*K_dim.
+struct ProblemCost {
+  double bytes = 0, flops = 0;
+};
+ProblemCost problem_cost(const GemmDims& dims);
+
+}  // namespace kbit

@@ -1,0 +1,108 @@
+#include "harness/registry.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+
+#include "reference/error.hpp"
+#include "variants/baselines.hpp"
+
+namespace kbit {
+
+const char* family_name(Family f) {
+  switch (f) {
+    case Family::gemm: return "gemm";
+    case Family::gemv: return "gemv";
+    case Family::grouped: return "grouped";
+    case Family::baseline: return "baseline";
+  }
+  return "?";
+}
+
+namespace {
+
+Support baseline_support() {
+  Support s;
+  s.grouped = true;  // the per-expert loop
+  return s;
+}
+
+}  // namespace
+
+const std::vector<VariantRow>& registry() {
+  static const std::vector<VariantRow> rows = {
+      {"cublas_fp16", "cuBLAS GEMM (fp32 accumulation) on the dequantized fp16/bf16 weight; per-expert loop for MoE",
+       Family::baseline, baseline_support(), {LayoutKind::dequantized, {}}, variants::cublas_fp16_setup,
+       variants::cublas_fp16_run},
+      {"dequant_cublas", "GPU dequantize into a scratch fp16/bf16 weight, then cuBLAS (time includes both)",
+       Family::baseline, baseline_support(), {LayoutKind::flat, {}}, variants::dequant_cublas_setup,
+       variants::dequant_cublas_run},
+  };
+  return rows;
+}
+
+const VariantRow& find_variant(std::string_view name) {
+  for (const auto& r : registry())
+    if (r.name == name) return r;
+  std::string known;
+  for (const auto& r : registry()) known += (known.empty() ? "" : ", ") + std::string(r.name);
+  throw Error("variant '" + std::string(name) + "' is not in the registry (known: " + known + ")");
+}
+
+std::vector<const VariantRow*> match_variants(const std::vector<std::string>& patterns) {
+  std::vector<const VariantRow*> out;
+  for (const auto& p : patterns) {
+    bool any = false;
+    for (const auto& r : registry()) {
+      if (fnmatch(p.c_str(), std::string(r.name).c_str(), 0) != 0) continue;
+      any = true;
+      if (std::find(out.begin(), out.end(), &r) == out.end()) out.push_back(&r);
+    }
+    if (!any) find_variant(p);  // throws with the list of known names
+  }
+  std::sort(out.begin(), out.end());  // registry order (rows live in one vector)
+  return out;
+}
+
+std::string unsupported_reason(const VariantRow& row, const GemmDims& d) {
+  const Support& s = row.support;
+  if (d.grouped() && !s.grouped) return "grouped (MoE) problems are not supported";
+  if (!d.grouped() && !s.dense) return "dense problems are not supported (grouped only)";
+  if (std::find(s.k_bits.begin(), s.k_bits.end(), d.k_bits) == s.k_bits.end())
+    return "K = " + std::to_string(d.k_bits) + " is not supported (" + describe_k_bits(s) + ")";
+  if (std::find(s.dtypes.begin(), s.dtypes.end(), d.dtype) == s.dtypes.end())
+    return std::string("dtype ") + dtype_name(d.dtype) + " is not supported (" + describe_dtypes(s) + ")";
+  if (!d.grouped() && (d.M < s.m_min || d.M > s.m_max))
+    return "M = " + std::to_string(d.M) + " is outside " + describe_m_range(s);
+  if (d.N % s.n_multiple != 0)
+    return "N = " + std::to_string(d.N) + " is not a multiple of " + std::to_string(s.n_multiple);
+  if (d.K_dim % s.k_dim_multiple != 0)
+    return "K_dim = " + std::to_string(d.K_dim) + " is not a multiple of " + std::to_string(s.k_dim_multiple);
+  return "";
+}
+
+std::string describe_k_bits(const Support& s) {
+  std::string r;
+  for (int k : s.k_bits) r += (r.empty() ? "" : ",") + std::to_string(k);
+  return r;
+}
+
+std::string describe_dtypes(const Support& s) {
+  std::string r;
+  for (DType t : s.dtypes) r += (r.empty() ? "" : ",") + std::string(dtype_name(t));
+  return r;
+}
+
+std::string describe_m_range(const Support& s) {
+  const bool open = s.m_max == std::numeric_limits<std::int64_t>::max();
+  return std::to_string(s.m_min) + ".." + (open ? std::string("any") : std::to_string(s.m_max));
+}
+
+std::string describe_shape_rules(const Support& s) {
+  std::string r = "K_dim%" + std::to_string(s.k_dim_multiple);
+  if (s.n_multiple > 1) r += " N%" + std::to_string(s.n_multiple);
+  r += s.dense && s.grouped ? " dense+moe" : s.grouped ? " moe" : " dense";
+  return r;
+}
+
+}  // namespace kbit

@@ -1,0 +1,53 @@
+// The variant registry: one row per variant, in the order they were built. The one source
+// for the CLI (list, run, validate), the tests, the CSV and the plot labels.
+#pragma once
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "variants/variant_api.hpp"
+
+namespace kbit {
+
+enum class Family { gemm, gemv, grouped, baseline };
+const char* family_name(Family f);
+
+struct Support {
+  std::vector<int> k_bits{2, 3, 4, 5};
+  std::vector<DType> dtypes{DType::f16, DType::bf16};
+  std::int64_t m_min = 1;                                          // rows of A (dense problems)
+  std::int64_t m_max = std::numeric_limits<std::int64_t>::max();  //
+  std::int64_t n_multiple = 1;                                     // N must be a multiple of this
+  std::int64_t k_dim_multiple = 32;                                // K_dim must be a multiple of this
+  bool dense = true;                                               // C = A W^T problems
+  bool grouped = false;                                            // MoE problems (E experts)
+  bool split_k = false;  // honours VariantOptions::split_k (validate runs it forced on and off)
+};
+
+struct VariantRow {
+  std::string_view name;
+  std::string_view description;  // one line
+  Family family;
+  Support support;
+  WeightLayout layout;
+  SetupFn setup;
+  RunFn run;
+};
+
+const std::vector<VariantRow>& registry();
+// Throws kbit::Error listing the known names when `name` is not a row.
+const VariantRow& find_variant(std::string_view name);
+// Rows matching any of the names or globs ("*gemv*"), in registry order; a pattern that
+// matches nothing is an error naming it.
+std::vector<const VariantRow*> match_variants(const std::vector<std::string>& patterns);
+// Empty when the row supports the problem, otherwise why not ("M = 16 is above 4").
+std::string unsupported_reason(const VariantRow& row, const GemmDims& dims);
+// Human-readable summaries of a row's support, for `list` and run.json.
+std::string describe_k_bits(const Support& s);
+std::string describe_dtypes(const Support& s);
+std::string describe_m_range(const Support& s);
+std::string describe_shape_rules(const Support& s);
+
+}  // namespace kbit

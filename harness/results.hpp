@@ -1,0 +1,56 @@
+// Results of a run: results.csv in long form, one row per (problem, variant), appended and
+// flushed row by row so that a run that dies keeps every finished row; run.json beside it.
+#pragma once
+#include <cstdint>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace kbit {
+
+struct ResultRow {
+  std::string experiment, shape;
+  std::int64_t M = 0, N = 0, K_dim = 0;
+  int k_bits = 0;
+  std::string dtype, variant, family;
+  double median_us = 0, p10_us = 0, p90_us = 0;
+  int samples = 0;
+  double gb_per_s = 0, tflops = 0, floor_us = 0, frac_of_floor = 0, speedup_vs_baseline = 0;
+  std::string check;  // pass | fail | skipped
+  double max_err_over_bound = 0;
+  // Beyond the required columns:
+  std::string l2;  // cold | hot
+  int copies = 1, launches_per_sample = 1;
+  double sm_mhz_before = 0, sm_mhz_after = 0, rel_noise = 0;
+  int experts = 0, active_experts = 0;
+  std::string codebook, config, error;
+};
+
+// The column names, in order (the first 19 are the documented core columns).
+const std::vector<std::string>& result_columns();
+std::vector<std::string> row_fields(const ResultRow& r);
+
+class CsvWriter {
+ public:
+  explicit CsvWriter(const std::string& path);  // writes the header
+  void append(const ResultRow& r);              // one line, flushed
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
+
+std::string csv_escape(const std::string& field);
+// Splits one CSV line (quotes as written by csv_escape); used by tests and tools.
+std::vector<std::string> csv_split(const std::string& line);
+
+// Writes JSON to path atomically (temporary file, then rename).
+void write_json_file(const std::string& path, const nlohmann::json& j);
+
+// "20261122T081500Z"
+std::string utc_timestamp();
+
+}  // namespace kbit

@@ -1,0 +1,361 @@
+// kbit-harness run EXPERIMENT.toml: check and time every (shape, M, K, dtype, variant).
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include "harness/commands.hpp"
+#include "harness/config.hpp"
+#include "harness/device_info.hpp"
+#include "harness/execute.hpp"
+#include "harness/progress.hpp"
+#include "harness/results.hpp"
+#include "harness/timing.hpp"
+#include "reference/codebook.hpp"
+#include "reference/gemm_ref.hpp"
+#include "reference/random.hpp"
+#include "variants/common/cuda_check.hpp"
+
+namespace kbit {
+namespace {
+
+void make_dirs(const std::string& path) {
+  std::string cur;
+  for (std::size_t i = 0; i <= path.size(); ++i) {
+    if (i == path.size() || path[i] == '/') {
+      if (!cur.empty() && ::mkdir(cur.c_str(), 0755) != 0 && errno != EEXIST)
+        throw Error("cannot create directory '" + cur + "'");
+    }
+    if (i < path.size()) cur += path[i];
+  }
+}
+
+std::uint64_t seed_of(std::uint64_t base, const std::string& what, std::int64_t a = 0, std::int64_t b = 0) {
+  std::uint64_t h = splitmix64(base);
+  for (char c : what) h = splitmix64(h ^ std::uint64_t(static_cast<unsigned char>(c)));
+  return splitmix64(h ^ splitmix64(std::uint64_t(a) * 1315423911u ^ std::uint64_t(b)));
+}
+
+// One layer to run: a dense shape, or an MoE layer at one token count.
+struct Layer {
+  std::string name;
+  std::int64_t N = 0, K_dim = 0;
+  int experts = 1, top_k = 0;
+  bool moe = false;
+};
+
+struct Context {
+  Context(const ExperimentConfig& c, const RunOptions& o, std::vector<const VariantRow*> r, const VariantRow* b)
+      : cfg(c), opts(o), rows(std::move(r)), baseline(b), dev(query_device()) {}
+  const ExperimentConfig& cfg;
+  const RunOptions& opts;
+  std::vector<const VariantRow*> rows;  // baseline first
+  const VariantRow* baseline = nullptr;
+  DeviceInfo dev;
+  Ceilings ceil;
+  Stream stream;
+  std::int64_t budget = 0;
+  std::unique_ptr<CsvWriter> csv;
+  Progress* progress = nullptr;
+  int failures = 0, errors = 0, passed = 0, skipped_unsupported = 0;
+  bool aborted = false;
+  std::string abort_reason;
+  std::vector<ResultRow> summary;
+};
+
+std::vector<float> codebook_for(const ExperimentConfig& cfg, int k) {
+  if (cfg.codebook == "custom") {
+    validate_codebook(cfg.codebook_values, k);
+    return cfg.codebook_values;
+  }
+  return make_codebook(cfg.codebook, k);
+}
+
+ResultRow base_row(const Context& c, const Layer& L, const GemmDims& d, const VariantRow& row) {
+  ResultRow r;
+  r.experiment = c.cfg.name;
+  r.shape = L.name;
+  r.M = d.M;
+  r.N = d.N;
+  r.K_dim = d.K_dim;
+  r.k_bits = d.k_bits;
+  r.dtype = dtype_name(d.dtype);
+  r.variant = std::string(row.name);
+  r.family = family_name(row.family);
+  r.l2 = c.cfg.timing.cold ? "cold" : "hot";
+  r.codebook = c.cfg.codebook;
+  r.experts = d.grouped() ? d.num_experts : 0;
+  r.active_experts = d.grouped() ? active_experts(d.expert_offsets) : 0;
+  const ProblemCost cost = problem_cost(d);
+  r.floor_us = std::max(cost.bytes / (c.ceil.copy_gb_per_s * 1e9), cost.flops / (c.ceil.fp16_tflops * 1e12)) * 1e6;
+  return r;
+}
+
+// Runs every supported row on one problem (weights already on the device).
+void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeights& hw, const HostActivations& A,
+                 const DeviceProblem& prob) {
+  std::optional<RowReference> ref;
+  if (c.cfg.check.enabled) ref = make_reference(hw, A, d, sample_rows(d.M, c.cfg.check.max_rows));
+  double baseline_us = 0;
+  for (const VariantRow* row : c.rows) {
+    if (c.aborted) return;
+    if (!unsupported_reason(*row, d).empty()) {
+      ++c.skipped_unsupported;
+      continue;
+    }
+    c.progress->start_item(std::string(row->name) + " " + L.name + " M=" + std::to_string(d.M) + " K=" +
+                           std::to_string(d.k_bits) + " " + dtype_name(d.dtype));
+    ResultRow r = base_row(c, L, d, *row);
+    Outcome o = execute_and_check(*row, VariantOptions{}, d, prob, ref ? &*ref : nullptr, c.stream.get());
+    if (o.error.empty()) {
+      r.config = o.state->describe();
+      try {
+        const TimingResult t = time_launches(
+            [&](int copy, cudaStream_t s) { row->run(o.state.get(), d, prob.args(*row, copy), s); },
+            prob.weights->copies(), c.cfg.timing, c.stream.get());
+        r.median_us = t.median_us;
+        r.p10_us = t.p10_us;
+        r.p90_us = t.p90_us;
+        r.samples = t.samples;
+        r.copies = t.copies;
+        r.launches_per_sample = t.launches_per_sample;
+        r.sm_mhz_before = t.sm_mhz_before;
+        r.sm_mhz_after = t.sm_mhz_after;
+        r.rel_noise = t.rel_noise;
+      } catch (const std::exception& e) {
+        o.error = std::string("timing: ") + e.what();
+        cudaGetLastError();
+        o.sticky = cudaDeviceSynchronize() != cudaSuccess;
+      }
+    }
+    if (!o.error.empty()) {
+      r.check = "fail";
+      r.error = o.error;
+      ++c.errors;
+      std::cerr << "\n" << row->name << " on " << L.name << " M=" << d.M << ": " << o.error << "\n";
+    } else {
+      r.check = o.checked ? (o.check.pass ? "pass" : "fail") : "skipped";
+      r.max_err_over_bound = o.checked ? o.check.max_err_over_bound : 0;
+      if (o.checked && !o.check.pass) {
+        ++c.failures;
+        const auto& b = o.check.first_bad.empty() ? BadElement{} : o.check.first_bad.front();
+        r.error = std::to_string(o.check.violations) + " of " + std::to_string(o.check.checked) +
+                  " elements outside the bound; first C[" + std::to_string(b.row) + "," + std::to_string(b.col) +
+                  "] = " + std::to_string(b.got) + " vs " + std::to_string(b.ref);
+      } else if (o.checked) {
+        ++c.passed;
+      }
+      const ProblemCost cost = problem_cost(d);
+      r.gb_per_s = cost.bytes / (r.median_us * 1e-6) / 1e9;
+      r.tflops = cost.flops / (r.median_us * 1e-6) / 1e12;
+      r.frac_of_floor = r.floor_us / r.median_us;
+      if (row == c.baseline) baseline_us = r.median_us;
+      r.speedup_vs_baseline = baseline_us > 0 ? baseline_us / r.median_us : 0;
+    }
+    c.csv->append(r);
+    c.summary.push_back(r);
+    c.progress->finish_item();
+    if (o.sticky) {
+      c.aborted = true;
+      c.abort_reason = std::string(row->name) + " broke the CUDA context: " + o.error;
+    }
+  }
+}
+
+std::vector<WeightLayout> layouts_of(const Context& c, const GemmDims& d) {
+  std::vector<WeightLayout> out;
+  for (const VariantRow* r : c.rows) {
+    if (!unsupported_reason(*r, d).empty()) continue;
+    if (std::find(out.begin(), out.end(), r->layout) == out.end()) out.push_back(r->layout);
+  }
+  return out;
+}
+
+// Builds the device weights for a (layer, K, dtype) and runs every M (or token count).
+void run_layer(Context& c, const Layer& L, int k, DType dtype, const HostWeights& hw,
+               const std::vector<GemmDims>& problems) {
+  std::vector<WeightLayout> layouts;
+  std::int64_t touched = 0, per_copy = 0;
+  for (const GemmDims& d : problems) {
+    for (const auto& l : layouts_of(c, d))
+      if (std::find(layouts.begin(), layouts.end(), l) == layouts.end()) layouts.push_back(l);
+  }
+  if (layouts.empty()) return;
+  int min_active = L.experts;
+  for (const GemmDims& d : problems) if (d.grouped()) min_active = std::min(min_active, active_experts(d.expert_offsets));
+  for (const auto& l : layouts) {
+    const std::int64_t b = DeviceWeights::expert_bytes(hw, dtype, l);
+    per_copy += b * L.experts;
+    const std::int64_t t = b * std::max(1, min_active);
+    touched = touched == 0 ? t : std::min(touched, t);
+  }
+  const int copies = c.cfg.timing.cold ? rotation_copies(touched, per_copy, c.dev.l2_bytes, c.budget) : 1;
+  DeviceWeights dw(hw, dtype, layouts, copies, c.stream.get());
+  std::int64_t max_m = 0;
+  for (const GemmDims& d : problems) max_m = std::max(max_m, d.M);
+  const std::size_t es = dtype_size(dtype);
+  DeviceBuffer<unsigned char> dC(std::size_t(max_m * L.N) * es);
+  DeviceBuffer<std::int64_t> d_off(std::size_t(L.experts + 1));
+  for (const GemmDims& d : problems) {
+    if (c.aborted) return;
+    const HostActivations A = make_activations(d.M, d.K_dim, dtype, seed_of(c.cfg.check.seed, L.name + "/A", d.M, int(dtype)));
+    DeviceBuffer<unsigned char> dA(A.bytes);
+    if (d.grouped()) d_off.upload(d.expert_offsets);
+    DeviceProblem p;
+    p.weights = &dw;
+    p.A = dA.get();
+    p.C = dC.get();
+    p.C_bytes = std::size_t(d.M * d.N) * es;
+    p.expert_offsets = d.grouped() ? d_off.get() : nullptr;
+    p.codebook = gpu::make_codebook_arg(hw.codebook, k);
+    run_problem(c, L, d, hw, A, p);
+  }
+}
+
+int count_items(const Context& c) {
+  int n = 0;
+  for (const auto& s : c.cfg.shapes)
+    for (int k : c.cfg.k_bits)
+      for (DType t : c.cfg.dtypes)
+        for (std::int64_t m : c.cfg.m)
+          for (const VariantRow* r : c.rows) {
+            GemmDims d;
+            d.M = m, d.N = s.n, d.K_dim = s.k_dim, d.k_bits = k, d.dtype = t;
+            n += unsupported_reason(*r, d).empty();
+          }
+  for (const auto& mo : c.cfg.moe)
+    for (int k : c.cfg.k_bits)
+      for (DType t : c.cfg.dtypes)
+        for (std::int64_t tokens : c.cfg.tokens)
+          for (const VariantRow* r : c.rows) {
+            GemmDims d;
+            d.M = tokens * mo.top_k, d.N = mo.n, d.K_dim = mo.k_dim, d.k_bits = k, d.dtype = t;
+            d.num_experts = mo.experts;
+            n += unsupported_reason(*r, d).empty();
+          }
+  return n;
+}
+
+void print_summary(const Context& c) {
+  std::printf("\n%-28s %6s %6s %2s %5s %-20s %10s %10s %7s %7s %6s %7s\n", "shape", "M", "N", "K", "dtype", "variant",
+              "median_us", "floor_us", "%floor", "speedup", "check", "err/bnd");
+  for (const auto& r : c.summary) {
+    std::printf("%-28s %6lld %6lld %2d %5s %-20s %10.2f %10.2f %6.1f%% %7.2f %6s %7.3f\n", r.shape.c_str(),
+                (long long)r.M, (long long)r.N, r.k_bits, r.dtype.c_str(), r.variant.c_str(), r.median_us, r.floor_us,
+                100 * r.frac_of_floor, r.speedup_vs_baseline, r.check.c_str(), r.max_err_over_bound);
+  }
+}
+
+}  // namespace
+
+int run_experiment(const std::string& path, const RunOptions& opts) {
+  const ExperimentConfig cfg = load_experiment(path);
+  std::vector<const VariantRow*> rows = match_variants(opts.variants.empty() ? cfg.variants : opts.variants);
+  const VariantRow* baseline = &find_variant(cfg.baseline);
+  rows.erase(std::remove(rows.begin(), rows.end(), baseline), rows.end());
+  rows.insert(rows.begin(), baseline);  // timed first: every other row's speedup needs it
+  if (!cuda_device_available()) {
+    std::cerr << "kbit-harness run: no CUDA device; nothing was run (exit " << kExitNoDevice << ")\n";
+    return kExitNoDevice;
+  }
+  Context c(cfg, opts, rows, baseline);
+  std::size_t free_b = 0, total_b = 0;
+  KBIT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  c.budget = opts.memory_budget_gb > 0 ? std::int64_t(opts.memory_budget_gb * 1e9) : std::int64_t(free_b / 2);
+  std::cout << "device: " << c.dev.name << ", " << c.dev.sm_count << " SMs, L2 " << c.dev.l2_bytes / (1 << 20)
+            << " MiB; measuring the copy bandwidth and the fp16 tensor rate..." << std::endl;
+  c.ceil = measure_ceilings(c.stream.get());
+  std::printf("ceilings: copy %.0f GB/s, fp16 tensor %.0f TFLOP/s\n", c.ceil.copy_gb_per_s, c.ceil.fp16_tflops);
+
+  const BuildInfo build = query_build();
+  const std::string root = opts.out_root.empty() ? source_dir() + "/results" : opts.out_root;
+  const std::string dir = root + "/" + cfg.name + "/" + utc_timestamp() + "_" + sanitize_name(c.dev.name) + "_" +
+                          build.git_sha.substr(0, 12);
+  make_dirs(dir);
+  nlohmann::json run;
+  run["experiment"] = cfg.name;
+  run["description"] = cfg.description;
+  run["started_utc"] = utc_timestamp();
+  run["status"] = "running";
+  run["device"] = to_json(c.dev);
+  run["ceilings"] = to_json(c.ceil);
+  run["build"] = to_json(build);
+  run["config"] = {{"path", cfg.path}, {"hash", config_hash(cfg.text)}, {"text", cfg.text}};
+  run["argv"] = opts.variants;
+  for (const VariantRow* r : rows) {
+    run["variants"].push_back({{"name", r->name},
+                               {"description", r->description},
+                               {"family", family_name(r->family)},
+                               {"layout", layout_name(r->layout)}});
+  }
+  run["timing"] = {{"mode", cfg.timing.cold ? "cold" : "hot"}, {"warmup", cfg.timing.warmup},
+                   {"min_samples", cfg.timing.min_samples}, {"max_samples", cfg.timing.max_samples},
+                   {"max_rel_noise", cfg.timing.max_rel_noise}, {"timeout_s", cfg.timing.timeout_s},
+                   {"rotation_budget_bytes", c.budget}};
+  write_json_file(dir + "/run.json", run);
+  c.csv = std::make_unique<CsvWriter>(dir + "/results.csv");
+  Progress progress(count_items(c), opts.quiet);
+  c.progress = &progress;
+  std::cout << "writing " << dir << std::endl;
+
+  for (const auto& s : cfg.shapes) {
+    const Layer L{s.name, s.n, s.k_dim, 1, 0, false};
+    for (int k : cfg.k_bits) {
+      if (c.aborted) break;
+      const HostWeights hw = make_host_weights(s.n, s.k_dim, k, codebook_for(cfg, k), 1, seed_of(cfg.check.seed, s.name, k));
+      if (hw.q.saturated_blocks > 0)
+        std::cerr << "warning: " << hw.q.saturated_blocks << " blocks of " << s.name << " saturated E4M4\n";
+      for (DType t : cfg.dtypes) {
+        std::vector<GemmDims> problems;
+        for (std::int64_t m : cfg.m) {
+          GemmDims d;
+          d.M = m, d.N = s.n, d.K_dim = s.k_dim, d.k_bits = k, d.dtype = t;
+          problems.push_back(d);
+        }
+        run_layer(c, L, k, t, hw, problems);
+      }
+    }
+  }
+  for (const auto& m : cfg.moe) {
+    const Layer L{m.name, m.n, m.k_dim, m.experts, m.top_k, true};
+    for (int k : cfg.k_bits) {
+      if (c.aborted) break;
+      const HostWeights hw = make_host_weights(m.n, m.k_dim, k, codebook_for(cfg, k), m.experts, seed_of(cfg.check.seed, m.name, k));
+      for (DType t : cfg.dtypes) {
+        std::vector<GemmDims> problems;
+        for (std::int64_t tokens : cfg.tokens) {
+          GemmDims d;
+          d.N = m.n, d.K_dim = m.k_dim, d.k_bits = k, d.dtype = t, d.num_experts = m.experts;
+          d.expert_offsets = route_tokens(m.experts, int(tokens), m.top_k, cfg.routing, cfg.zipf_s,
+                                          seed_of(cfg.routing_seed, m.name, tokens));
+          d.M = d.expert_offsets.back();
+          problems.push_back(d);
+        }
+        run_layer(c, L, k, t, hw, problems);
+      }
+    }
+  }
+  progress.done();
+  run["status"] = c.aborted ? "aborted" : "complete";
+  if (c.aborted) run["abort_reason"] = c.abort_reason;
+  run["finished_utc"] = utc_timestamp();
+  run["summary"] = {{"rows", c.summary.size()}, {"check_passed", c.passed}, {"check_failed", c.failures},
+                    {"errors", c.errors}, {"skipped_unsupported", c.skipped_unsupported}};
+  write_json_file(dir + "/run.json", run);
+  print_summary(c);
+  std::printf("\n%zu rows, %d checks passed, %d failed, %d errors; %d (problem, variant) pairs unsupported\n%s\n",
+              c.summary.size(), c.passed, c.failures, c.errors, c.skipped_unsupported, dir.c_str());
+  if (c.aborted) std::cerr << "run aborted: " << c.abort_reason << "\n";
+  if (opts.plot) {
+    const std::string cmd = "python3 '" + source_dir() + "/harness/plot.py' '" + dir + "'";
+    if (std::system(cmd.c_str()) != 0) std::cerr << "plotting failed (the results are complete): " << cmd << "\n";
+  }
+  return (c.failures || c.errors || c.aborted) ? kExitCheckFailed : kExitOk;
+}
+
+}  // namespace kbit

@@ -1,0 +1,105 @@
+// GPU: both baselines pass the check on random data; the timing machinery works (graph and
+// plain paths); the check can fail.
+#include <catch2/catch.hpp>
+
+#include "harness/execute.hpp"
+#include "harness/timing.hpp"
+#include "variants/device_utils.hpp"
+#include "reference/codebook.hpp"
+#include "reference/gemm_ref.hpp"
+#include "variants/tests/gpu_test_util.hpp"
+
+using namespace kbit;
+
+namespace {
+
+struct Fixture {
+  HostWeights hw;
+  HostActivations A;
+  GemmDims d;
+  Fixture(std::int64_t M, std::int64_t N, std::int64_t K, int k, DType t, int experts = 0)
+      : hw(make_host_weights(N, K, k, codebook_nf(k), std::max(1, experts), 11)), A(make_activations(M, K, t, 12)) {
+    d.M = M, d.N = N, d.K_dim = K, d.k_bits = k, d.dtype = t, d.num_experts = experts;
+  }
+};
+
+Outcome run_row(const VariantRow& row, Fixture& f, Stream& s) {
+  DeviceWeights dw(f.hw, f.d.dtype, {row.layout}, 1, s.get());
+  DeviceBuffer<unsigned char> dA(f.A.bytes), dC(std::size_t(f.d.M * f.d.N) * dtype_size(f.d.dtype));
+  DeviceBuffer<std::int64_t> doff(f.d.grouped() ? f.d.expert_offsets : std::vector<std::int64_t>{0});
+  DeviceProblem p{&dw, dA.get(), dC.get(), dC.bytes(), f.d.grouped() ? doff.get() : nullptr,
+                  gpu::make_codebook_arg(f.hw.codebook, f.d.k_bits)};
+  const auto ref = make_reference(f.hw, f.A, f.d, sample_rows(f.d.M, 1 << 20));
+  return execute_and_check(row, {}, f.d, p, &ref, s.get());
+}
+
+}  // namespace
+
+TEST_CASE("baselines pass the check on random data", "[gpu][baseline]") {
+  KBIT_REQUIRE_GPU();
+  Stream s;
+  for (const char* name : {"cublas_fp16", "dequant_cublas"}) {
+    for (DType t : {DType::f16, DType::bf16}) {
+      for (int k : {2, 5}) {
+        for (std::int64_t M : {1, 17, 64}) {
+          Fixture f(M, 200, 96, k, t);
+          const Outcome o = run_row(find_variant(name), f, s);
+          INFO(name << " " << dtype_name(t) << " K=" << k << " M=" << M << " " << o.error);
+          REQUIRE(o.error.empty());
+          CHECK(o.check.pass);
+          CHECK(o.check.max_err_over_bound < 1.0);
+          CHECK(o.check.max_err_over_bound > 0.0);
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("baselines handle grouped problems with empty experts", "[gpu][baseline]") {
+  KBIT_REQUIRE_GPU();
+  Stream s;
+  for (const char* name : {"cublas_fp16", "dequant_cublas"}) {
+    Fixture f(7, 64, 128, 4, DType::f16, 4);
+    f.d.expert_offsets = {0, 3, 3, 7, 7};
+    const Outcome o = run_row(find_variant(name), f, s);
+    INFO(name << " " << o.error);
+    REQUIRE(o.error.empty());
+    CHECK(o.check.pass);
+  }
+}
+
+TEST_CASE("a wrong output fails the check", "[gpu][baseline]") {
+  KBIT_REQUIRE_GPU();
+  Stream s;
+  Fixture f(4, 64, 64, 4, DType::f16);
+  auto ref = make_reference(f.hw, f.A, f.d, {0, 1, 2, 3});
+  ref.C(2, 5) += 1.0;  // the reference disagrees at one element
+  DeviceWeights dw(f.hw, f.d.dtype, {find_variant("cublas_fp16").layout}, 1, s.get());
+  DeviceBuffer<unsigned char> dA(f.A.bytes), dC(std::size_t(4 * 64 * 2));
+  DeviceProblem p{&dw, dA.get(), dC.get(), dC.bytes(), nullptr, gpu::make_codebook_arg(f.hw.codebook, 4)};
+  const Outcome o = execute_and_check(find_variant("cublas_fp16"), {}, f.d, p, &ref, s.get());
+  CHECK_FALSE(o.check.pass);
+  CHECK(o.check.violations == 1);
+  REQUIRE(o.check.first_bad.size() == 1);
+  CHECK(o.check.first_bad[0].row == 2);
+  CHECK(o.check.first_bad[0].col == 5);
+}
+
+TEST_CASE("timing gives positive, ordered statistics on both paths", "[gpu][timing]") {
+  KBIT_REQUIRE_GPU();
+  Stream s;
+  for (std::int64_t n : {std::int64_t(1) << 16, std::int64_t(1) << 27}) {  // ~us (graph) and ~100 us (plain)
+    DeviceBuffer<float> buf(static_cast<std::size_t>(n));
+    TimingConfig cfg;
+    cfg.timeout_s = 0.3;
+    const TimingResult t =
+        time_launches([&](int, cudaStream_t st) { gpu::fill_random(DType::f32, buf.get(), n, 1, st); }, 1, cfg, s.get());
+    INFO("n=" << n << " median " << t.median_us << " us graph " << t.graph);
+    CHECK(t.median_us > 0);
+    CHECK(t.p10_us <= t.median_us);
+    CHECK(t.median_us <= t.p90_us);
+    CHECK(t.samples >= cfg.min_samples);
+    CHECK(t.sm_mhz_before > 100);
+    CHECK(t.graph == (n == (std::int64_t(1) << 16)));
+  }
+}

@@ -1,0 +1,129 @@
+#include <catch2/catch.hpp>
+
+#include "harness/config.hpp"
+#include "harness/device_info.hpp"
+#include "reference/error.hpp"
+
+using namespace kbit;
+
+namespace {
+const std::string kDir = source_dir() + "/experiments/x.toml";  // includes resolve from experiments/
+// Config paths in experiments/ (so includes resolve); messages end with "<name>:<line>".
+std::string P(const std::string& name) { return source_dir() + "/experiments/" + name; }
+const std::string kGood = R"(name = "t"
+shapes = [{ name = "a", k_dim = 64, n = 100 }, { include = "shapes/llama3_8b.toml" }]
+m = [1, 4]
+k_bits = [2, 4]
+dtype = ["fp16", "bf16"]
+variants = ["cublas_fp16"]
+[timing]
+mode = "hot"
+timeout_s = 0.5
+[check]
+seed = 3
+)";
+
+std::string with(const std::string& extra) { return kGood + extra; }
+}  // namespace
+
+TEST_CASE("a good config parses, includes resolved", "[config]") {
+  const auto c = parse_experiment(kGood, kDir);
+  CHECK(c.name == "t");
+  REQUIRE(c.shapes.size() == 3);
+  CHECK(c.shapes[0].name == "a");
+  CHECK(c.shapes[1].name == "llama3_8b.gate_up");
+  CHECK(c.shapes[1].k_dim == 4096);
+  CHECK(c.shapes[1].n == 14336);
+  CHECK(c.m == std::vector<std::int64_t>{1, 4});
+  CHECK(c.k_bits == std::vector<int>{2, 4});
+  CHECK(c.dtypes == std::vector<DType>{DType::f16, DType::bf16});
+  CHECK_FALSE(c.timing.cold);
+  CHECK(c.timing.timeout_s == 0.5);
+  CHECK(c.check.seed == 3);
+  CHECK(c.baseline == "cublas_fp16");
+}
+
+TEST_CASE("every shipped experiment config parses", "[config]") {
+  for (const char* f : {"smoke", "baselines"}) {
+    INFO(f);
+    const auto c = load_experiment(source_dir() + "/experiments/" + f + ".toml");
+    CHECK(c.name == f);
+    CHECK_FALSE((c.shapes.empty() && c.moe.empty()));
+  }
+  CHECK(load_experiment(source_dir() + "/experiments/baselines.toml").shapes.size() == 15);
+}
+
+TEST_CASE("unknown and mistyped keys name the file, line and key", "[config]") {
+  CHECK_THROWS_WITH(parse_experiment(with("warmpu = 3\n"), P("exp.toml")),
+                    Catch::Contains("exp.toml:12") && Catch::Contains("'warmpu'") && Catch::Contains("in [check]"));
+  CHECK_THROWS_WITH(parse_experiment(kGood + "[timing]\n", P("e.toml")), Catch::Contains("e.toml"));
+  const std::string bad_timing = R"(name = "t"
+shapes = [{ name = "a", k_dim = 64, n = 100 }]
+m = 1
+k_bits = 4
+dtype = "fp16"
+variants = "x"
+[timing]
+warmpu = 3
+)";
+  CHECK_THROWS_WITH(parse_experiment(bad_timing, P("e.toml")),
+                    Catch::Contains("e.toml:8") && Catch::Contains("'warmpu'") && Catch::Contains("[timing]"));
+  CHECK_THROWS_WITH(parse_experiment(std::string(kGood).replace(kGood.find("m = [1, 4]"), 10, "m = \"one\""), P("e.toml")),
+                    Catch::Contains("e.toml:3") && Catch::Contains("'m'") && Catch::Contains("integer"));
+}
+
+TEST_CASE("impossible values are refused with the value and the limit", "[config]") {
+  auto sub = [](std::string s, const std::string& from, const std::string& to) {
+    return s.replace(s.find(from), from.size(), to);
+  };
+  CHECK_THROWS_WITH(parse_experiment(sub(kGood, "k_bits = [2, 4]", "k_bits = [2, 7]"), P("e.toml")),
+                    Catch::Contains("7") && Catch::Contains("2..5"));
+  CHECK_THROWS_WITH(parse_experiment(sub(kGood, "m = [1, 4]", "m = [0]"), P("e.toml")),
+                    Catch::Contains("'m'") && Catch::Contains("minimum 1"));
+  CHECK_THROWS_WITH(parse_experiment(sub(kGood, "mode = \"hot\"", "mode = \"warm\""), P("e.toml")),
+                    Catch::Contains("'warm'"));
+  CHECK_THROWS_WITH(parse_experiment(sub(kGood, "k_dim = 64", "k_dim = 100"), P("e.toml")),
+                    Catch::Contains("100") && Catch::Contains("multiple of 32"));
+  CHECK_THROWS_WITH(parse_experiment(sub(kGood, "dtype = [\"fp16\", \"bf16\"]", "dtype = \"fp8\""), P("e.toml")),
+                    Catch::Contains("'fp8'"));
+  CHECK_THROWS_WITH(parse_experiment(sub(kGood, "timeout_s = 0.5", "timeout_s = -1"), P("e.toml")),
+                    Catch::Contains("timeout_s"));
+  CHECK_THROWS_WITH(parse_experiment(sub(kGood, "name = \"t\"", "name = \"a/b\""), P("e.toml")),
+                    Catch::Contains("'a/b'"));
+  CHECK_THROWS_WITH(parse_experiment(sub(kGood, "{ include = \"shapes/llama3_8b.toml\" }",
+                                         "{ include = \"shapes/nope.toml\" }"),
+                                     kDir),
+                    Catch::Contains("nope.toml"));
+  CHECK_THROWS_WITH(parse_experiment("name = \"t\"\nk_bits = 4\n", P("e.toml")), Catch::Contains("'shapes' or 'moe'"));
+  CHECK_THROWS_WITH(parse_experiment("name = \"t\"\nm = [1,\n", P("e.toml")), Catch::Contains("e.toml:"));
+}
+
+TEST_CASE("custom codebooks and moe layers parse", "[config]") {
+  const std::string moe = R"(name = "moe"
+moe = [{ name = "x", experts = 64, k_dim = 2048, n = 512, top_k = 8 }]
+tokens = [1, 4]
+routing = "zipf"
+k_bits = 2
+dtype = "bf16"
+codebook = [-1.0, -0.25, 0.3, 1.0]
+variants = ["cublas_fp16"]
+)";
+  const auto c = parse_experiment(moe, "m.toml");
+  REQUIRE(c.moe.size() == 1);
+  CHECK(c.moe[0].top_k == 8);
+  CHECK(c.tokens == std::vector<std::int64_t>{1, 4});
+  CHECK(c.codebook == "custom");
+  CHECK(c.codebook_values.size() == 4);
+  std::string bad = moe;
+  bad.replace(bad.find("top_k = 8"), 9, "top_k = 99");
+  CHECK_THROWS_WITH(parse_experiment(bad, "m.toml"), Catch::Contains("top_k") && Catch::Contains("99"));
+  std::string badcb = moe;
+  badcb.replace(badcb.find("k_bits = 2"), 10, "k_bits = 3");
+  CHECK_THROWS_WITH(parse_experiment(badcb, "m.toml"), Catch::Contains("has 4 values") && Catch::Contains("needs 8"));
+}
+
+TEST_CASE("config_hash is stable and sensitive", "[config]") {
+  CHECK(config_hash("abc") == config_hash("abc"));
+  CHECK(config_hash("abc") != config_hash("abd"));
+  CHECK(config_hash("").size() == 16);
+}

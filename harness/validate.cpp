@@ -1,0 +1,298 @@
+// kbit-harness validate --variant NAME: the correctness sweep a new variant must pass before
+// any of its timings is trusted. Every element of every problem is checked.
+#include <sys/stat.h>
+
+#include <dirent.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/commands.hpp"
+#include "harness/config.hpp"
+#include "harness/device_info.hpp"
+#include "harness/execute.hpp"
+#include "harness/results.hpp"
+#include "reference/codebook.hpp"
+#include "reference/random.hpp"
+#include "variants/common/cuda_check.hpp"
+
+namespace kbit {
+namespace {
+
+struct Case {
+  std::string name;
+  std::int64_t N, K_dim;
+  int experts = 0;  // 0: dense
+  bool model_shape = false;  // a seed model shape: a few M values (its reference is costly)
+};
+
+// Tile multiples and not, tiny and large; K_dim multiples of 32 that are not of 64 or 128.
+std::vector<Case> dense_cases(bool quick) {
+  std::vector<Case> c = {{"n200_k96", 200, 96},   {"n64_k32", 64, 32},       {"n128_k64", 128, 64},
+                         {"n257_k160", 257, 160}, {"n1_k64", 1, 64},         {"n300_k1024", 300, 1024},
+                         {"n1000_k2080", 1000, 2080}};
+  if (!quick) c.push_back({"n4096_k4096", 4096, 4096});
+  return c;
+}
+
+std::vector<Case> moe_cases() {
+  return {{"moe_e8_n200_k96", 200, 96, 8}, {"moe_e64_n256_k160", 256, 160, 64}, {"moe_e16_n512_k2048", 512, 2048, 16}};
+}
+
+std::vector<Case> seed_shape_cases() {
+  std::vector<Case> out;
+  const std::string dir = source_dir() + "/experiments/shapes";
+  DIR* d = opendir(dir.c_str());
+  if (!d) return out;
+  std::vector<std::string> files;
+  while (dirent* e = readdir(d)) {
+    const std::string f = e->d_name;
+    if (f.size() > 5 && f.substr(f.size() - 5) == ".toml") files.push_back(dir + "/" + f);
+  }
+  closedir(d);
+  std::sort(files.begin(), files.end());
+  for (const auto& f : files) {
+    const std::string text = "name = \"v\"\nm = 1\nk_bits = 4\ndtype = \"fp16\"\nvariants = \"cublas_fp16\"\n"
+                             "shapes = [{include = \"" + f.substr(dir.size() + 1) + "\"}]\n";
+    for (const auto& s : parse_experiment(text, dir + "/validate.toml").shapes)
+      out.push_back({s.name, s.n, s.k_dim, 0, true});
+  }
+  return out;
+}
+
+std::vector<std::int64_t> m_values(const Case& c, bool quick) {
+  const std::vector<std::int64_t> issue = {1, 2, 3, 4, 15, 16, 17, 31, 33, 48, 64, 65, 128, 300};
+  if (c.model_shape) return {1, 4, 17, 64};
+  if (quick || c.N * c.K_dim > (1 << 22)) return issue;
+  std::vector<std::int64_t> m;
+  for (std::int64_t i = 1; i <= 70; ++i) m.push_back(i);
+  for (std::int64_t i : {96, 128, 255, 300, 1024}) m.push_back(i);
+  return m;
+}
+
+struct Tally {
+  int problems = 0, failed = 0, nondeterministic = 0;
+  double worst = 0;
+  std::vector<std::string> repros;
+};
+
+std::string split_name(SplitMode s) {
+  return s == SplitMode::force_on ? "on" : s == SplitMode::force_off ? "off" : "auto";
+}
+
+std::string write_repro(const ValidateOptions& o, const Case& c, const GemmDims& d, SplitMode split, const Outcome& out) {
+  ::mkdir(o.repro_dir.c_str(), 0755);
+  nlohmann::json j;
+  j["variant"] = o.variant;
+  j["case"] = c.name;
+  j["N"] = d.N;
+  j["K_dim"] = d.K_dim;
+  j["M"] = d.M;
+  j["k_bits"] = d.k_bits;
+  j["dtype"] = dtype_name(d.dtype);
+  j["experts"] = d.num_experts;
+  j["expert_offsets"] = d.expert_offsets;
+  j["split_k"] = split_name(split);
+  j["seed"] = o.seed;
+  j["codebook"] = "nf";
+  j["error"] = out.error;
+  j["checked"] = out.check.checked;
+  j["violations"] = out.check.violations;
+  j["max_err_over_bound"] = out.check.max_err_over_bound;
+  for (const auto& b : out.check.first_bad)
+    j["first_bad"].push_back({{"row", b.row}, {"col", b.col}, {"got", b.got}, {"ref", b.ref}, {"bound", b.bound}});
+  const std::string path = o.repro_dir + "/" + o.variant + "_" + c.name + "_M" + std::to_string(d.M) + "_K" +
+                           std::to_string(d.k_bits) + "_" + dtype_name(d.dtype) + "_split-" + split_name(split) + ".json";
+  write_json_file(path, j);
+  return path;
+}
+
+// Runs one problem (dims) with the given split modes; checks, and with split off (or for a
+// row without split-K) runs twice and compares the bits.
+void validate_problem(const ValidateOptions& o, const VariantRow& row, const Case& c, const GemmDims& d,
+                      const DeviceProblem& p, const RowReference& ref, const std::vector<SplitMode>& splits,
+                      cudaStream_t stream, Tally& t) {
+  for (SplitMode split : splits) {
+    ++t.problems;
+    const Outcome out = execute_and_check(row, VariantOptions{split}, d, p, &ref, stream);
+    bool bad = !out.error.empty() || !out.check.pass;
+    if (!bad && split != SplitMode::force_on) {
+      std::vector<unsigned char> first(p.C_bytes), second(p.C_bytes);
+      KBIT_CUDA_CHECK(cudaMemcpy(first.data(), p.C, p.C_bytes, cudaMemcpyDeviceToHost));
+      row.run(out.state.get(), d, p.args(row, 0), stream);
+      KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+      KBIT_CUDA_CHECK(cudaMemcpy(second.data(), p.C, p.C_bytes, cudaMemcpyDeviceToHost));
+      if (first != second) {
+        ++t.nondeterministic;
+        bad = true;
+        std::printf("  NONDETERMINISTIC %s M=%lld K=%d %s split=%s: two runs differ\n", c.name.c_str(),
+                    (long long)d.M, d.k_bits, dtype_name(d.dtype), split_name(split).c_str());
+      }
+    }
+    if (out.checked) t.worst = std::max(t.worst, out.check.max_err_over_bound);
+    if (bad) {
+      ++t.failed;
+      const std::string path = write_repro(o, c, d, split, out);
+      t.repros.push_back(path);
+      std::printf("  FAIL %s M=%lld K=%d %s split=%s: %s; repro: %s\n", c.name.c_str(), (long long)d.M, d.k_bits,
+                  dtype_name(d.dtype), split_name(split).c_str(),
+                  out.error.empty() ? (std::to_string(out.check.violations) + " of " + std::to_string(out.check.checked) +
+                                       " elements outside the bound (max err/bound " +
+                                       std::to_string(out.check.max_err_over_bound) + ")")
+                                          .c_str()
+                                    : out.error.c_str(),
+                  path.c_str());
+      if (out.sticky) throw Error("the CUDA context is broken; stopping (repro: " + path + ")");
+    }
+  }
+}
+
+// The first `M` rows of a reference computed for more rows.
+RowReference prefix_rows(const RowReference& r, std::int64_t M) {
+  RowReference p;
+  const Eigen::Index n = Eigen::Index(std::min<std::int64_t>(M, std::int64_t(r.rows.size())));
+  p.rows.assign(r.rows.begin(), r.rows.begin() + n);
+  p.C = r.C.topRows(n);
+  p.abs_dot = r.abs_dot.topRows(n);
+  p.abs_a_sum = r.abs_a_sum.head(n);
+  return p;
+}
+
+void validate_dense(const ValidateOptions& o, const VariantRow& row, const std::vector<Case>& cases,
+                    const std::vector<SplitMode>& splits, Stream& stream, Tally& total) {
+  for (const Case& c : cases) {
+    for (int k : o.k_bits) {
+      const HostWeights hw = make_host_weights(c.N, c.K_dim, k, codebook_nf(k), 1, splitmix64(o.seed ^ std::uint64_t(c.N * 131 + c.K_dim * 7 + k)));
+      for (DType t : {DType::f16, DType::bf16}) {
+        std::vector<std::int64_t> ms;
+        for (std::int64_t m : m_values(c, o.quick)) {
+          GemmDims d;
+          d.M = m, d.N = c.N, d.K_dim = c.K_dim, d.k_bits = k, d.dtype = t;
+          if (unsupported_reason(row, d).empty()) ms.push_back(m);
+        }
+        if (ms.empty()) continue;
+        const std::int64_t max_m = ms.back();
+        const HostActivations A = make_activations(max_m, c.K_dim, t, splitmix64(o.seed + std::uint64_t(k) * 17 + int(t)));
+        GemmDims dmax;
+        dmax.M = max_m, dmax.N = c.N, dmax.K_dim = c.K_dim, dmax.k_bits = k, dmax.dtype = t;
+        std::vector<std::int64_t> all_rows(static_cast<std::size_t>(max_m));
+        for (std::int64_t i = 0; i < max_m; ++i) all_rows[std::size_t(i)] = i;
+        const RowReference ref = make_reference(hw, A, dmax, all_rows);
+        const DeviceWeights dw(hw, t, {row.layout}, 1, stream.get());
+        DeviceBuffer<unsigned char> dA(A.bytes), dC(std::size_t(max_m * c.N) * dtype_size(t));
+        Tally tl;
+        for (std::int64_t m : ms) {
+          GemmDims d = dmax;
+          d.M = m;
+          DeviceProblem p;
+          p.weights = &dw;
+          p.A = dA.get();
+          p.C = dC.get();
+          p.C_bytes = std::size_t(m * c.N) * dtype_size(t);
+          p.codebook = gpu::make_codebook_arg(hw.codebook, k);
+          validate_problem(o, row, c, d, p, prefix_rows(ref, m), splits, stream.get(), tl);
+        }
+        std::printf("%s %-22s K=%d %-4s M=%lld..%lld (%zu values) x split %zu: %d problems, max err/bound %.3f\n",
+                    tl.failed ? "FAIL" : "ok  ", c.name.c_str(), k, dtype_name(t), (long long)ms.front(),
+                    (long long)ms.back(), ms.size(), splits.size(), tl.problems, tl.worst);
+        std::fflush(stdout);
+        total.problems += tl.problems;
+        total.failed += tl.failed;
+        total.nondeterministic += tl.nondeterministic;
+        total.worst = std::max(total.worst, tl.worst);
+        total.repros.insert(total.repros.end(), tl.repros.begin(), tl.repros.end());
+      }
+    }
+  }
+}
+
+void validate_grouped(const ValidateOptions& o, const VariantRow& row, const std::vector<SplitMode>& splits,
+                      Stream& stream, Tally& total) {
+  for (const Case& c : moe_cases()) {
+    for (int k : o.k_bits) {
+      const HostWeights hw = make_host_weights(c.N, c.K_dim, k, codebook_nf(k), c.experts, splitmix64(o.seed ^ std::uint64_t(c.experts * 1000 + k)));
+      for (DType t : {DType::f16, DType::bf16}) {
+        const DeviceWeights dw(hw, t, {row.layout}, 1, stream.get());
+        Tally tl;
+        for (int tokens : {1, 2, 5, 16, 33}) {
+          for (int top_k : {1, 4}) {
+            for (const char* routing : {"uniform", "zipf"}) {
+              GemmDims d;
+              d.N = c.N, d.K_dim = c.K_dim, d.k_bits = k, d.dtype = t, d.num_experts = c.experts;
+              d.expert_offsets = route_tokens(c.experts, tokens, top_k, routing, 1.2, o.seed + std::uint64_t(tokens));
+              d.M = d.expert_offsets.back();
+              if (!unsupported_reason(row, d).empty()) continue;
+              const HostActivations A = make_activations(d.M, d.K_dim, t, splitmix64(o.seed + std::uint64_t(tokens * 7 + top_k)));
+              std::vector<std::int64_t> rows(std::size_t(d.M));
+              for (std::int64_t i = 0; i < d.M; ++i) rows[std::size_t(i)] = i;
+              const RowReference ref = make_reference(hw, A, d, rows);
+              DeviceBuffer<unsigned char> dA(A.bytes), dC(std::size_t(d.M * d.N) * dtype_size(t));
+              DeviceBuffer<std::int64_t> doff(d.expert_offsets);
+              DeviceProblem p;
+              p.weights = &dw;
+              p.A = dA.get();
+              p.C = dC.get();
+              p.C_bytes = dC.bytes();
+              p.expert_offsets = doff.get();
+              p.codebook = gpu::make_codebook_arg(hw.codebook, k);
+              validate_problem(o, row, c, d, p, ref, splits, stream.get(), tl);
+            }
+          }
+        }
+        std::printf("%s %-22s K=%d %-4s tokens 1..33, top-k 1/4, uniform+zipf: %d problems, max err/bound %.3f\n",
+                    tl.failed ? "FAIL" : "ok  ", c.name.c_str(), k, dtype_name(t), tl.problems, tl.worst);
+        std::fflush(stdout);
+        total.problems += tl.problems;
+        total.failed += tl.failed;
+        total.nondeterministic += tl.nondeterministic;
+        total.worst = std::max(total.worst, tl.worst);
+        total.repros.insert(total.repros.end(), tl.repros.begin(), tl.repros.end());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+int validate_variant(const ValidateOptions& o) {
+  const VariantRow& row = find_variant(o.variant);
+  for (int k : o.k_bits) check_k_bits(k);
+  if (!cuda_device_available()) {
+    std::cerr << "kbit-harness validate: no CUDA device; nothing was validated (exit " << kExitNoDevice << ")\n";
+    return kExitNoDevice;
+  }
+  std::vector<SplitMode> splits;
+  if (!row.support.split_k || o.split_k == "auto") {
+    splits = {SplitMode::automatic};
+  } else if (o.split_k == "on") {
+    splits = {SplitMode::force_on};
+  } else if (o.split_k == "off") {
+    splits = {SplitMode::force_off};
+  } else if (o.split_k == "both") {
+    splits = {SplitMode::force_off, SplitMode::force_on};
+  } else {
+    throw Error("--split-k '" + o.split_k + "' is not one of auto, on, off, both");
+  }
+  std::printf("validating %s (%s) on %s\n", std::string(row.name).c_str(), std::string(row.description).c_str(),
+              query_device().name.c_str());
+  Stream stream;
+  Tally total;
+  if (row.support.dense) {
+    validate_dense(o, row, dense_cases(o.quick), splits, stream, total);
+    if (o.seed_shapes && !o.quick) {
+      validate_dense(o, row, seed_shape_cases(), splits, stream, total);
+    }
+  }
+  if (row.support.grouped) validate_grouped(o, row, splits, stream, total);
+  std::printf("\n%s: %d problems, %d failed (%d nondeterministic), max err/bound %.4f\n", std::string(row.name).c_str(),
+              total.problems, total.failed, total.nondeterministic, total.worst);
+  for (const auto& r : total.repros) std::printf("repro: %s\n", r.c_str());
+  return total.failed ? kExitCheckFailed : kExitOk;
+}
+
+}  // namespace kbit

@@ -1,0 +1,88 @@
+// What a variant sees: the problem's dimensions, its weights in the layout it asked for, the
+// activations and the output buffer. Shared by the .cu variants and the host registry
+// (harness/registry.cpp); plain C++ with no device code, Eigen or toml++.
+#pragma once
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "reference/dtype.hpp"
+#include "reference/tiled.hpp"
+#include "variants/format_kernels.hpp"
+
+namespace kbit {
+
+// Where a variant reads its weights from. The harness builds each layout once per problem
+// (and once per L2-rotation copy) and hands every variant the one its registry row names.
+enum class LayoutKind {
+  flat,         // packed[block*K + b], E4M4 absmax[block], block = n*(K_dim/32) + k/32
+  tiled,        // reference/tiled.hpp with the row's tile_k / tile_n
+  dequantized,  // W[N, K_dim] in the problem's dtype (what cuBLAS multiplies)
+};
+const char* layout_kind_name(LayoutKind k);
+
+struct WeightLayout {
+  LayoutKind kind = LayoutKind::flat;
+  TileConfig tiles{};  // used when kind == tiled
+  bool operator==(const WeightLayout& o) const {
+    return kind == o.kind && (kind != LayoutKind::tiled || tiles == o.tiles);
+  }
+};
+std::string layout_name(const WeightLayout& l);  // "flat", "tiled 64x128", "dequantized"
+
+// Dimensions of one problem. Dense: C[M, N] = A[M, K_dim] * W^T. Grouped (MoE): experts
+// 0..E-1 each own rows expert_offsets[e] .. expert_offsets[e+1] of A and C (rows sorted by
+// expert, zero rows allowed) and one weight W_e[N, K_dim]; M is the total row count.
+struct GemmDims {
+  std::int64_t M = 0, N = 0, K_dim = 0;
+  int k_bits = 4;
+  DType dtype = DType::f16;
+  int num_experts = 0;                       // 0 for a dense problem
+  std::vector<std::int64_t> expert_offsets;  // host copy, E+1 entries (grouped only)
+  bool grouped() const { return num_experts > 0; }
+};
+
+// One copy of the weights in one layout. For grouped problems expert e starts at
+// e * expert_words (packed), e * expert_bytes (absmax) or e * expert_elems (dequantized).
+struct WeightView {
+  WeightLayout layout;
+  const std::uint32_t* packed = nullptr;
+  const std::uint8_t* absmax = nullptr;
+  const void* dequantized = nullptr;
+  TiledGeometry geo{};  // valid for tiled layouts (one expert's geometry)
+  std::int64_t expert_words = 0, expert_bytes = 0, expert_elems = 0;
+};
+
+struct GemmArgs {
+  const void* A = nullptr;  // [M, K_dim], dtype
+  void* C = nullptr;        // [M, N], dtype; owned by the caller
+  WeightView w;
+  gpu::CodebookArg codebook{};
+  const std::int64_t* expert_offsets = nullptr;  // device copy (grouped only)
+};
+
+// Knobs the harness may force (validate runs split-K both ways).
+enum class SplitMode { automatic, force_on, force_off };
+struct VariantOptions {
+  SplitMode split_k = SplitMode::automatic;
+};
+
+// A variant's per-problem state: workspace, chosen config. Made by the row's setup function
+// (which may allocate and synchronize); used by its run function, which allocates nothing
+// and never synchronizes the host, so that runs can be captured into a CUDA graph.
+class VariantState {
+ public:
+  virtual ~VariantState() = default;
+  // One line on the chosen configuration (tile, split, grid), for logs and run.json.
+  virtual std::string describe() const { return ""; }
+  // fp32 roundings one output sees beyond K_dim (split-K partial sums, per-block scaling).
+  virtual std::int64_t extra_additions() const { return 0; }
+};
+
+using SetupFn = std::unique_ptr<VariantState> (*)(const GemmDims& dims, const VariantOptions& opts);
+using RunFn = void (*)(VariantState* state, const GemmDims& dims, const GemmArgs& args, cudaStream_t stream);
+
+}  // namespace kbit
