@@ -40,7 +40,8 @@ for s in "$@"; do
     build) step build bash -c 'extra=""; [ -d .deps/usr ] && extra="-DCMAKE_PREFIX_PATH=$PWD/.deps/usr";
              cmake --preset default $extra -DKBIT_PTXAS_VERBOSE=ON >/dev/null && cmake --build --preset default -j16' ;;
     test) step test ctest --preset default -j4 ;;
-    validate) step "validate_$arg" $H validate --variant $arg ;;
+    validate) v=${arg%%:*}; x=""; [[ $arg == *:* ]] && x=${arg#*:}
+              step "validate_$v" $H validate --variant $v $x ;;
     run) step "run_$(basename ${arg%.toml})" $H run $arg --no-plot ;;
     sanitize) step "memcheck_$arg" compute-sanitizer --tool memcheck --error-exitcode 9 $H validate --variant $arg --quick --k-bits 4
               step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg --quick --k-bits 3 ;;
