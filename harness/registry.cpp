@@ -6,6 +6,7 @@
 
 #include "reference/error.hpp"
 #include "variants/baselines.hpp"
+#include "variants/gemv_variants.hpp"
 
 namespace kbit {
 
@@ -27,6 +28,17 @@ Support baseline_support() {
   return s;
 }
 
+Support gemv_support(bool grouped) {
+  Support s;
+  s.m_max = grouped ? s.m_max : 4;  // grouped: any rows per expert, in groups of <= 4
+  s.dense = !grouped;
+  s.grouped = grouped;
+  s.split_k = true;
+  return s;
+}
+
+constexpr WeightLayout kTiled64x128{LayoutKind::tiled, {64, 128}};
+
 }  // namespace
 
 const std::vector<VariantRow>& registry() {
@@ -37,6 +49,14 @@ const std::vector<VariantRow>& registry() {
       {"dequant_cublas", "GPU dequantize into a scratch fp16/bf16 weight, then cuBLAS (time includes both)",
        Family::baseline, baseline_support(), {LayoutKind::flat, {}}, variants::dequant_cublas_setup,
        variants::dequant_cublas_run},
+      {"scalar_gemv",
+       "Scalar GEMV, M=1..4: planes to registers 4 k-tiles ahead, residue-field index extraction + shfl codebook, "
+       "split-K",
+       Family::gemv, gemv_support(false), kTiled64x128, variants::scalar_gemv_setup, variants::scalar_gemv_run},
+      {"grouped_scalar_gemv",
+       "scalar_gemv over host-computed (expert, <=4 rows, n-tile, k-chunk) items: MoE decode in one launch",
+       Family::grouped, gemv_support(true), kTiled64x128, variants::grouped_scalar_gemv_setup,
+       variants::grouped_scalar_gemv_run},
   };
   return rows;
 }

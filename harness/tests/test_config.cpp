@@ -44,13 +44,18 @@ TEST_CASE("a good config parses, includes resolved", "[config]") {
 }
 
 TEST_CASE("every shipped experiment config parses", "[config]") {
-  for (const char* f : {"smoke", "baselines"}) {
+  const std::string dir = source_dir() + "/experiments";
+  int n = 0;
+  for (const char* f : {"smoke", "baselines", "gemv", "gemv_hot", "gemv_goal", "moe_decode"}) {
     INFO(f);
-    const auto c = load_experiment(source_dir() + "/experiments/" + f + ".toml");
+    const auto c = load_experiment(dir + "/" + f + ".toml");
     CHECK(c.name == f);
     CHECK_FALSE((c.shapes.empty() && c.moe.empty()));
+    ++n;
   }
-  CHECK(load_experiment(source_dir() + "/experiments/baselines.toml").shapes.size() == 15);
+  CHECK(n > 0);
+  CHECK(load_experiment(dir + "/baselines.toml").shapes.size() == 15);
+  CHECK(load_experiment(dir + "/moe_decode.toml").moe.size() == 4);
 }
 
 TEST_CASE("unknown and mistyped keys name the file, line and key", "[config]") {

@@ -1,0 +1,41 @@
+// Split-K across blocks: every contributor adds its partial tile into a zeroed fp32
+// workspace; a per-tile counter tells the last contributor, which converts the sums to the
+// output type, writes C and zeroes the workspace and the counter again for the next call.
+//
+// (The seeds' scheme, "the first contributor overwrites the workspace, later ones add", races
+// when a later contributor adds before the first one has written; a workspace that is zero
+// before every call removes the ordering.) The variant zeroes workspace and counters once in
+// its setup step; each call leaves them zero.
+#pragma once
+#include <cstdint>
+
+namespace kbit::dev::splitk {
+
+// One contribution (RED.ADD.F32 at L2: the result is not read back).
+__device__ __forceinline__ void add(float* ws, std::int64_t idx, float v) { atomicAdd(ws + idx, v); }
+
+// Called by every thread of the block after its adds. True, in every thread, for the block
+// that arrives last of `contributors`; that block also resets the counter.
+__device__ __forceinline__ bool arrive_is_last(int* counter, int contributors) {
+  __shared__ int s_last;
+  __threadfence();  // make this block's adds visible before the counter moves
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int prev = atomicAdd(counter, 1);
+    s_last = prev == contributors - 1;
+    if (s_last) *counter = 0;  // every contributor has arrived: safe to reset
+  }
+  __syncthreads();
+  const bool last = s_last;
+  if (last) __threadfence();  // order the reads below after the other blocks' adds
+  return last;
+}
+
+// The final sum of one element (read at L2, past a possibly stale L1), zeroed for next time.
+__device__ __forceinline__ float take(float* ws, std::int64_t idx) {
+  const float v = __ldcg(ws + idx);
+  ws[idx] = 0.0f;
+  return v;
+}
+
+}  // namespace kbit::dev::splitk
