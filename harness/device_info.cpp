@@ -98,7 +98,8 @@ std::string run_command(const std::string& cmd) {
 
 BuildInfo query_build() {
   BuildInfo b;
-  const std::string git = "git -C '" + source_dir() + "' ";
+  // safe.directory: the tree may belong to another user (a copied checkout on a GPU machine).
+  const std::string git = "git -c safe.directory='*' -C '" + source_dir() + "' ";
   b.git_sha = run_command(git + "rev-parse --short=12 HEAD 2>/dev/null");
   if (!b.git_sha.empty()) {
     b.dirty = !run_command(git + "status --porcelain --untracked-files=no 2>/dev/null").empty();

@@ -7,7 +7,8 @@
 #   validate:NAME[:ARGS]   kbit-harness validate --variant NAME ARGS (ARGS: ',' for spaces)
 #   run:CONFIG             kbit-harness run CONFIG --no-plot (plot here with harness/plot.py)
 #   sanitize:NAME          compute-sanitizer memcheck and racecheck on a quick validate
-#   sass                   registers/smem (-Xptxas -v) and SASS of every variant kernel
+#   sass:PATTERN           SASS of the first kernel whose mangled name matches PATTERN (regex)
+#                          and its opcode mix (harness/sass_mix.py), whole kernel and hot loop
 #   cmd:SHELL              any shell command (',' for spaces)
 # LOGS defaults to $OUT (the device tool's folder) or ./gpu-logs. Runs' results/ folders are
 # packed into $LOGS/results.tar.gz; unpack it in the repo root.
@@ -45,7 +46,9 @@ for s in "$@"; do
     run) step "run_$(basename ${arg%.toml})" $H run $arg --no-plot ;;
     sanitize) step "memcheck_$arg" compute-sanitizer --tool memcheck --error-exitcode 9 $H validate --variant $arg --quick --k-bits 4
               step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg --quick --k-bits 3 ;;
-    sass) step sass bash -c 'for o in $(find build/variants -name "*.cu.o"); do echo "## $o"; cuobjdump -sass $o; done > '"$LOGS"'/sass.txt; ls -la '"$LOGS"'/sass.txt' ;;
+    sass) step "sass" bash -c "for o in build/variants/CMakeFiles/kbit_gpu.dir/*.cu.o; do cuobjdump -sass \$o; done > /tmp/all.sass &&
+             python3 harness/sass_mix.py '$arg' --out '$LOGS/kernel_$n.sass' < /tmp/all.sass &&
+             python3 harness/sass_mix.py '$arg' --loop < /tmp/all.sass" ;;
     cmd) step "cmd" bash -c "$arg" ;;
     *) echo "unknown step '$s'"; exit 2 ;;
   esac

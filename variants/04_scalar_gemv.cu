@@ -1,28 +1,28 @@
 // Variant 04: scalar GEMV for M = 1..4 over the tiled layout (tile_k 64, tile_n 128), no
 // tensor cores. Source: seeds 002_16a44ede122cec4e.txt, reworked for the H100's instruction
-// budget (docs/variants/04_scalar_gemv.md):
+// budget (docs/variants/04_scalar_gemv.md, docs/notes.md):
 //
-// * 256 threads, 128 columns per block, two threads per column; thread t owns column t/2 and
-//   block (t & 1) of every k-tile, so the block's loads are one contiguous 4 KB stream.
+// * 256 threads per block; thread t owns column t/2 and k-block (t & 1) of each k-tile, in up
+//   to 4 adjacent n-tiles at once, so one load of activations serves 4 blocks.
 // * Bit-planes go straight to registers (no shared-memory round trip), kPrefetch k-tiles
-//   ahead in a register ring: 16 B in flight per thread per k-tile.
+//   ahead in a register ring.
 // * Index extraction by "residue fields": one shift + one select per plane builds a word
 //   holding the indices of elements r, r+F, r+2F, ... in F-bit fields; then one shift per
 //   weight feeds shfl directly (shfl reads only bits 0..4 of its lane operand, and the
 //   codebook is replicated over the lanes so the don't-care bits are harmless).
-// * The scale is applied once per block of 32 (acc += s * sum(cb[idx] * a)), and A is staged
-//   once per block in shared memory as fp32, permuted so that a residue class is contiguous
-//   (two LDS.128 per 8 weights).
-// * Split-K across blocks (shared helper, variants/common/splitk.cuh) when there are too few
-//   n-tiles to cover the GPU several times.
+// * The scale is applied once per block of 32 (acc += s * sum(cb[idx] * a)); A is staged in
+//   shared memory as fp32, permuted so that a residue class is contiguous.
+// * Work is cut on the host into equal contiguous stripes of (n-tile group, k-tile) units,
+//   one stripe per resident block (Marlin's stripes): no tail wave; a stripe that ends inside
+//   a tile reduces through the self-cleaning split-K workspace (variants/common/splitk.cuh).
 //
-// grouped_scalar_gemv runs the same block routine over host-computed work items
-// (expert, rows <= 4, n-tile, k-range) for MoE decode.
+// grouped_scalar_gemv runs the same segments over (expert, rows <= 4) pairs: MoE decode in
+// one launch.
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <utility>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reference/error.hpp"
@@ -39,28 +39,31 @@ namespace kbit::variants {
 namespace {
 
 struct Config {
-  static constexpr int kThreads = 256;   // 8 warps: 128 columns x 2 blocks of one k-tile
-  static constexpr int kTileK = 64;      // the tiled layout this variant reads
+  static constexpr int kThreads = 256;    // 8 warps: 128 columns x 2 blocks of one k-tile
+  static constexpr int kTileK = 64;       // the tiled layout this variant reads
   static constexpr int kTileN = 128;
   static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256: one per thread
-  static constexpr int kPrefetch = 4;    // k-tiles in flight per thread (register ring)
-  static constexpr int kWindow = 16;     // k-tiles of A staged in shared memory at a time
+  static constexpr int kGroupTiles = 4;   // n-tiles per thread: one activation load, 4 blocks
+  static constexpr int kPrefetch = 2;     // k-tiles in flight per thread (x kGroupTiles blocks)
+  static constexpr int kWindow = 16;      // k-tiles of A staged in shared memory at a time
   static constexpr int kBlockFloats = 36;  // 32 activations + 4 pad: kb = 0 and 1 hit other banks
   static constexpr int kTileFloats = 2 * kBlockFloats;
   static constexpr int kMaxRows = 4;
-  static constexpr int kMinTilesPerChunk = 4;  // split-K never below this many k-tiles per block
+  static constexpr int kMinUnits = 4;     // a stripe holds at least this many k-tiles
   static_assert(kWindow % kPrefetch == 0, "window boundaries must fall on ring boundaries");
+  static_assert(kThreads == kBlocksPerTile, "one quantization block per thread per n-tile");
 };
-
-static_assert(Config::kThreads == Config::kBlocksPerTile, "one quantization block per thread");
 
 template <int K>
 __host__ __device__ constexpr int tile_words() { return Config::kBlocksPerTile * K; }
+template <int MV>
+__host__ __device__ constexpr int smem_floats() { return MV * Config::kWindow * Config::kTileFloats; }
 
-// One work item: rows [row0, row0 + rows) of A and C against one weight's n-tile nt over
-// k-tiles [kt0, kt1). tile_id/contributors drive split-K (contributors == 1: no split).
-struct WorkItem {
-  int expert, row0, rows, nt, kt0, kt1, tile_id, contributors;
+// A segment of one block's stripe: rows [row0, row0 + rows) of expert `expert` (0 when dense),
+// n-tiles [nt0, nt0 + ntc) (ntc <= kGroupTiles), k-tiles [kt0, kt1). Its output tile is
+// tile_id; contributors > 1 means other blocks' stripes cover the rest of its k-range.
+struct Segment {
+  int expert, row0, rows, nt0, ntc, kt0, kt1, tile_id, contributors;
 };
 
 struct KernelArgs {
@@ -68,19 +71,15 @@ struct KernelArgs {
   void* C;
   const uint32_t* packed;
   const uint8_t* absmax;
-  long long expert_words, expert_bytes;  // per-expert strides (grouped)
-  int N, K_dim, n_tiles, k_tiles;
-  int k_chunks, chunk_tiles;             // dense items: (chunk, n-tile)
-  const WorkItem* items;                 // grouped items (host-computed)
+  long long expert_words, expert_bytes;  // per-expert strides of the tiled weights
+  int N, K_dim, n_tiles;
+  const Segment* segs;                   // every block's segments, in block order
+  const int* first_seg;                  // block b runs segs[first_seg[b] .. first_seg[b+1])
   float* ws;                             // split-K workspace [rows of C][N], zero between calls
   int* counters;                         // one per output tile, zero between calls
   float cb[32];
   int k_bits;
 };
-
-// Shared memory of one window: [row][tile][kb][36] floats.
-template <int MV>
-__host__ __device__ constexpr int smem_floats() { return MV * Config::kWindow * Config::kTileFloats; }
 
 // Calls fn(integral_constant<int, R>) for R = 0, 1, ...: a loop whose index is a constant.
 template <int... R, typename Fn>
@@ -93,8 +92,8 @@ __device__ __forceinline__ void for_each_index(std::integer_sequence<int, R...>,
 template <int F>
 __device__ __forceinline__ int permuted(int j) { return (j % F) * (32 / F) + j / F; }
 
-// Stages rows [row0, row0 + MV) of A, k-tiles [kt, kt + ntiles), into shared memory as fp32.
-// Elements past K_dim (padding of the last k-tile) are zero: 0 * padded weight (0) stays 0.
+// Stages rows [row0, row0 + MV) of A, k-tiles [kt, kt + ntiles), into shared memory as fp32:
+// [row][tile][kb][36]. Elements past K_dim (padding of the last k-tile) are zero.
 template <int K, int MV, typename T>
 __device__ void stage_a(const KernelArgs& a, int row0, int kt, int ntiles, float* s_a) {
   constexpr int F = dev::field_width<K>();
@@ -125,19 +124,21 @@ __device__ void stage_a(const KernelArgs& a, int row0, int kt, int ntiles, float
   }
 }
 
-// sum_j cb[idx_j] * a[m][j] over one block, scaled once: acc[m] += s * sum.
-template <int K, int MV>
-__device__ __forceinline__ void block_dot(const uint32_t (&p)[K], uint32_t absmax_code, const float* s_blk,
-                                          float cb_lane, float (&acc)[MV]) {
+// One k-tile of a thread: the same k-block of up to G n-tiles against one set of activations.
+// acc[j][m] += s_j * sum_i cb[idx_ij] * a[m][i].
+template <int K, int MV, int G>
+__device__ __forceinline__ void dot_blocks(const uint32_t (&p)[G][K], const uint32_t (&code)[G], int ntc,
+                                           const float* s_blk, float cb_lane, float (&acc)[G][MV]) {
   constexpr int F = dev::field_width<K>();
   constexpr int T = 32 / F;  // weights per residue class
   constexpr int kRowStride = Config::kWindow * Config::kTileFloats;
-  float part[MV];
+  float part[G][MV];
 #pragma unroll
-  for (int m = 0; m < MV; ++m) part[m] = 0.0f;
+  for (int j = 0; j < G; ++j)
+#pragma unroll
+    for (int m = 0; m < MV; ++m) part[j][m] = 0.0f;
   auto residue = [&](auto r_const) {
     constexpr int R = decltype(r_const)::value;
-    const uint32_t fields = dev::residue_fields<K, R>(p);
     float a[MV][T];
 #pragma unroll
     for (int m = 0; m < MV; ++m) {
@@ -148,168 +149,250 @@ __device__ __forceinline__ void block_dot(const uint32_t (&p)[K], uint32_t absma
       }
     }
 #pragma unroll
-    for (int q = 0; q < T; ++q) {
-      // shfl reads bits 0..4 of the lane operand: the field sits there after one shift.
-      const float w = __shfl_sync(dev::kFullMask, cb_lane, int(fields >> (F * q)));
+    for (int j = 0; j < G; ++j) {
+      if (j >= ntc) break;  // uniform over the block
+      const uint32_t fields = dev::residue_fields<K, R>(p[j]);
 #pragma unroll
-      for (int m = 0; m < MV; ++m) part[m] = fmaf(w, a[m][q], part[m]);
+      for (int q = 0; q < T; ++q) {
+        // shfl reads bits 0..4 of the lane operand: the field sits there after one shift.
+        const float w = __shfl_sync(dev::kFullMask, cb_lane, int(fields >> (F * q)));
+#pragma unroll
+        for (int m = 0; m < MV; ++m) part[j][m] = fmaf(w, a[m][q], part[j][m]);
+      }
     }
   };
   for_each_index(std::make_integer_sequence<int, F>{}, residue);
-  const float s = dev::decode_e4m4(absmax_code);
 #pragma unroll
-  for (int m = 0; m < MV; ++m) acc[m] = fmaf(s, part[m], acc[m]);
+  for (int j = 0; j < G; ++j) {
+    const float s = dev::decode_e4m4(code[j]);
+#pragma unroll
+    for (int m = 0; m < MV; ++m) acc[j][m] = fmaf(s, part[j][m], acc[j][m]);
+  }
 }
 
-// One work item's dot products: thread t accumulates column t/2, block t&1 of each k-tile.
-template <int K, int MV, typename T>
-__device__ void gemv_item(const KernelArgs& a, const WorkItem& it, float* s_a, float (&acc)[MV]) {
-  constexpr int D = Config::kPrefetch;
-  const int t = threadIdx.x, kb = t & 1;
-  const float cb_lane = dev::codebook_lane_value(a.cb, a.k_bits, t & 31);
-  const long long tile_stride_w = (long long)a.n_tiles * tile_words<K>();
-  const long long tile_stride_a = (long long)a.n_tiles * Config::kBlocksPerTile;
-  const uint32_t* wp = a.packed + it.expert * a.expert_words +
-                       ((long long)it.kt0 * a.n_tiles + it.nt) * tile_words<K>() + t * K;
-  const uint8_t* ap = a.absmax + it.expert * a.expert_bytes +
-                      ((long long)it.kt0 * a.n_tiles + it.nt) * Config::kBlocksPerTile + t;
-  const int ntiles = it.kt1 - it.kt0;
-  uint32_t ring[D][K], ring_abs[D];
-#pragma unroll
-  for (int s = 0; s < D; ++s) {
-    if (s < ntiles) {
-      dev::load_planes_global<K>(wp + s * tile_stride_w, ring[s]);
-      ring_abs[s] = __ldg(ap + s * tile_stride_a);
-    }
-  }
-#pragma unroll
-  for (int m = 0; m < MV; ++m) acc[m] = 0.0f;
-  for (int base = 0; base < ntiles; base += D) {
-#pragma unroll
-    for (int s = 0; s < D; ++s) {
-      const int i = base + s;
-      if (i < ntiles) {  // uniform over the block
-        if (i % Config::kWindow == 0) {
-          __syncthreads();  // the previous window is no longer read
-          stage_a<K, MV, T>(a, it.row0, it.kt0 + i, min(Config::kWindow, ntiles - i), s_a);
-          __syncthreads();
-        }
-        const float* s_blk = s_a + (i % Config::kWindow) * Config::kTileFloats + kb * Config::kBlockFloats;
-        block_dot<K, MV>(ring[s], ring_abs[s], s_blk, cb_lane, acc);
-        if (i + D < ntiles) {
-          dev::load_planes_global<K>(wp + (i + D) * tile_stride_w, ring[s]);
-          ring_abs[s] = __ldg(ap + (i + D) * tile_stride_a);
-        }
-      }
-    }
-  }
-  // The two threads of a column (lanes t, t^1) hold its two halves.
-#pragma unroll
-  for (int m = 0; m < MV; ++m) acc[m] += __shfl_xor_sync(dev::kFullMask, acc[m], 1);
-}
-
-// Writes (or, split, reduces) the item's [rows x 128] output tile; even lanes own a column.
-template <int MV, typename T>
-__device__ void store_item(const KernelArgs& a, const WorkItem& it, const float (&acc)[MV]) {
-  const int col = it.nt * Config::kTileN + (threadIdx.x >> 1);
-  const bool owner = (threadIdx.x & 1) == 0 && col < a.N;
+// Writes (or, split, reduces) a segment's [rows x ntc*128] output; even lanes own columns.
+template <int MV, int G, typename T>
+__device__ void store_segment(const KernelArgs& a, const Segment& g, const float (&acc)[G][MV]) {
   T* C = static_cast<T*>(a.C);
-  if (it.contributors == 1) {
-    if (owner) {
+  const bool even = (threadIdx.x & 1) == 0;
+  auto column = [&](int j) { return (g.nt0 + j) * Config::kTileN + (threadIdx.x >> 1); };
+  if (g.contributors == 1) {
 #pragma unroll
-      for (int m = 0; m < MV; ++m) C[(long long)(it.row0 + m) * a.N + col] = dev::from_float<T>(acc[m]);
+    for (int j = 0; j < G; ++j) {
+      if (j < g.ntc && even && column(j) < a.N) {
+#pragma unroll
+        for (int m = 0; m < MV; ++m) C[(long long)(g.row0 + m) * a.N + column(j)] = dev::from_float<T>(acc[j][m]);
+      }
     }
     return;
   }
-  if (owner) {
 #pragma unroll
-    for (int m = 0; m < MV; ++m) dev::splitk::add(a.ws, (long long)(it.row0 + m) * a.N + col, acc[m]);
+  for (int j = 0; j < G; ++j) {
+    if (j < g.ntc && even && column(j) < a.N) {
+#pragma unroll
+      for (int m = 0; m < MV; ++m) dev::splitk::add(a.ws, (long long)(g.row0 + m) * a.N + column(j), acc[j][m]);
+    }
   }
-  if (dev::splitk::arrive_is_last(a.counters + it.tile_id, it.contributors) && owner) {
+  if (!dev::splitk::arrive_is_last(a.counters + g.tile_id, g.contributors)) return;
 #pragma unroll
-    for (int m = 0; m < MV; ++m) {
-      const long long idx = (long long)(it.row0 + m) * a.N + col;
-      C[idx] = dev::from_float<T>(dev::splitk::take(a.ws, idx));
+  for (int j = 0; j < G; ++j) {
+    if (j < g.ntc && even && column(j) < a.N) {
+#pragma unroll
+      for (int m = 0; m < MV; ++m) {
+        const long long idx = (long long)(g.row0 + m) * a.N + column(j);
+        C[idx] = dev::from_float<T>(dev::splitk::take(a.ws, idx));
+      }
     }
   }
 }
 
-// Dense: item = (chunk, n-tile), n-tile fastest so that neighbouring blocks stream
-// neighbouring 4 KB tiles.
+// One segment: the register ring keeps kPrefetch k-tiles of planes in flight.
 template <int K, int MV, typename T>
-__global__ void __launch_bounds__(Config::kThreads) scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
+__device__ void run_segment(const KernelArgs& a, const Segment& g, float* s_a) {
+  constexpr int D = Config::kPrefetch, G = Config::kGroupTiles;
+  const int t = threadIdx.x;
+  const float cb_lane = dev::codebook_lane_value(a.cb, a.k_bits, t & 31);
+  const long long step_w = (long long)a.n_tiles * tile_words<K>();
+  const long long step_a = (long long)a.n_tiles * Config::kBlocksPerTile;
+  const long long tile0 = (long long)g.kt0 * a.n_tiles + g.nt0;
+  const uint32_t* wp = a.packed + g.expert * a.expert_words + tile0 * tile_words<K>() + t * K;
+  const uint8_t* ap = a.absmax + g.expert * a.expert_bytes + tile0 * Config::kBlocksPerTile + t;
+  const int n = g.kt1 - g.kt0;
+  uint32_t ring[D][G][K], code[D][G];
+  auto load = [&](auto slot_const, int i) {
+    constexpr int S = decltype(slot_const)::value;
+#pragma unroll
+    for (int j = 0; j < G; ++j) {
+      if (j < g.ntc) {  // adjacent n-tiles are adjacent in memory
+        dev::load_planes_global<K>(wp + i * step_w + j * tile_words<K>(), ring[S][j]);
+        code[S][j] = __ldg(ap + i * step_a + j * Config::kBlocksPerTile);
+      } else {
+        code[S][j] = 0;
+      }
+    }
+  };
+  for_each_index(std::make_integer_sequence<int, D>{}, [&](auto s_const) {
+    constexpr int S = decltype(s_const)::value;
+    if (S < n) load(s_const, S);
+  });
+  float acc[G][MV];
+#pragma unroll
+  for (int j = 0; j < G; ++j)
+#pragma unroll
+    for (int m = 0; m < MV; ++m) acc[j][m] = 0.0f;
+  for (int base = 0; base < n; base += D) {
+    for_each_index(std::make_integer_sequence<int, D>{}, [&](auto s_const) {
+      constexpr int S = decltype(s_const)::value;
+      const int i = base + S;
+      if (i >= n) return;  // uniform over the block
+      if (i % Config::kWindow == 0) {
+        __syncthreads();  // nobody still reads the previous window
+        stage_a<K, MV, T>(a, g.row0, g.kt0 + i, min(Config::kWindow, n - i), s_a);
+        __syncthreads();
+      }
+      const float* s_blk = s_a + (i % Config::kWindow) * Config::kTileFloats + (t & 1) * Config::kBlockFloats;
+      dot_blocks<K, MV, G>(ring[S], code[S], g.ntc, s_blk, cb_lane, acc);
+      if (i + D < n) load(s_const, i + D);
+    });
+  }
+  // The two threads of a column (lanes t, t^1) hold its two k-blocks.
+#pragma unroll
+  for (int j = 0; j < G; ++j)
+#pragma unroll
+    for (int m = 0; m < MV; ++m) acc[j][m] += __shfl_xor_sync(dev::kFullMask, acc[j][m], 1);
+  store_segment<MV, G, T>(a, g, acc);
+}
+
+// Dense: every segment has MV rows.
+template <int K, int MV, typename T>
+__global__ void __launch_bounds__(Config::kThreads, 2) scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   extern __shared__ float4 smem4[];
   float* s_a = reinterpret_cast<float*>(smem4);
-  const int nt = blockIdx.x % a.n_tiles, chunk = blockIdx.x / a.n_tiles;
-  const int kt0 = chunk * a.chunk_tiles;
-  const WorkItem it{0, 0, MV, nt, kt0, min(kt0 + a.chunk_tiles, a.k_tiles), nt, a.k_chunks};
-  float acc[MV];
-  gemv_item<K, MV, T>(a, it, s_a, acc);
-  store_item<MV, T>(a, it, acc);
+  for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) run_segment<K, MV, T>(a, a.segs[s], s_a);
 }
 
-template <int K, int MV, typename T>
-__device__ void grouped_item(const KernelArgs& a, const WorkItem& it, float* s_a) {
-  float acc[MV];
-  gemv_item<K, MV, T>(a, it, s_a, acc);
-  store_item<MV, T>(a, it, acc);
-}
-
-// Grouped: one block per host-computed item; the row count picks the unrolled body.
+// Grouped: a segment's row count (1..4) picks the unrolled body.
 template <int K, typename T>
-__global__ void __launch_bounds__(Config::kThreads) grouped_scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
+__global__ void __launch_bounds__(Config::kThreads, 2) grouped_scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   extern __shared__ float4 smem4[];
   float* s_a = reinterpret_cast<float*>(smem4);
-  const WorkItem it = a.items[blockIdx.x];
-  switch (it.rows) {
-    case 1: grouped_item<K, 1, T>(a, it, s_a); break;
-    case 2: grouped_item<K, 2, T>(a, it, s_a); break;
-    case 3: grouped_item<K, 3, T>(a, it, s_a); break;
-    default: grouped_item<K, 4, T>(a, it, s_a); break;
+  for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
+    const Segment g = a.segs[s];
+    switch (g.rows) {
+      case 1: run_segment<K, 1, T>(a, g, s_a); break;
+      case 2: run_segment<K, 2, T>(a, g, s_a); break;
+      case 3: run_segment<K, 3, T>(a, g, s_a); break;
+      default: run_segment<K, 4, T>(a, g, s_a); break;
+    }
   }
 }
 
 // ---------------------------------------------------------------- host side
 
-constexpr int kTargetBlocks = 132 * 8;  // cover the H100's 132 SMs several times
-
-// k-chunks per output tile: none when the tiles alone fill the GPU, else enough to reach
-// kTargetBlocks, never below kMinTilesPerChunk k-tiles per chunk.
-int choose_k_chunks(long long base_items, int k_tiles, SplitMode mode) {
-  const int max_chunks = std::max(1, k_tiles / Config::kMinTilesPerChunk);
-  if (mode == SplitMode::force_off) return 1;
-  if (mode == SplitMode::force_on) return std::max(2, std::min(k_tiles, std::max(2, max_chunks)));
-  const long long want = (kTargetBlocks + base_items - 1) / base_items;
-  return int(std::max<long long>(1, std::min<long long>(want, max_chunks)));
+// The kernel for (K, rows, dtype); rows == 0 selects the grouped kernel.
+template <typename T>
+const void* kernel_for_type(int k, int rows) {
+  auto pick = [&](auto k_const) -> const void* {
+    constexpr int KB = decltype(k_const)::value;
+    switch (rows) {
+      case 0: return reinterpret_cast<const void*>(grouped_scalar_gemv_kernel<KB, T>);
+      case 1: return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 1, T>);
+      case 2: return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 2, T>);
+      case 3: return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 3, T>);
+      default: return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 4, T>);
+    }
+  };
+  switch (k) {
+    case 2: return pick(std::integral_constant<int, 2>{});
+    case 3: return pick(std::integral_constant<int, 3>{});
+    case 4: return pick(std::integral_constant<int, 4>{});
+    case 5: return pick(std::integral_constant<int, 5>{});
+  }
+  throw Error("K = " + std::to_string(k) + " is outside 2..5");
 }
 
-void check_weights(const GemmArgs& g, const char* who) {
-  if (g.w.layout.kind != LayoutKind::tiled || g.w.layout.tiles.tile_k != Config::kTileK ||
-      g.w.layout.tiles.tile_n != Config::kTileN) {
-    throw Error(std::string(who) + ": needs the tiled 64x128 layout, got " + layout_name(g.w.layout));
-  }
+const void* kernel_for(int k, int rows, DType t) {
+  return t == DType::f16 ? kernel_for_type<__half>(k, rows) : kernel_for_type<__nv_bfloat16>(k, rows);
 }
 
 struct GemvState : VariantState {
   GemmDims dims;
-  int k_tiles = 0, n_tiles = 0, k_chunks = 1, chunk_tiles = 0, grid = 0;
+  const void* kernel = nullptr;
+  int grid = 0, smem_bytes = 0, n_tiles = 0, k_tiles = 0, units_per_block = 0, split_tiles = 0;
+  DeviceBuffer<Segment> segs;
+  DeviceBuffer<int> first_seg;
   DeviceBuffer<float> ws;
   DeviceBuffer<int> counters;
-  DeviceBuffer<WorkItem> items;  // grouped
-  int max_rows = 1;
   std::string describe() const override {
-    return "tile 64x128, " + std::to_string(k_chunks) + " k-chunks of " + std::to_string(chunk_tiles) +
-           " k-tiles, grid " + std::to_string(grid) + ", prefetch " + std::to_string(Config::kPrefetch);
+    return "tile 64x128, " + std::to_string(Config::kGroupTiles) + " n-tiles/thread, stripes of " +
+           std::to_string(units_per_block) + " (n-group, k-tile) units over " + std::to_string(grid) +
+           " blocks, " + std::to_string(split_tiles) + " tiles split, prefetch " + std::to_string(Config::kPrefetch);
   }
-  std::int64_t extra_additions() const override { return dims.K_dim / 32 + k_chunks; }
+  std::int64_t extra_additions() const override { return dims.K_dim / 32 + 2 * (k_tiles + 1); }
 };
 
-void zero_workspace(GemvState& s, std::size_t ws_elems, std::size_t tiles) {
-  s.ws = DeviceBuffer<float>(ws_elems);
-  s.counters = DeviceBuffer<int>(tiles);
-  s.ws.fill_bytes(0);
-  s.counters.fill_bytes(0);
+// An output tile before striping: rows of one expert, a group of up to 4 n-tiles.
+struct OutTile {
+  int expert, row0, rows, nt0, ntc;
+};
+
+// Cuts units (tile-major, k-tile minor) into stripes of `per` units, one per block.
+void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
+  const long long units = (long long)tiles.size() * s.k_tiles;
+  s.grid = int((units + per - 1) / per);
+  s.units_per_block = per;
+  std::vector<Segment> segs;
+  std::vector<int> first(std::size_t(s.grid) + 1, 0), contributors(tiles.size(), 0);
+  for (int b = 0; b < s.grid; ++b) {
+    first[std::size_t(b)] = int(segs.size());
+    for (long long u = (long long)b * per, end = std::min(units, (long long)(b + 1) * per); u < end;) {
+      const int ti = int(u / s.k_tiles), kt0 = int(u % s.k_tiles);
+      const int kt1 = int(std::min<long long>(s.k_tiles, kt0 + (end - u)));
+      const OutTile& o = tiles[std::size_t(ti)];
+      segs.push_back({o.expert, o.row0, o.rows, o.nt0, o.ntc, kt0, kt1, ti, 0});
+      ++contributors[std::size_t(ti)];
+      u += kt1 - kt0;
+    }
+  }
+  first[std::size_t(s.grid)] = int(segs.size());
+  s.split_tiles = 0;
+  for (auto& g : segs) g.contributors = contributors[std::size_t(g.tile_id)];
+  for (int c : contributors) s.split_tiles += c > 1;
+  s.segs = DeviceBuffer<Segment>(segs.size());
+  KBIT_CUDA_CHECK(cudaMemcpy(s.segs.get(), segs.data(), segs.size() * sizeof(Segment), cudaMemcpyHostToDevice));
+  s.first_seg = DeviceBuffer<int>(first);
+  if (s.split_tiles > 0) {
+    s.ws = DeviceBuffer<float>(std::size_t(s.dims.M * s.dims.N));
+    s.counters = DeviceBuffer<int>(tiles.size());
+    s.ws.fill_bytes(0);
+    s.counters.fill_bytes(0);
+  }
   KBIT_CUDA_CHECK(cudaDeviceSynchronize());
+}
+
+// Stripe length: one stripe per resident block (balanced, no tail wave), never below
+// kMinUnits k-tiles; split-K forced off keeps whole tiles, forced on splits every tile.
+int stripe_units(long long units, int k_tiles, int slots, SplitMode mode) {
+  if (mode == SplitMode::force_off) {
+    const long long tiles = units / k_tiles;
+    return int((tiles + std::min<long long>(tiles, slots) - 1) / std::min<long long>(tiles, slots)) * k_tiles;
+  }
+  if (mode == SplitMode::force_on && k_tiles >= 2) return (k_tiles + 1) / 2;
+  const long long per = (units + slots - 1) / slots;
+  return int(std::max<long long>(per, std::min(k_tiles, Config::kMinUnits)));
+}
+
+void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template, const VariantOptions& o) {
+  s.kernel = kernel_for(s.dims.k_bits, rows_template, s.dims.dtype);
+  s.smem_bytes = smem_floats<1>() * 4 * (rows_template == 0 ? Config::kMaxRows : rows_template);
+  KBIT_CUDA_CHECK(cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem_bytes));
+  int per_sm = 0, dev = 0, sms = 0;
+  KBIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s.kernel, Config::kThreads, s.smem_bytes));
+  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
+  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  if (tiles.empty()) return;  // grouped problem with no rows at all: nothing to launch
+  const long long units = (long long)tiles.size() * s.k_tiles;
+  build_stripes(s, tiles, stripe_units(units, s.k_tiles, std::max(1, per_sm) * sms, o.split_k));
 }
 
 KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
@@ -323,10 +406,8 @@ KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
   a.N = int(d.N);
   a.K_dim = int(d.K_dim);
   a.n_tiles = s.n_tiles;
-  a.k_tiles = s.k_tiles;
-  a.k_chunks = s.k_chunks;
-  a.chunk_tiles = s.chunk_tiles;
-  a.items = s.items.get();
+  a.segs = s.segs.get();
+  a.first_seg = s.first_seg.get();
   a.ws = s.ws.get();
   a.counters = s.counters.get();
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
@@ -334,61 +415,34 @@ KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
   return a;
 }
 
-template <typename Kernel>
-void launch(Kernel kernel, int grid, int smem_bytes, const KernelArgs& a, cudaStream_t stream) {
-  if (smem_bytes > 48 * 1024)
-    KBIT_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes));
-  kernel<<<grid, Config::kThreads, smem_bytes, stream>>>(a);
-  KBIT_CHECK_LAUNCH();
+void launch(const GemvState& s, const GemmDims& d, const GemmArgs& g, cudaStream_t stream, const char* who) {
+  if (g.w.layout.kind != LayoutKind::tiled || !(g.w.layout.tiles == TileConfig{Config::kTileK, Config::kTileN}))
+    throw Error(std::string(who) + ": needs the tiled 64x128 layout, got " + layout_name(g.w.layout));
+  if (s.grid == 0) return;
+  KernelArgs a = make_args(s, d, g);
+  void* params[] = {&a};
+  KBIT_CUDA_CHECK(cudaLaunchKernel(s.kernel, dim3(s.grid), dim3(Config::kThreads), params, s.smem_bytes, stream));
 }
-
-template <int K, typename T>
-void run_dense_k(const GemvState& s, const KernelArgs& a, cudaStream_t stream) {
-  const int bytes_per_row = smem_floats<1>() * 4;
-  switch (s.dims.M) {
-    case 1: launch(scalar_gemv_kernel<K, 1, T>, s.grid, 1 * bytes_per_row, a, stream); break;
-    case 2: launch(scalar_gemv_kernel<K, 2, T>, s.grid, 2 * bytes_per_row, a, stream); break;
-    case 3: launch(scalar_gemv_kernel<K, 3, T>, s.grid, 3 * bytes_per_row, a, stream); break;
-    case 4: launch(scalar_gemv_kernel<K, 4, T>, s.grid, 4 * bytes_per_row, a, stream); break;
-  }
-}
-
-template <int K, typename T>
-void run_grouped_k(const GemvState& s, const KernelArgs& a, cudaStream_t stream) {
-  if (s.grid == 0) return;  // no expert has rows
-  launch(grouped_scalar_gemv_kernel<K, T>, s.grid, smem_floats<Config::kMaxRows>() * 4, a, stream);
-}
-
-template <template <int, typename> class Fn, typename... Args>
-void dispatch(int k, DType t, Args&&... args) {
-  auto by_type = [&](auto k_const) {
-    constexpr int KB = decltype(k_const)::value;
-    if (t == DType::f16) Fn<KB, __half>::run(args...);
-    else Fn<KB, __nv_bfloat16>::run(args...);
-  };
-  switch (k) {
-    case 2: by_type(std::integral_constant<int, 2>{}); break;
-    case 3: by_type(std::integral_constant<int, 3>{}); break;
-    case 4: by_type(std::integral_constant<int, 4>{}); break;
-    case 5: by_type(std::integral_constant<int, 5>{}); break;
-    default: throw Error("K = " + std::to_string(k) + " is outside 2..5");
-  }
-}
-
-template <int K, typename T>
-struct DenseRun {
-  static void run(const GemvState& s, const KernelArgs& a, cudaStream_t st) { run_dense_k<K, T>(s, a, st); }
-};
-template <int K, typename T>
-struct GroupedRun {
-  static void run(const GemvState& s, const KernelArgs& a, cudaStream_t st) { run_grouped_k<K, T>(s, a, st); }
-};
 
 void check_common(const GemmDims& d, const char* who) {
   if (d.dtype == DType::f32) throw Error(std::string(who) + ": dtype fp32 is not supported (fp16, bf16)");
   if (d.K_dim % 32 != 0 || d.K_dim < 32)
     throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) + " must be a positive multiple of 32");
   if (d.N < 1) throw Error(std::string(who) + ": N = " + std::to_string(d.N) + " must be at least 1");
+}
+
+std::unique_ptr<GemvState> new_state(const GemmDims& d) {
+  auto s = std::make_unique<GemvState>();
+  s->dims = d;
+  s->n_tiles = int((d.N + Config::kTileN - 1) / Config::kTileN);
+  s->k_tiles = int((d.K_dim + Config::kTileK - 1) / Config::kTileK);
+  return s;
+}
+
+// The output tiles of `rows` rows starting at row0: groups of up to 4 n-tiles.
+void add_tiles(std::vector<OutTile>& out, int expert, int row0, int rows, int n_tiles) {
+  for (int nt = 0; nt < n_tiles; nt += Config::kGroupTiles)
+    out.push_back({expert, row0, rows, nt, std::min(Config::kGroupTiles, n_tiles - nt)});
 }
 
 }  // namespace
@@ -398,22 +452,15 @@ std::unique_ptr<VariantState> scalar_gemv_setup(const GemmDims& d, const Variant
   if (d.grouped()) throw Error("scalar_gemv: grouped problems go to grouped_scalar_gemv");
   if (d.M < 1 || d.M > Config::kMaxRows)
     throw Error("scalar_gemv: M = " + std::to_string(d.M) + " is outside 1..4 (use an MMA variant for larger M)");
-  auto s = std::make_unique<GemvState>();
-  s->dims = d;
-  s->n_tiles = int((d.N + Config::kTileN - 1) / Config::kTileN);
-  s->k_tiles = int((d.K_dim + Config::kTileK - 1) / Config::kTileK);
-  s->k_chunks = choose_k_chunks(s->n_tiles, s->k_tiles, o.split_k);
-  s->chunk_tiles = (s->k_tiles + s->k_chunks - 1) / s->k_chunks;
-  s->k_chunks = (s->k_tiles + s->chunk_tiles - 1) / s->chunk_tiles;  // no empty chunk
-  s->grid = s->n_tiles * s->k_chunks;
-  if (s->k_chunks > 1) zero_workspace(*s, std::size_t(d.M * d.N), std::size_t(s->n_tiles));
+  auto s = new_state(d);
+  std::vector<OutTile> tiles;
+  add_tiles(tiles, 0, 0, int(d.M), s->n_tiles);
+  plan(*s, tiles, int(d.M), o);
   return s;
 }
 
 void scalar_gemv_run(VariantState* state, const GemmDims& d, const GemmArgs& g, cudaStream_t stream) {
-  auto* s = static_cast<GemvState*>(state);
-  check_weights(g, "scalar_gemv");
-  dispatch<DenseRun>(d.k_bits, d.dtype, *s, make_args(*s, d, g), stream);
+  launch(*static_cast<GemvState*>(state), d, g, stream, "scalar_gemv");
 }
 
 std::unique_ptr<VariantState> grouped_scalar_gemv_setup(const GemmDims& d, const VariantOptions& o) {
@@ -432,44 +479,17 @@ std::unique_ptr<VariantState> grouped_scalar_gemv_setup(const GemmDims& d, const
   if (off.back() > d.M)
     throw Error("grouped_scalar_gemv: expert_offsets ends at row " + std::to_string(off.back()) +
                 ", past the end of A (" + std::to_string(d.M) + " rows)");
-  auto s = std::make_unique<GemvState>();
-  s->dims = d;
-  s->n_tiles = int((d.N + Config::kTileN - 1) / Config::kTileN);
-  s->k_tiles = int((d.K_dim + Config::kTileK - 1) / Config::kTileK);
-  // Row groups of at most 4 rows per expert, times n-tiles, times k-chunks.
-  std::vector<WorkItem> base;
-  int tile_id = 0;
-  for (int e = 0; e < d.num_experts; ++e) {
-    for (std::int64_t r = off[std::size_t(e)]; r < off[std::size_t(e) + 1]; r += Config::kMaxRows) {
-      const int rows = int(std::min<std::int64_t>(Config::kMaxRows, off[std::size_t(e) + 1] - r));
-      for (int nt = 0; nt < s->n_tiles; ++nt) base.push_back({e, int(r), rows, nt, 0, s->k_tiles, tile_id++, 1});
-    }
-  }
-  s->k_chunks = base.empty() ? 1 : choose_k_chunks(std::int64_t(base.size()), s->k_tiles, o.split_k);
-  s->chunk_tiles = (s->k_tiles + s->k_chunks - 1) / s->k_chunks;
-  s->k_chunks = (s->k_tiles + s->chunk_tiles - 1) / s->chunk_tiles;
-  std::vector<WorkItem> items;
-  for (int c = 0; c < s->k_chunks; ++c) {  // chunk-major: neighbouring blocks, neighbouring tiles
-    for (WorkItem w : base) {
-      w.kt0 = c * s->chunk_tiles;
-      w.kt1 = std::min(w.kt0 + s->chunk_tiles, s->k_tiles);
-      w.contributors = s->k_chunks;
-      items.push_back(w);
-    }
-  }
-  s->grid = int(items.size());
-  if (!items.empty()) {
-    s->items = DeviceBuffer<WorkItem>(items.size());
-    KBIT_CUDA_CHECK(cudaMemcpy(s->items.get(), items.data(), items.size() * sizeof(WorkItem), cudaMemcpyHostToDevice));
-  }
-  if (s->k_chunks > 1) zero_workspace(*s, std::size_t(d.M * d.N), std::size_t(tile_id));
+  auto s = new_state(d);
+  std::vector<OutTile> tiles;  // row groups of at most 4 rows per expert
+  for (int e = 0; e < d.num_experts; ++e)
+    for (std::int64_t r = off[std::size_t(e)]; r < off[std::size_t(e) + 1]; r += Config::kMaxRows)
+      add_tiles(tiles, e, int(r), int(std::min<std::int64_t>(Config::kMaxRows, off[std::size_t(e) + 1] - r)), s->n_tiles);
+  plan(*s, tiles, 0, o);
   return s;
 }
 
 void grouped_scalar_gemv_run(VariantState* state, const GemmDims& d, const GemmArgs& g, cudaStream_t stream) {
-  auto* s = static_cast<GemvState*>(state);
-  check_weights(g, "grouped_scalar_gemv");
-  dispatch<GroupedRun>(d.k_bits, d.dtype, *s, make_args(*s, d, g), stream);
+  launch(*static_cast<GemvState*>(state), d, g, stream, "grouped_scalar_gemv");
 }
 
 }  // namespace kbit::variants
