@@ -18,6 +18,8 @@ int main(int argc, char** argv) {
   run->add_option("config", config, "experiments/NAME.toml")->required()->check(CLI::ExistingFile);
   run->add_option("--out-root", run_opts.out_root, "results root (default: <source>/results)");
   run->add_option("--variants", run_opts.variants, "names or globs that replace the config's list");
+  run->add_option("--shapes", run_opts.shapes, "only the shapes (or MoE layers) matching these globs");
+  run->add_option("--m", run_opts.m, "rows of A (tokens for MoE layers) that replace the config's");
   run->add_flag("!--no-plot", run_opts.plot, "do not run harness/plot.py at the end");
   run->add_option("--memory-budget-gb", run_opts.memory_budget_gb,
                   "device memory for L2-rotation weight copies (default: half the free memory)");

@@ -2,6 +2,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fnmatch.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -251,10 +254,31 @@ void print_summary(const Context& c) {
   }
 }
 
+// Applies the command line's --shapes and --m to the config (for profiling one problem).
+ExperimentConfig narrowed(ExperimentConfig cfg, const RunOptions& opts) {
+  auto keep = [&](const std::string& name) {
+    if (opts.shapes.empty()) return true;
+    return std::any_of(opts.shapes.begin(), opts.shapes.end(),
+                       [&](const std::string& g) { return fnmatch(g.c_str(), name.c_str(), 0) == 0; });
+  };
+  cfg.shapes.erase(std::remove_if(cfg.shapes.begin(), cfg.shapes.end(), [&](const ShapeConfig& s) { return !keep(s.name); }),
+                   cfg.shapes.end());
+  cfg.moe.erase(std::remove_if(cfg.moe.begin(), cfg.moe.end(), [&](const MoeConfig& m) { return !keep(m.name); }),
+                cfg.moe.end());
+  if (cfg.shapes.empty() && cfg.moe.empty()) throw Error("--shapes matches no shape or MoE layer of " + cfg.path);
+  if (!opts.m.empty()) {
+    for (std::int64_t m : opts.m)
+      if (m < 1) throw Error("--m " + std::to_string(m) + " must be at least 1");
+    cfg.m = opts.m;
+    cfg.tokens = opts.m;
+  }
+  return cfg;
+}
+
 }  // namespace
 
 int run_experiment(const std::string& path, const RunOptions& opts) {
-  const ExperimentConfig cfg = load_experiment(path);
+  const ExperimentConfig cfg = narrowed(load_experiment(path), opts);
   std::vector<const VariantRow*> rows = match_variants(opts.variants.empty() ? cfg.variants : opts.variants);
   const VariantRow* baseline = &find_variant(cfg.baseline);
   rows.erase(std::remove(rows.begin(), rows.end(), baseline), rows.end());
@@ -286,7 +310,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   run["ceilings"] = to_json(c.ceil);
   run["build"] = to_json(build);
   run["config"] = {{"path", cfg.path}, {"hash", config_hash(cfg.text)}, {"text", cfg.text}};
-  run["argv"] = opts.variants;
+  run["argv"] = {{"variants", opts.variants}, {"shapes", opts.shapes}, {"m", opts.m}};
   for (const VariantRow* r : rows) {
     run["variants"].push_back({{"name", r->name},
                                {"description", r->description},
