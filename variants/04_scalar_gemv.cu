@@ -38,13 +38,26 @@
 namespace kbit::variants {
 namespace {
 
+// Tuning knobs (docs/variants/04_scalar_gemv.md has the sweep); override with -D at configure
+// time, e.g. cmake -DCMAKE_CUDA_FLAGS="-DKBIT_GEMV_GROUP_TILES=2".
+#ifndef KBIT_GEMV_GROUP_TILES
+#define KBIT_GEMV_GROUP_TILES 4
+#endif
+#ifndef KBIT_GEMV_PREFETCH
+#define KBIT_GEMV_PREFETCH 2
+#endif
+#ifndef KBIT_GEMV_MIN_BLOCKS
+#define KBIT_GEMV_MIN_BLOCKS 2
+#endif
+
 struct Config {
   static constexpr int kThreads = 256;    // 8 warps: 128 columns x 2 blocks of one k-tile
   static constexpr int kTileK = 64;       // the tiled layout this variant reads
   static constexpr int kTileN = 128;
   static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256: one per thread
-  static constexpr int kGroupTiles = 4;   // n-tiles per thread: one activation load, 4 blocks
-  static constexpr int kPrefetch = 2;     // k-tiles in flight per thread (x kGroupTiles blocks)
+  static constexpr int kGroupTiles = KBIT_GEMV_GROUP_TILES;  // n-tiles per thread: one activation load
+  static constexpr int kPrefetch = KBIT_GEMV_PREFETCH;       // k-tiles in flight per thread (ring)
+  static constexpr int kMinBlocksPerSm = KBIT_GEMV_MIN_BLOCKS;  // __launch_bounds__: caps registers
   static constexpr int kWindow = 16;      // k-tiles of A staged in shared memory at a time
   static constexpr int kBlockFloats = 36;  // 32 activations + 4 pad: kb = 0 and 1 hit other banks
   static constexpr int kTileFloats = 2 * kBlockFloats;
@@ -124,19 +137,21 @@ __device__ void stage_a(const KernelArgs& a, int row0, int kt, int ntiles, float
   }
 }
 
-// One k-tile of a thread: the same k-block of up to G n-tiles against one set of activations.
-// acc[j][m] += s_j * sum_i cb[idx_ij] * a[m][i].
+// One k-tile of a thread: the same k-block of G n-tiles against one set of activations.
+// acc[j][m] += s_j * sum_i cb[idx_ij] * a[m][i]. No branches inside: the G blocks' shuffle
+// and FMA chains interleave freely (an n-tile missing from the last group arrives with scale
+// code 0 and contributes 0). Two partial sums per block halve the FFMA dependency chain.
 template <int K, int MV, int G>
-__device__ __forceinline__ void dot_blocks(const uint32_t (&p)[G][K], const uint32_t (&code)[G], int ntc,
-                                           const float* s_blk, float cb_lane, float (&acc)[G][MV]) {
+__device__ __forceinline__ void dot_blocks(const uint32_t (&p)[G][K], const uint32_t (&code)[G], const float* s_blk,
+                                           float cb_lane, float (&acc)[G][MV]) {
   constexpr int F = dev::field_width<K>();
   constexpr int T = 32 / F;  // weights per residue class
   constexpr int kRowStride = Config::kWindow * Config::kTileFloats;
-  float part[G][MV];
+  float part[G][MV][2];
 #pragma unroll
   for (int j = 0; j < G; ++j)
 #pragma unroll
-    for (int m = 0; m < MV; ++m) part[j][m] = 0.0f;
+    for (int m = 0; m < MV; ++m) part[j][m][0] = part[j][m][1] = 0.0f;
   auto residue = [&](auto r_const) {
     constexpr int R = decltype(r_const)::value;
     float a[MV][T];
@@ -150,14 +165,13 @@ __device__ __forceinline__ void dot_blocks(const uint32_t (&p)[G][K], const uint
     }
 #pragma unroll
     for (int j = 0; j < G; ++j) {
-      if (j >= ntc) break;  // uniform over the block
       const uint32_t fields = dev::residue_fields<K, R>(p[j]);
 #pragma unroll
       for (int q = 0; q < T; ++q) {
         // shfl reads bits 0..4 of the lane operand: the field sits there after one shift.
         const float w = __shfl_sync(dev::kFullMask, cb_lane, int(fields >> (F * q)));
 #pragma unroll
-        for (int m = 0; m < MV; ++m) part[j][m] = fmaf(w, a[m][q], part[j][m]);
+        for (int m = 0; m < MV; ++m) part[j][m][q & 1] = fmaf(w, a[m][q], part[j][m][q & 1]);
       }
     }
   };
@@ -166,7 +180,7 @@ __device__ __forceinline__ void dot_blocks(const uint32_t (&p)[G][K], const uint
   for (int j = 0; j < G; ++j) {
     const float s = dev::decode_e4m4(code[j]);
 #pragma unroll
-    for (int m = 0; m < MV; ++m) acc[j][m] = fmaf(s, part[j][m], acc[j][m]);
+    for (int m = 0; m < MV; ++m) acc[j][m] = fmaf(s, part[j][m][0] + part[j][m][1], acc[j][m]);
   }
 }
 
@@ -223,12 +237,12 @@ __device__ void run_segment(const KernelArgs& a, const Segment& g, float* s_a) {
     constexpr int S = decltype(slot_const)::value;
 #pragma unroll
     for (int j = 0; j < G; ++j) {
-      if (j < g.ntc) {  // adjacent n-tiles are adjacent in memory
-        dev::load_planes_global<K>(wp + i * step_w + j * tile_words<K>(), ring[S][j]);
-        code[S][j] = __ldg(ap + i * step_a + j * Config::kBlocksPerTile);
-      } else {
-        code[S][j] = 0;
-      }
+      // Adjacent n-tiles are adjacent in memory. An n-tile past the group reloads the first
+      // one (valid memory) and gets scale code 0, so the hot loop needs no branch.
+      const int jj = j < g.ntc ? j : 0;
+      dev::load_planes_global<K>(wp + i * step_w + jj * tile_words<K>(), ring[S][j]);
+      const uint32_t c = __ldg(ap + i * step_a + jj * Config::kBlocksPerTile);
+      code[S][j] = j < g.ntc ? c : 0u;
     }
   };
   for_each_index(std::make_integer_sequence<int, D>{}, [&](auto s_const) {
@@ -251,7 +265,7 @@ __device__ void run_segment(const KernelArgs& a, const Segment& g, float* s_a) {
         __syncthreads();
       }
       const float* s_blk = s_a + (i % Config::kWindow) * Config::kTileFloats + (t & 1) * Config::kBlockFloats;
-      dot_blocks<K, MV, G>(ring[S], code[S], g.ntc, s_blk, cb_lane, acc);
+      dot_blocks<K, MV, G>(ring[S], code[S], s_blk, cb_lane, acc);
       if (i + D < n) load(s_const, i + D);
     });
   }
@@ -265,7 +279,7 @@ __device__ void run_segment(const KernelArgs& a, const Segment& g, float* s_a) {
 
 // Dense: every segment has MV rows.
 template <int K, int MV, typename T>
-__global__ void __launch_bounds__(Config::kThreads, 2) scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
+__global__ void __launch_bounds__(Config::kThreads, Config::kMinBlocksPerSm) scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   extern __shared__ float4 smem4[];
   float* s_a = reinterpret_cast<float*>(smem4);
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) run_segment<K, MV, T>(a, a.segs[s], s_a);
@@ -273,7 +287,7 @@ __global__ void __launch_bounds__(Config::kThreads, 2) scalar_gemv_kernel(const 
 
 // Grouped: a segment's row count (1..4) picks the unrolled body.
 template <int K, typename T>
-__global__ void __launch_bounds__(Config::kThreads, 2) grouped_scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
+__global__ void __launch_bounds__(Config::kThreads, Config::kMinBlocksPerSm) grouped_scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   extern __shared__ float4 smem4[];
   float* s_a = reinterpret_cast<float*>(smem4);
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
