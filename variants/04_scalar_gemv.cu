@@ -186,7 +186,7 @@ __device__ __forceinline__ void dot_blocks(const uint32_t (&p)[G][K], const uint
 
 // Writes (or, split, reduces) a segment's [rows x ntc*128] output; even lanes own columns.
 template <int MV, int G, typename T>
-__device__ void store_segment(const KernelArgs& a, const Segment& g, const float (&acc)[G][MV]) {
+__device__ void store_segment(const KernelArgs& a, const Segment g, const float (&acc)[G][MV]) {
   T* C = static_cast<T*>(a.C);
   const bool even = (threadIdx.x & 1) == 0;
   auto column = [&](int j) { return (g.nt0 + j) * Config::kTileN + (threadIdx.x >> 1); };
@@ -222,7 +222,7 @@ __device__ void store_segment(const KernelArgs& a, const Segment& g, const float
 
 // One segment: the register ring keeps kPrefetch k-tiles of planes in flight.
 template <int K, int MV, typename T>
-__device__ void run_segment(const KernelArgs& a, const Segment& g, float* s_a) {
+__device__ void run_segment(const KernelArgs& a, const Segment g, float* s_a) {  // g by value: registers
   constexpr int D = Config::kPrefetch, G = Config::kGroupTiles;
   const int t = threadIdx.x;
   const float cb_lane = dev::codebook_lane_value(a.cb, a.k_bits, t & 31);
@@ -282,7 +282,10 @@ template <int K, int MV, typename T>
 __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlocksPerSm) scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   extern __shared__ float4 smem4[];
   float* s_a = reinterpret_cast<float*>(smem4);
-  for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) run_segment<K, MV, T>(a, a.segs[s], s_a);
+  for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
+    const Segment g = a.segs[s];  // a copy: a reference into global memory reloads in the hot loop
+    run_segment<K, MV, T>(a, g, s_a);
+  }
 }
 
 // Grouped: a segment's row count (1..4) picks the unrolled body.
