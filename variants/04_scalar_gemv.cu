@@ -46,6 +46,9 @@ namespace {
 #ifndef KBIT_GEMV_PREFETCH
 #define KBIT_GEMV_PREFETCH 2
 #endif
+#ifndef KBIT_GEMV_L2_PREFETCH
+#define KBIT_GEMV_L2_PREFETCH 256
+#endif
 #ifndef KBIT_GEMV_MIN_BLOCKS
 #define KBIT_GEMV_MIN_BLOCKS 2
 #endif
@@ -58,6 +61,7 @@ struct Config {
   static constexpr int kGroupTiles = KBIT_GEMV_GROUP_TILES;  // n-tiles per thread: one activation load
   static constexpr int kPrefetch = KBIT_GEMV_PREFETCH;       // k-tiles in flight per thread (ring)
   static constexpr int kMinBlocksPerSm = KBIT_GEMV_MIN_BLOCKS;  // __launch_bounds__: caps registers
+  static constexpr int kL2Prefetch = KBIT_GEMV_L2_PREFETCH;  // weight loads' L2 fetch size (0: plain)
   static constexpr int kWindow = 16;      // k-tiles of A staged in shared memory at a time
   static constexpr int kBlockFloats = 36;  // 32 activations + 4 pad: kb = 0 and 1 hit other banks
   static constexpr int kTileFloats = 2 * kBlockFloats;
@@ -240,8 +244,8 @@ __device__ void run_segment(const KernelArgs& a, const Segment g, float* s_a) { 
       // Adjacent n-tiles are adjacent in memory. An n-tile past the group reloads the first
       // one (valid memory) and gets scale code 0, so the hot loop needs no branch.
       const int jj = j < g.ntc ? j : 0;
-      dev::load_planes_global<K>(wp + i * step_w + jj * tile_words<K>(), ring[S][j]);
-      const uint32_t c = __ldg(ap + i * step_a + jj * Config::kBlocksPerTile);
+      dev::load_planes_stream<K, Config::kL2Prefetch>(wp + i * step_w + jj * tile_words<K>(), ring[S][j]);
+      const uint32_t c = dev::ld_stream_u8<Config::kL2Prefetch>(ap + i * step_a + jj * Config::kBlocksPerTile);
       code[S][j] = j < g.ntc ? c : 0u;
     }
   };
