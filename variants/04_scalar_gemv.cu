@@ -47,7 +47,7 @@ namespace {
 #define KBIT_GEMV_PREFETCH 2
 #endif
 #ifndef KBIT_GEMV_L2_PREFETCH
-#define KBIT_GEMV_L2_PREFETCH 256
+#define KBIT_GEMV_L2_PREFETCH 0
 #endif
 #ifndef KBIT_GEMV_MIN_BLOCKS
 #define KBIT_GEMV_MIN_BLOCKS 2
