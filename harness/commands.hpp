@@ -26,7 +26,7 @@ int run_experiment(const std::string& config_path, const RunOptions& opts);
 struct ValidateOptions {
   std::string variant;
   std::string split_k = "both";  // auto | on | off | both
-  bool quick = false;            // fewer M values and no seed shapes
+  bool quick = false;            // the 14 M values instead of 1..70 and more
   bool seed_shapes = true;       // include the model shapes of experiments/shapes/
   std::uint64_t seed = 99;
   std::string repro_dir = "validate-repro";

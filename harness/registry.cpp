@@ -6,6 +6,7 @@
 
 #include "reference/error.hpp"
 #include "variants/baselines.hpp"
+#include "variants/gemm_variants.hpp"
 #include "variants/gemv_variants.hpp"
 
 namespace kbit {
@@ -37,6 +38,12 @@ Support gemv_support(bool grouped) {
   return s;
 }
 
+Support gemm_support() {
+  Support s;  // any M >= 1, any N >= 1, K_dim % 32
+  s.split_k = true;
+  return s;
+}
+
 constexpr WeightLayout kTiled64x128{LayoutKind::tiled, {64, 128}};
 
 }  // namespace
@@ -49,6 +56,14 @@ const std::vector<VariantRow>& registry() {
       {"dequant_cublas", "GPU dequantize into a scratch fp16/bf16 weight, then cuBLAS (time includes both)",
        Family::baseline, baseline_support(), {LayoutKind::flat, {}}, variants::dequant_cublas_setup,
        variants::dequant_cublas_run},
+      {"inline_dequant",
+       "Phase-1 fused MMA (m16n8k16): planes + E4M4 by cp.async, inline bit extraction + shfl codebook per "
+       "fragment, padded B stride, persistent grid, two-tier split-K",
+       Family::gemm, gemm_support(), kTiled64x128, variants::inline_dequant_setup, variants::inline_dequant_run},
+      {"inline_dequant_nopad",
+       "inline_dequant with the seeds' unpadded B column stride (2K words: 2-way bank conflicts at K=4)",
+       Family::gemm, gemm_support(), kTiled64x128, variants::inline_dequant_nopad_setup,
+       variants::inline_dequant_nopad_run},
       {"scalar_gemv",
        "Scalar GEMV, M=1..4: planes to registers 4 k-tiles ahead, residue-field index extraction + shfl codebook, "
        "split-K",

@@ -284,7 +284,7 @@ int validate_variant(const ValidateOptions& o) {
   Tally total;
   if (row.support.dense) {
     validate_dense(o, row, dense_cases(o.quick), splits, stream, total);
-    if (o.seed_shapes && !o.quick) {
+    if (o.seed_shapes) {
       validate_dense(o, row, seed_shape_cases(), splits, stream, total);
     }
   }

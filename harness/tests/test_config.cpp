@@ -46,7 +46,7 @@ TEST_CASE("a good config parses, includes resolved", "[config]") {
 TEST_CASE("every shipped experiment config parses", "[config]") {
   const std::string dir = source_dir() + "/experiments";
   int n = 0;
-  for (const char* f : {"smoke", "baselines", "gemv", "gemv_hot", "gemv_goal", "moe_decode"}) {
+  for (const char* f : {"smoke", "baselines", "gemv", "gemv_hot", "gemv_goal", "moe_decode", "phase1", "phase1_hot"}) {
     INFO(f);
     const auto c = load_experiment(dir + "/" + f + ".toml");
     CHECK(c.name == f);
