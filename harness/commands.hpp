@@ -31,6 +31,7 @@ struct ValidateOptions {
   std::uint64_t seed = 99;
   std::string repro_dir = "validate-repro";
   std::vector<int> k_bits{2, 3, 4, 5};
+  std::vector<std::string> cases;  // only the cases whose name matches one of these globs
 };
 int validate_variant(const ValidateOptions& opts);
 

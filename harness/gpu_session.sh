@@ -44,8 +44,9 @@ for s in "$@"; do
     validate) v=${arg%%:*}; x=""; [[ $arg == *:* ]] && x=${arg#*:}
               step "validate_$v" $H validate --variant $v $x ;;
     run) step "run_$(basename ${arg%.toml})" $H run $arg --no-plot ;;
-    sanitize) step "memcheck_$arg" compute-sanitizer --tool memcheck --error-exitcode 9 $H validate --variant $arg --quick --k-bits 4
-              step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg --quick --k-bits 3 ;;
+    sanitize) c="--cases n200_k96 n1000_k2080 moe_e8_n200_k96 --quick --no-seed-shapes"
+              step "memcheck_$arg" compute-sanitizer --tool memcheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 4
+              step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 3 ;;
     sass) step "sass" bash -c "for o in build/variants/CMakeFiles/kbit_gpu.dir/*.cu.o; do cuobjdump -sass \$o; done > /tmp/all.sass &&
              python3 harness/sass_mix.py '$arg' --out '$LOGS/kernel_$n.sass' < /tmp/all.sass &&
              python3 harness/sass_mix.py '$arg' --loop < /tmp/all.sass" ;;

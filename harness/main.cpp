@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   validate->add_option("--seed", val.seed, "data seed");
   validate->add_option("--k-bits", val.k_bits, "bit widths (default 2 3 4 5)");
   validate->add_option("--repro-dir", val.repro_dir, "where failing cases are written");
+  validate->add_option("--cases", val.cases, "only the cases (n200_k96, moe_e8_n200_k96, llama3_8b.gate_up, ...) matching these globs");
 
   kbit::FormatOptions fmt;
   auto* format = app.add_subcommand("format", "quantize on the CPU and the GPU, compare bytes, print error stats");

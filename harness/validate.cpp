@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <dirent.h>
+#include <fnmatch.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -163,9 +164,16 @@ RowReference prefix_rows(const RowReference& r, std::int64_t M) {
   return p;
 }
 
+bool selected(const ValidateOptions& o, const Case& c) {
+  if (o.cases.empty()) return true;
+  return std::any_of(o.cases.begin(), o.cases.end(),
+                     [&](const std::string& g) { return fnmatch(g.c_str(), c.name.c_str(), 0) == 0; });
+}
+
 void validate_dense(const ValidateOptions& o, const VariantRow& row, const std::vector<Case>& cases,
                     const std::vector<SplitMode>& splits, Stream& stream, Tally& total) {
   for (const Case& c : cases) {
+    if (!selected(o, c)) continue;
     for (int k : o.k_bits) {
       const HostWeights hw = make_host_weights(c.N, c.K_dim, k, codebook_nf(k), 1, splitmix64(o.seed ^ std::uint64_t(c.N * 131 + c.K_dim * 7 + k)));
       for (DType t : {DType::f16, DType::bf16}) {
@@ -214,6 +222,7 @@ void validate_dense(const ValidateOptions& o, const VariantRow& row, const std::
 void validate_grouped(const ValidateOptions& o, const VariantRow& row, const std::vector<SplitMode>& splits,
                       Stream& stream, Tally& total) {
   for (const Case& c : moe_cases()) {
+    if (!selected(o, c)) continue;
     for (int k : o.k_bits) {
       const HostWeights hw = make_host_weights(c.N, c.K_dim, k, codebook_nf(k), c.experts, splitmix64(o.seed ^ std::uint64_t(c.experts * 1000 + k)));
       for (DType t : {DType::f16, DType::bf16}) {
