@@ -10,11 +10,13 @@
 #   sass:PATTERN           SASS of the first kernel whose mangled name matches PATTERN (regex)
 #                          and its opcode mix (harness/sass_mix.py), whole kernel and hot loop
 #   cmd:SHELL              any shell command (',' for spaces)
-# LOGS defaults to $OUT (the device tool's folder) or ./gpu-logs. Runs' results/ folders are
-# packed into $LOGS/results.tar.gz; unpack it in the repo root.
+# Logs go to $LOGS (default /tmp/gpu-logs). At the end the logs and the results/ folders the runs
+# wrote are packed into $DEST/session.tar.gz (DEST: $OUT, the device tool's folder, or .), one
+# file, so that a tool that returns few files returns all of it; unpack it in the repo root.
 set -u
-LOGS=${LOGS:-${OUT:-gpu-logs}}
-mkdir -p "$LOGS"
+LOGS=${LOGS:-/tmp/gpu-logs}
+DEST=${DEST:-${OUT:-.}}
+mkdir -p "$LOGS" "$DEST"
 cd "$(dirname "$0")/.."
 export NCCL_NVLS_ENABLE=0
 H=./build/harness/kbit-harness
@@ -56,5 +58,6 @@ for s in "$@"; do
 done
 
 new=$(find results -name results.csv -newer "$start_results" 2>/dev/null | xargs -r -n1 dirname)
-if [ -n "$new" ]; then tar czf "$LOGS/results.tar.gz" $new && echo "packed: $new"; fi
 echo; echo "=== summary"; printf '%s\n' "${summary[@]}" | tee -a "$LOGS/session.log"
+mkdir -p gpu-logs && cp "$LOGS"/* gpu-logs/ 2>/dev/null
+tar czf "$DEST/session.tar.gz" gpu-logs $new && echo "packed gpu-logs/ $new into $DEST/session.tar.gz"
