@@ -29,6 +29,13 @@ Support baseline_support() {
   return s;
 }
 
+Support grouped_only_support() {
+  Support s;
+  s.dense = false;
+  s.grouped = true;
+  return s;
+}
+
 Support gemv_support(bool grouped) {
   Support s;
   s.m_max = grouped ? s.m_max : 4;  // grouped: any rows per expert, in groups of <= 4
@@ -56,6 +63,10 @@ const std::vector<VariantRow>& registry() {
       {"dequant_cublas", "GPU dequantize into a scratch fp16/bf16 weight, then cuBLAS (time includes both)",
        Family::baseline, baseline_support(), {LayoutKind::flat, {}}, variants::dequant_cublas_setup,
        variants::dequant_cublas_run},
+      {"cublas_grouped",
+       "cublasGemmGroupedBatchedEx over the active experts (one group each) on the dequantized weights (MoE only)",
+       Family::baseline, grouped_only_support(), {LayoutKind::dequantized, {}}, variants::cublas_grouped_setup,
+       variants::cublas_grouped_run},
       {"inline_dequant",
        "Phase-1 fused MMA (m16n8k16): planes + E4M4 by cp.async, inline bit extraction + shfl codebook per "
        "fragment, padded B stride, persistent grid, two-tier split-K",

@@ -8,6 +8,7 @@ Prints instruction counts by opcode (modifiers dropped) and by category. With --
 body of the largest backward-branch loop is counted (the steady-state k-tile iteration).
 """
 import argparse
+import signal
 import collections
 import re
 import sys
@@ -53,18 +54,20 @@ def instructions(lines):
     return ins
 
 
-def loop_body(ins):
-    """The largest range [target, branch] of a backward BRA: the hot loop."""
-    best = None
+def loop_body(ins, key):
+    """The hot loop: the smallest range [target, branch] of a backward BRA that holds as many
+    `key` instructions (HMMA for an MMA kernel, SHFL for a scalar one) as any loop does."""
+    loops = []
     for addr, text in ins:
-        m = re.search(r"BRA\s+(?:`\(\.L_x_\d+\)\s*)?0x([0-9a-f]+)", text) or re.search(r"BRA .*?0x([0-9a-f]+)", text)
-        if m and "BRA" in text:
-            tgt = int(m.group(1), 16)
-            if tgt < addr and (best is None or addr - tgt > best[1] - best[0]):
-                best = (tgt, addr)
-    if best is None:
+        m = re.search(r"BRA .*?0x([0-9a-f]+)", text)
+        if m and int(m.group(1), 16) < addr:
+            lo, hi = int(m.group(1), 16), addr
+            n = sum(1 for a, t in ins if lo <= a <= hi and opcode(t) == key)
+            loops.append((n, -(hi - lo), lo, hi))
+    if not loops:
         return ins
-    return [(a, t) for a, t in ins if best[0] <= a <= best[1]]
+    _, _, lo, hi = max(loops)
+    return [(a, t) for a, t in ins if lo <= a <= hi]
 
 
 def opcode(text):
@@ -73,9 +76,11 @@ def opcode(text):
 
 
 def main():
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     ap = argparse.ArgumentParser()
     ap.add_argument("pattern")
-    ap.add_argument("--loop", action="store_true")
+    ap.add_argument("--loop", action="store_true", help="count only the hot loop")
+    ap.add_argument("--key", default="HMMA", help="opcode the hot loop must hold most of (HMMA, SHFL)")
     ap.add_argument("--out")
     a = ap.parse_args()
     name, lines = kernel_lines(sys.stdin.read(), a.pattern)
@@ -84,7 +89,7 @@ def main():
             f.write("\n".join(lines))
     ins = instructions(lines)
     if a.loop:
-        ins = loop_body(ins)
+        ins = loop_body(ins, a.key)
     ops = collections.Counter(opcode(t) for _, t in ins)
     total = sum(ops.values())
     print(f"{name}: {total} instructions" + (" in the hot loop" if a.loop else ""))

@@ -14,6 +14,11 @@ void cublas_fp16_run(VariantState* state, const GemmDims& dims, const GemmArgs& 
 std::unique_ptr<VariantState> dequant_cublas_setup(const GemmDims& dims, const VariantOptions& opts);
 void dequant_cublas_run(VariantState* state, const GemmDims& dims, const GemmArgs& args, cudaStream_t stream);
 
+// Grouped problems only: one cublasGemmGroupedBatchedEx call over the experts that have rows
+// (one group of size 1 each), on the dequantized weights.
+std::unique_ptr<VariantState> cublas_grouped_setup(const GemmDims& dims, const VariantOptions& opts);
+void cublas_grouped_run(VariantState* state, const GemmDims& dims, const GemmArgs& args, cudaStream_t stream);
+
 // Dense fp16 tensor-core rate of this device in TFLOP/s: the median of timed cuBLAS
 // n x n x n products on random data (the harness's flops ceiling).
 double measure_tensor_tflops(int n, cudaStream_t stream);

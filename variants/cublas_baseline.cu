@@ -92,7 +92,78 @@ struct DequantCublasState : VariantState {
   std::int64_t expert_elems = 0;
 };
 
+// cublasGemmGroupedBatchedEx reads its A/B/C pointer arrays from device memory; they are
+// rebuilt on the device at every run (the weight copy changes between L2-cold launches), so
+// the run step stays free of host synchronization.
+__global__ void grouped_pointers_kernel(int groups, const std::int64_t* expert, const std::int64_t* row0, const char* W,
+                                        std::int64_t w_bytes, const char* A, std::int64_t a_row_bytes, char* C,
+                                        std::int64_t c_row_bytes, const void** out) {
+  const int g = blockIdx.x * blockDim.x + threadIdx.x;
+  if (g >= groups) return;
+  out[g] = W + expert[g] * w_bytes;                  // op(A) = W_e^T (column-major view)
+  out[groups + g] = A + row0[g] * a_row_bytes;       // B = the expert's rows of A
+  out[2 * groups + g] = C + row0[g] * c_row_bytes;   // C = the expert's rows of C
+}
+
+struct GroupedState : VariantState {
+  CublasHandle handle;
+  int groups = 0;
+  std::vector<cublasOperation_t> ta, tb;
+  std::vector<int> m, n, k, lda, ldb, ldc, size;
+  std::vector<float> alpha, beta;
+  DeviceBuffer<std::int64_t> expert, row0;
+  DeviceBuffer<const void*> pointers;  // [3][groups]: weights, activations, outputs
+};
+
 }  // namespace
+
+std::unique_ptr<VariantState> cublas_grouped_setup(const GemmDims& d, const VariantOptions&) {
+  check_dtype(d, "cublas_grouped");
+  if (!d.grouped()) throw Error("cublas_grouped: needs a grouped (MoE) problem");
+  auto s = std::make_unique<GroupedState>();
+  std::vector<std::int64_t> expert, row0;
+  for (int e = 0; e < d.num_experts; ++e) {  // one group of size 1 per expert with rows
+    const std::int64_t r0 = d.expert_offsets[std::size_t(e)], rows = d.expert_offsets[std::size_t(e) + 1] - r0;
+    if (rows == 0) continue;
+    expert.push_back(e);
+    row0.push_back(r0);
+    s->m.push_back(int(d.N));
+    s->n.push_back(int(rows));
+    s->k.push_back(int(d.K_dim));
+  }
+  s->groups = int(expert.size());
+  s->ta.assign(expert.size(), CUBLAS_OP_T);
+  s->tb.assign(expert.size(), CUBLAS_OP_N);
+  s->lda.assign(expert.size(), int(d.K_dim));
+  s->ldb.assign(expert.size(), int(d.K_dim));
+  s->ldc.assign(expert.size(), int(d.N));
+  s->size.assign(expert.size(), 1);
+  s->alpha.assign(expert.size(), 1.0f);
+  s->beta.assign(expert.size(), 0.0f);
+  if (s->groups > 0) {
+    s->expert = DeviceBuffer<std::int64_t>(expert);
+    s->row0 = DeviceBuffer<std::int64_t>(row0);
+    s->pointers = DeviceBuffer<const void*>(3 * expert.size());
+  }
+  return s;
+}
+
+void cublas_grouped_run(VariantState* state, const GemmDims& d, const GemmArgs& a, cudaStream_t stream) {
+  auto* s = static_cast<GroupedState*>(state);
+  if (s->groups == 0) return;
+  const std::int64_t es = std::int64_t(dtype_size(d.dtype));
+  grouped_pointers_kernel<<<(s->groups + 127) / 128, 128, 0, stream>>>(
+      s->groups, s->expert.get(), s->row0.get(), static_cast<const char*>(a.w.dequantized), a.w.expert_elems * es,
+      static_cast<const char*>(a.A), d.K_dim * es, static_cast<char*>(a.C), d.N * es, s->pointers.get());
+  KBIT_CHECK_LAUNCH();
+  const void* const* p = s->pointers.get();
+  KBIT_CUBLAS_CHECK(cublasSetStream(s->handle.get(), stream));
+  KBIT_CUBLAS_CHECK(cublasGemmGroupedBatchedEx(
+      s->handle.get(), s->ta.data(), s->tb.data(), s->m.data(), s->n.data(), s->k.data(), s->alpha.data(), p,
+      cuda_type(d.dtype), s->lda.data(), p + s->groups, cuda_type(d.dtype), s->ldb.data(), s->beta.data(),
+      const_cast<void* const*>(p + 2 * s->groups), cuda_type(d.dtype), s->ldc.data(), s->groups, s->size.data(),
+      CUBLAS_COMPUTE_32F));
+}
 
 std::unique_ptr<VariantState> cublas_fp16_setup(const GemmDims& d, const VariantOptions&) {
   check_dtype(d, "cublas_fp16");

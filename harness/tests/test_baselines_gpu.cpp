@@ -58,7 +58,7 @@ TEST_CASE("baselines pass the check on random data", "[gpu][baseline]") {
 TEST_CASE("baselines handle grouped problems with empty experts", "[gpu][baseline]") {
   KBIT_REQUIRE_GPU();
   Stream s;
-  for (const char* name : {"cublas_fp16", "dequant_cublas"}) {
+  for (const char* name : {"cublas_fp16", "dequant_cublas", "cublas_grouped"}) {
     Fixture f(7, 64, 128, 4, DType::f16, 4);
     f.d.expert_offsets = {0, 3, 3, 7, 7};
     const Outcome o = run_row(find_variant(name), f, s);
