@@ -43,13 +43,13 @@ namespace {
 #ifndef KBIT_GEMV_GROUP_TILES
 #define KBIT_GEMV_GROUP_TILES 4
 #endif
-#ifndef KBIT_GEMV_PREFETCH
+#ifndef KBIT_GEMV_PREFETCH  // for M >= 2; M = 1 uses 1 (docs/notes.md sweep)
 #define KBIT_GEMV_PREFETCH 2
 #endif
 #ifndef KBIT_GEMV_L2_PREFETCH
 #define KBIT_GEMV_L2_PREFETCH 0
 #endif
-#ifndef KBIT_GEMV_MIN_BLOCKS
+#ifndef KBIT_GEMV_MIN_BLOCKS  // for M >= 2; M = 1 uses 3
 #define KBIT_GEMV_MIN_BLOCKS 2
 #endif
 
@@ -61,6 +61,12 @@ struct Config {
   static constexpr int kGroupTiles = KBIT_GEMV_GROUP_TILES;  // n-tiles per thread: one activation load
   static constexpr int kPrefetch = KBIT_GEMV_PREFETCH;       // k-tiles in flight per thread (ring)
   static constexpr int kMinBlocksPerSm = KBIT_GEMV_MIN_BLOCKS;  // __launch_bounds__: caps registers
+  // M = 1 runs best with a shallower ring and 3 blocks per SM (80 registers): 64 vs 70 us on
+  // Llama3-70B gate/up; with more rows that register cap spills (148 vs 119 us at M = 4).
+  template <int MV>
+  __host__ __device__ static constexpr int prefetch() { return MV == 1 ? 1 : kPrefetch; }
+  template <int MV>
+  __host__ __device__ static constexpr int min_blocks() { return MV == 1 ? 3 : kMinBlocksPerSm; }
   static constexpr int kL2Prefetch = KBIT_GEMV_L2_PREFETCH;  // weight loads' L2 fetch size (0: plain)
   static constexpr int kWindow = 16;      // k-tiles of A staged in shared memory at a time
   static constexpr int kBlockFloats = 36;  // 32 activations + 4 pad: kb = 0 and 1 hit other banks
@@ -68,6 +74,7 @@ struct Config {
   static constexpr int kMaxRows = 4;
   static constexpr int kMinUnits = 4;     // a stripe holds at least this many k-tiles
   static_assert(kWindow % kPrefetch == 0, "window boundaries must fall on ring boundaries");
+  static_assert(kWindow % prefetch<1>() == 0, "window boundaries must fall on ring boundaries");
   static_assert(kThreads == kBlocksPerTile, "one quantization block per thread per n-tile");
 };
 
@@ -225,9 +232,9 @@ __device__ void store_segment(const KernelArgs& a, const Segment g, const float 
 }
 
 // One segment: the register ring keeps kPrefetch k-tiles of planes in flight.
-template <int K, int MV, typename T>
+template <int K, int MV, typename T, int D>
 __device__ void run_segment(const KernelArgs& a, const Segment g, float* s_a) {  // g by value: registers
-  constexpr int D = Config::kPrefetch, G = Config::kGroupTiles;
+  constexpr int G = Config::kGroupTiles;
   const int t = threadIdx.x;
   const float cb_lane = dev::codebook_lane_value(a.cb, a.k_bits, t & 31);
   const long long step_w = (long long)a.n_tiles * tile_words<K>();
@@ -283,12 +290,13 @@ __device__ void run_segment(const KernelArgs& a, const Segment g, float* s_a) { 
 
 // Dense: every segment has MV rows.
 template <int K, int MV, typename T>
-__global__ void __launch_bounds__(Config::kThreads, Config::kMinBlocksPerSm) scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
+__global__ void __launch_bounds__(Config::kThreads, Config::min_blocks<MV>())
+    scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   extern __shared__ float4 smem4[];
   float* s_a = reinterpret_cast<float*>(smem4);
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
     const Segment g = a.segs[s];  // a copy: a reference into global memory reloads in the hot loop
-    run_segment<K, MV, T>(a, g, s_a);
+    run_segment<K, MV, T, Config::prefetch<MV>()>(a, g, s_a);
   }
 }
 
@@ -300,10 +308,10 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlocksPerSm) gro
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
     const Segment g = a.segs[s];
     switch (g.rows) {
-      case 1: run_segment<K, 1, T>(a, g, s_a); break;
-      case 2: run_segment<K, 2, T>(a, g, s_a); break;
-      case 3: run_segment<K, 3, T>(a, g, s_a); break;
-      default: run_segment<K, 4, T>(a, g, s_a); break;
+      case 1: run_segment<K, 1, T, Config::kPrefetch>(a, g, s_a); break;
+      case 2: run_segment<K, 2, T, Config::kPrefetch>(a, g, s_a); break;
+      case 3: run_segment<K, 3, T, Config::kPrefetch>(a, g, s_a); break;
+      default: run_segment<K, 4, T, Config::kPrefetch>(a, g, s_a); break;
     }
   }
 }
