@@ -74,7 +74,6 @@ struct Config {
   static constexpr int kMaxRows = 4;
   static constexpr int kMinUnits = 4;     // a stripe holds at least this many k-tiles
   static_assert(kWindow % kPrefetch == 0, "window boundaries must fall on ring boundaries");
-  static_assert(kWindow % prefetch<1>() == 0, "window boundaries must fall on ring boundaries");
   static_assert(kThreads == kBlocksPerTile, "one quantization block per thread per n-tile");
 };
 
