@@ -1,5 +1,7 @@
 #!/bin/bash
-# ncu stall reasons and memory counters for one kernel launch: probe/stalls.sh KERNEL_REGEX CMD...
+# Nsight Compute stall reasons and memory counters for one kernel launch (docs/notes.md):
+#   harness/ncu_stalls.sh KERNEL_REGEX build/harness/kbit-harness run experiments/gemv_goal.toml \
+#       --variants scalar_gemv --shapes llama3_70b.gate_up --m 1 --no-plot --quiet
 k=$1; shift
 m=""
 for r in long_scoreboard short_scoreboard mio_throttle lg_throttle barrier wait math_pipe_throttle not_selected dispatch_stall no_instruction; do m="$m,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio"; done
