@@ -7,8 +7,8 @@
 
 namespace kbit {
 
-CheckResult check_output(const RowReference& ref, const GemmBound& b, DType out, const std::vector<unsigned char>& C,
-                         std::int64_t N) {
+CheckResult check_output(const RowReference& ref, const GemmBound& b, DType out,
+                         const std::vector<unsigned char>& C, std::int64_t N) {
   CheckResult r;
   double err2 = 0, ref2 = 0;
   for (std::size_t i = 0; i < ref.rows.size(); ++i) {
@@ -16,8 +16,8 @@ CheckResult check_output(const RowReference& ref, const GemmBound& b, DType out,
     for (std::int64_t n = 0; n < N; ++n) {
       const double got = load_as_float(out, C.data(), std::size_t(row * N + n));
       const double want = ref.C(Eigen::Index(i), Eigen::Index(n));
-      const double bound =
-          gemm_element_bound(b, ref.abs_dot(Eigen::Index(i), Eigen::Index(n)), ref.abs_a_sum(Eigen::Index(i)), want);
+      const double bound = gemm_element_bound(b, ref.abs_dot(Eigen::Index(i), Eigen::Index(n)),
+                                              ref.abs_a_sum(Eigen::Index(i)), want);
       ++r.checked;
       double ratio;
       if (!std::isfinite(got)) {

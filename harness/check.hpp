@@ -24,7 +24,7 @@ struct CheckResult {
 
 // `C` holds the whole [M, N] output in `out` (fp16/bf16 patterns); only the reference's rows
 // are compared.
-CheckResult check_output(const RowReference& ref, const GemmBound& bound, DType out, const std::vector<unsigned char>& C,
-                         std::int64_t N);
+CheckResult check_output(const RowReference& ref, const GemmBound& bound, DType out,
+                         const std::vector<unsigned char>& C, std::int64_t N);
 
 }  // namespace kbit

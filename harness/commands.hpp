@@ -13,12 +13,12 @@ constexpr int kExitBadInput = 2;
 constexpr int kExitNoDevice = 3;
 
 struct RunOptions {
-  std::string out_root;                // default: <source>/results
-  std::vector<std::string> variants;   // overrides the config's list when not empty
-  std::vector<std::string> shapes;     // only shapes / MoE layers matching these globs
-  std::vector<std::int64_t> m;         // overrides the config's m (or tokens) when not empty
-  bool plot = true;                    // run harness/plot.py on the results at the end
-  double memory_budget_gb = 0;         // weight copies for L2-cold timing; 0: half the free memory
+  std::string out_root;               // default: <source>/results
+  std::vector<std::string> variants;  // overrides the config's list when not empty
+  std::vector<std::string> shapes;    // only shapes / MoE layers matching these globs
+  std::vector<std::int64_t> m;        // overrides the config's m (or tokens) when not empty
+  bool plot = true;                   // run harness/plot.py on the results at the end
+  double memory_budget_gb = 0;        // weight copies for L2-cold timing; 0: half the free memory
   bool quiet = false;
 };
 int run_experiment(const std::string& config_path, const RunOptions& opts);

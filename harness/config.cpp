@@ -32,7 +32,8 @@ std::string dir_of(const std::string& path) {
 class Ctx {
  public:
   explicit Ctx(std::string path) : path_(std::move(path)) {}
-  [[noreturn]] void fail(const toml::node& n, const std::string& key, const std::string& msg) const {
+  [[noreturn]] void fail(const toml::node& n, const std::string& key,
+                         const std::string& msg) const {
     throw Error(path_ + ":" + std::to_string(n.source().begin.line) + ": key '" + key + "' " + msg);
   }
   [[noreturn]] void fail_line(std::uint32_t line, const std::string& msg) const {
@@ -44,7 +45,8 @@ class Ctx {
   std::string path_;
 };
 
-void check_keys(const Ctx& c, const toml::table& t, const std::set<std::string>& known, const std::string& where) {
+void check_keys(const Ctx& c, const toml::table& t, const std::set<std::string>& known,
+                const std::string& where) {
   for (auto&& [k, v] : t) {
     if (known.count(std::string(k.str()))) continue;
     std::string list;
@@ -75,11 +77,13 @@ bool get_bool(const Ctx& c, const toml::node& n, const std::string& key) {
 }
 
 // An integer or a list of integers, each at least `min`.
-std::vector<std::int64_t> get_int_list(const Ctx& c, const toml::node& n, const std::string& key, std::int64_t min) {
+std::vector<std::int64_t> get_int_list(const Ctx& c, const toml::node& n, const std::string& key,
+                                       std::int64_t min) {
   std::vector<std::int64_t> out;
   auto add = [&](const toml::node& e) {
     const std::int64_t v = get_int(c, e, key);
-    if (v < min) c.fail(e, key, "value " + std::to_string(v) + " is below the minimum " + std::to_string(min));
+    if (v < min)
+      c.fail(e, key, "value " + std::to_string(v) + " is below the minimum " + std::to_string(min));
     out.push_back(v);
   };
   if (const auto* a = n.as_array()) {
@@ -91,7 +95,8 @@ std::vector<std::int64_t> get_int_list(const Ctx& c, const toml::node& n, const 
   return out;
 }
 
-std::vector<std::string> get_string_list(const Ctx& c, const toml::node& n, const std::string& key) {
+std::vector<std::string> get_string_list(const Ctx& c, const toml::node& n,
+                                         const std::string& key) {
   std::vector<std::string> out;
   if (const auto* a = n.as_array()) {
     for (const auto& e : *a) out.push_back(get_string(c, e, key));
@@ -111,14 +116,16 @@ ShapeConfig parse_shape(const Ctx& c, const toml::table& t, const toml::node& wh
   s.k_dim = get_int(c, *t.get("k_dim"), "k_dim");
   s.n = get_int(c, *t.get("n"), "n");
   if (s.k_dim < 32 || s.k_dim % 32 != 0)
-    c.fail(*t.get("k_dim"), "k_dim", "= " + std::to_string(s.k_dim) + " must be a positive multiple of 32");
+    c.fail(*t.get("k_dim"), "k_dim",
+           "= " + std::to_string(s.k_dim) + " must be a positive multiple of 32");
   if (s.n < 1) c.fail(*t.get("n"), "n", "= " + std::to_string(s.n) + " must be at least 1");
   return s;
 }
 
 void parse_shape_file(const std::string& path, std::vector<ShapeConfig>& out);
 
-void parse_shapes(const Ctx& c, const toml::node& n, const std::string& base_dir, std::vector<ShapeConfig>& out) {
+void parse_shapes(const Ctx& c, const toml::node& n, const std::string& base_dir,
+                  std::vector<ShapeConfig>& out) {
   const auto* a = n.as_array();
   if (!a) c.fail(n, "shapes", "must be a list of {name, k_dim, n} or {include = \"file\"} tables");
   for (const auto& e : *a) {
@@ -144,7 +151,8 @@ void parse_shape_file(const std::string& path, std::vector<ShapeConfig>& out) {
   }
   check_keys(c, t, {"model", "source", "shape"}, " in a shape file");
   const auto* shapes = t.get_as<toml::array>("shape");
-  if (!shapes || shapes->empty()) throw Error(path + ": a shape file needs one or more [[shape]] tables");
+  if (!shapes || shapes->empty())
+    throw Error(path + ": a shape file needs one or more [[shape]] tables");
   for (const auto& e : *shapes) out.push_back(parse_shape(c, *e.as_table(), e));
 }
 
@@ -160,16 +168,21 @@ MoeConfig parse_moe(const Ctx& c, const toml::node& n) {
   m.k_dim = get_int(c, *t->get("k_dim"), "k_dim");
   m.n = get_int(c, *t->get("n"), "n");
   m.top_k = int(get_int(c, *t->get("top_k"), "top_k"));
-  if (m.experts < 1 || m.experts > 4096) c.fail(*t->get("experts"), "experts", "must be in 1..4096");
+  if (m.experts < 1 || m.experts > 4096)
+    c.fail(*t->get("experts"), "experts", "must be in 1..4096");
   if (m.top_k < 1 || m.top_k > m.experts)
-    c.fail(*t->get("top_k"), "top_k", "= " + std::to_string(m.top_k) + " must be in 1..experts (" + std::to_string(m.experts) + ")");
-  if (m.k_dim < 32 || m.k_dim % 32 != 0) c.fail(*t->get("k_dim"), "k_dim", "must be a positive multiple of 32");
+    c.fail(*t->get("top_k"), "top_k",
+           "= " + std::to_string(m.top_k) + " must be in 1..experts (" + std::to_string(m.experts) +
+               ")");
+  if (m.k_dim < 32 || m.k_dim % 32 != 0)
+    c.fail(*t->get("k_dim"), "k_dim", "must be a positive multiple of 32");
   if (m.n < 1) c.fail(*t->get("n"), "n", "must be at least 1");
   return m;
 }
 
 void parse_timing(const Ctx& c, const toml::table& t, TimingConfig& tc) {
-  check_keys(c, t, {"mode", "warmup", "min_samples", "max_samples", "max_rel_noise", "timeout_s"}, " in [timing]");
+  check_keys(c, t, {"mode", "warmup", "min_samples", "max_samples", "max_rel_noise", "timeout_s"},
+             " in [timing]");
   if (auto* n = t.get("mode")) {
     const std::string m = get_string(c, *n, "mode");
     if (m != "cold" && m != "hot") c.fail(*n, "mode", "= '" + m + "' must be \"cold\" or \"hot\"");
@@ -181,7 +194,8 @@ void parse_timing(const Ctx& c, const toml::table& t, TimingConfig& tc) {
   }
   if (auto* n = t.get("min_samples")) {
     tc.min_samples = int(get_int(c, *n, "min_samples"));
-    if (tc.min_samples < 1 || tc.min_samples > 100000) c.fail(*n, "min_samples", "must be in 1..100000");
+    if (tc.min_samples < 1 || tc.min_samples > 100000)
+      c.fail(*n, "min_samples", "must be in 1..100000");
   }
   if (auto* n = t.get("max_samples")) {
     tc.max_samples = int(get_int(c, *n, "max_samples"));
@@ -190,11 +204,13 @@ void parse_timing(const Ctx& c, const toml::table& t, TimingConfig& tc) {
   if (tc.max_samples < tc.min_samples) tc.max_samples = tc.min_samples;
   if (auto* n = t.get("max_rel_noise")) {
     tc.max_rel_noise = get_number(c, *n, "max_rel_noise");
-    if (!(tc.max_rel_noise > 0 && tc.max_rel_noise <= 1)) c.fail(*n, "max_rel_noise", "must be in (0, 1]");
+    if (!(tc.max_rel_noise > 0 && tc.max_rel_noise <= 1))
+      c.fail(*n, "max_rel_noise", "must be in (0, 1]");
   }
   if (auto* n = t.get("timeout_s")) {
     tc.timeout_s = get_number(c, *n, "timeout_s");
-    if (!(tc.timeout_s > 0 && tc.timeout_s <= 3600)) c.fail(*n, "timeout_s", "must be in (0, 3600]");
+    if (!(tc.timeout_s > 0 && tc.timeout_s <= 3600))
+      c.fail(*n, "timeout_s", "must be in (0, 3600]");
   }
 }
 
@@ -222,10 +238,11 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   } catch (const toml::parse_error& e) {
     c.fail_line(e.source().begin.line, std::string(e.description()));
   }
-  check_keys(c, t,
-             {"name", "description", "shapes", "moe", "m", "tokens", "routing", "zipf_s", "routing_seed", "k_bits",
-              "dtype", "codebook", "variants", "baseline", "timing", "check"},
-             "");
+  check_keys(
+      c, t,
+      {"name", "description", "shapes", "moe", "m", "tokens", "routing", "zipf_s", "routing_seed",
+       "k_bits", "dtype", "codebook", "variants", "baseline", "timing", "check"},
+      "");
   ExperimentConfig e;
   e.path = path;
   e.text = text;
@@ -234,7 +251,8 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   e.name = get_string(c, *t.get("name"), "name");
   for (char ch : e.name)
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-'))
-      c.fail(*t.get("name"), "name", "= '" + e.name + "' may hold only letters, digits, '_' and '-' (it names a folder)");
+      c.fail(*t.get("name"), "name",
+             "= '" + e.name + "' may hold only letters, digits, '_' and '-' (it names a folder)");
   if (auto* n = t.get("description")) e.description = get_string(c, *n, "description");
   if (auto* n = t.get("shapes")) parse_shapes(c, *n, base_dir, e.shapes);
   if (auto* n = t.get("moe")) {
@@ -244,7 +262,8 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   }
   if (e.shapes.empty() && e.moe.empty()) throw Error(path + ": give 'shapes' or 'moe' (or both)");
   if (!e.shapes.empty()) {
-    if (!t.contains("m")) throw Error(path + ": key 'm' (rows of A) is missing; dense shapes need it");
+    if (!t.contains("m"))
+      throw Error(path + ": key 'm' (rows of A) is missing; dense shapes need it");
     e.m = get_int_list(c, *t.get("m"), "m", 1);
   } else if (t.contains("m")) {
     c.fail(*t.get("m"), "m", "is for dense shapes; this file has only moe layers (use 'tokens')");
@@ -255,17 +274,20 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   }
   if (auto* n = t.get("routing")) {
     e.routing = get_string(c, *n, "routing");
-    if (e.routing != "uniform" && e.routing != "zipf") c.fail(*n, "routing", "= '" + e.routing + "' must be \"uniform\" or \"zipf\"");
+    if (e.routing != "uniform" && e.routing != "zipf")
+      c.fail(*n, "routing", "= '" + e.routing + "' must be \"uniform\" or \"zipf\"");
   }
   if (auto* n = t.get("zipf_s")) {
     e.zipf_s = get_number(c, *n, "zipf_s");
     if (!(e.zipf_s > 0 && e.zipf_s < 10)) c.fail(*n, "zipf_s", "must be in (0, 10)");
   }
-  if (auto* n = t.get("routing_seed")) e.routing_seed = std::uint64_t(get_int(c, *n, "routing_seed"));
+  if (auto* n = t.get("routing_seed"))
+    e.routing_seed = std::uint64_t(get_int(c, *n, "routing_seed"));
   if (!t.contains("k_bits")) throw Error(path + ": key 'k_bits' is missing");
   for (std::int64_t k : get_int_list(c, *t.get("k_bits"), "k_bits", 0)) {
     if (k < kMinKBits || k > kMaxKBits)
-      c.fail(*t.get("k_bits"), "k_bits", "value " + std::to_string(k) + " is outside the supported range 2..5");
+      c.fail(*t.get("k_bits"), "k_bits",
+             "value " + std::to_string(k) + " is outside the supported range 2..5");
     e.k_bits.push_back(int(k));
   }
   if (!t.contains("dtype")) throw Error(path + ": key 'dtype' is missing");
@@ -276,7 +298,8 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
     } catch (const Error& err) {
       c.fail(*t.get("dtype"), "dtype", err.what());
     }
-    if (d == DType::f32) c.fail(*t.get("dtype"), "dtype", "fp32 is not a GEMM input type here (fp16, bf16)");
+    if (d == DType::f32)
+      c.fail(*t.get("dtype"), "dtype", "fp32 is not a GEMM input type here (fp16, bf16)");
     e.dtypes.push_back(d);
   }
   if (auto* n = t.get("codebook")) {
@@ -285,8 +308,9 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
       for (const auto& v : *a) e.codebook_values.push_back(float(get_number(c, v, "codebook")));
       for (int k : e.k_bits) {
         if (e.codebook_values.size() != (std::size_t(1) << k))
-          c.fail(*n, "codebook", "has " + std::to_string(e.codebook_values.size()) + " values; K = " +
-                                     std::to_string(k) + " needs " + std::to_string(1 << k));
+          c.fail(*n, "codebook",
+                 "has " + std::to_string(e.codebook_values.size()) +
+                     " values; K = " + std::to_string(k) + " needs " + std::to_string(1 << k));
       }
     } else {
       e.codebook = get_string(c, *n, "codebook");
@@ -311,7 +335,9 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   return e;
 }
 
-ExperimentConfig load_experiment(const std::string& path) { return parse_experiment(read_file(path), path); }
+ExperimentConfig load_experiment(const std::string& path) {
+  return parse_experiment(read_file(path), path);
+}
 
 std::string config_hash(const std::string& text) {
   std::uint64_t h = 1469598103934665603ull;

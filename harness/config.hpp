@@ -11,12 +11,12 @@
 namespace kbit {
 
 struct TimingConfig {
-  bool cold = true;            // mode = "cold" (rotate weight copies > 4x L2) | "hot"
-  int warmup = 3;              // untimed launches (or graph replays) first
-  int min_samples = 10;        // at least this many timed samples
-  int max_samples = 400;       // at most this many
-  double max_rel_noise = 0.03; // stop once (p90 - p10) / median is below this
-  double timeout_s = 2.0;      // or once sampling has taken this long
+  bool cold = true;             // mode = "cold" (rotate weight copies > 4x L2) | "hot"
+  int warmup = 3;               // untimed launches (or graph replays) first
+  int min_samples = 10;         // at least this many timed samples
+  int max_samples = 400;        // at most this many
+  double max_rel_noise = 0.03;  // stop once (p90 - p10) / median is below this
+  double timeout_s = 2.0;       // or once sampling has taken this long
 };
 
 struct CheckConfig {

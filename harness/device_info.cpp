@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdio>
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <vector>
 
@@ -29,7 +29,9 @@
 
 namespace kbit {
 
-std::string source_dir() { return KBIT_SOURCE_DIR; }
+std::string source_dir() {
+  return KBIT_SOURCE_DIR;
+}
 
 DeviceInfo query_device() {
   DeviceInfo d;
@@ -49,7 +51,8 @@ DeviceInfo query_device() {
   d.max_sm_clock_mhz = khz / 1000.0;
   KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, d.device));
   d.mem_clock_mhz = khz / 1000.0;
-  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&d.mem_bus_bits, cudaDevAttrGlobalMemoryBusWidth, d.device));
+  KBIT_CUDA_CHECK(
+      cudaDeviceGetAttribute(&d.mem_bus_bits, cudaDevAttrGlobalMemoryBusWidth, d.device));
   KBIT_CUDA_CHECK(cudaDriverGetVersion(&d.driver_version));
   KBIT_CUDA_CHECK(cudaRuntimeGetVersion(&d.runtime_version));
   return d;
@@ -138,17 +141,15 @@ nlohmann::json to_json(const Ceilings& c) {
 }
 
 nlohmann::json to_json(const BuildInfo& b) {
-  return {{"git_sha", b.git_sha},
-          {"dirty", b.dirty},
-          {"nvcc_version", b.nvcc_version},
-          {"cuda_architectures", b.cuda_architectures},
-          {"build_type", b.build_type},
-          {"cxx_compiler", b.cxx_compiler}};
+  return {{"git_sha", b.git_sha},           {"dirty", b.dirty},
+          {"nvcc_version", b.nvcc_version}, {"cuda_architectures", b.cuda_architectures},
+          {"build_type", b.build_type},     {"cxx_compiler", b.cxx_compiler}};
 }
 
 std::string sanitize_name(const std::string& s) {
   std::string r;
-  for (char ch : s) r += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.') ? ch : '_';
+  for (char ch : s)
+    r += (std::isalnum(static_cast<unsigned char>(ch)) || ch == '-' || ch == '.') ? ch : '_';
   return r;
 }
 

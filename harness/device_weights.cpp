@@ -7,20 +7,24 @@
 
 namespace kbit {
 
-std::int64_t DeviceWeights::expert_bytes(const HostWeights& hw, DType dtype, const WeightLayout& l) {
+std::int64_t DeviceWeights::expert_bytes(const HostWeights& hw, DType dtype,
+                                         const WeightLayout& l) {
   switch (l.kind) {
-    case LayoutKind::flat: return hw.expert_elems() / 32 * (hw.k_bits * 4 + 1);
+    case LayoutKind::flat:
+      return hw.expert_elems() / 32 * (hw.k_bits * 4 + 1);
     case LayoutKind::tiled: {
       const auto g = make_tiled_geometry(hw.N, hw.K_dim, hw.k_bits, l.tiles);
       return g.packed_words() * 4 + g.absmax_bytes();
     }
-    case LayoutKind::dequantized: return hw.expert_elems() * std::int64_t(dtype_size(dtype));
+    case LayoutKind::dequantized:
+      return hw.expert_elems() * std::int64_t(dtype_size(dtype));
   }
   return 0;
 }
 
-DeviceWeights::Stored DeviceWeights::build(const HostWeights& hw, DType dtype, const WeightLayout& l,
-                                           const Stored* flat, cudaStream_t stream) {
+DeviceWeights::Stored DeviceWeights::build(const HostWeights& hw, DType dtype,
+                                           const WeightLayout& l, const Stored* flat,
+                                           cudaStream_t stream) {
   Stored s;
   s.layout = l;
   const std::int64_t E = hw.experts, elems = hw.expert_elems();
@@ -38,15 +42,18 @@ DeviceWeights::Stored DeviceWeights::build(const HostWeights& hw, DType dtype, c
       s.packed = DeviceBuffer<std::uint32_t>(std::size_t(E * s.expert_words));
       s.absmax = DeviceBuffer<std::uint8_t>(std::size_t(E * s.expert_bytes));
       for (std::int64_t e = 0; e < E; ++e) {
-        gpu::repack(flat->packed.get() + e * flat->expert_words, flat->absmax.get() + e * flat->expert_bytes, s.geo,
-                    s.packed.get() + e * s.expert_words, s.absmax.get() + e * s.expert_bytes, stream);
+        gpu::repack(flat->packed.get() + e * flat->expert_words,
+                    flat->absmax.get() + e * flat->expert_bytes, s.geo,
+                    s.packed.get() + e * s.expert_words, s.absmax.get() + e * s.expert_bytes,
+                    stream);
       }
       break;
     case LayoutKind::dequantized:
       s.expert_elems = elems;
       s.dequantized = DeviceBuffer<unsigned char>(std::size_t(E * elems) * dtype_size(dtype));
       gpu::dequantize(flat->packed.get(), flat->absmax.get(), AbsmaxStorage::e4m4, E * elems,
-                      gpu::make_codebook_arg(hw.codebook, hw.k_bits), dtype, s.dequantized.get(), stream);
+                      gpu::make_codebook_arg(hw.codebook, hw.k_bits), dtype, s.dequantized.get(),
+                      stream);
       break;
   }
   return s;
@@ -63,7 +70,8 @@ DeviceWeights::Stored DeviceWeights::clone(const Stored& o, cudaStream_t stream)
     using T = std::remove_pointer_t<decltype(src.get())>;
     dst = DeviceBuffer<T>(src.size());
     if (src.size())
-      KBIT_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), src.bytes(), cudaMemcpyDeviceToDevice, stream));
+      KBIT_CUDA_CHECK(
+          cudaMemcpyAsync(dst.get(), src.get(), src.bytes(), cudaMemcpyDeviceToDevice, stream));
   };
   copy(s.packed, o.packed);
   copy(s.absmax, o.absmax);
@@ -71,21 +79,26 @@ DeviceWeights::Stored DeviceWeights::clone(const Stored& o, cudaStream_t stream)
   return s;
 }
 
-DeviceWeights::DeviceWeights(const HostWeights& hw, DType dtype, const std::vector<WeightLayout>& layouts, int copies,
+DeviceWeights::DeviceWeights(const HostWeights& hw, DType dtype,
+                             const std::vector<WeightLayout>& layouts, int copies,
                              cudaStream_t stream) {
-  if (copies < 1) throw Error("DeviceWeights: copies = " + std::to_string(copies) + " must be at least 1");
+  if (copies < 1)
+    throw Error("DeviceWeights: copies = " + std::to_string(copies) + " must be at least 1");
   Copy first;
   const WeightLayout flat_layout{LayoutKind::flat, {}};
   first.emplace(layout_name(flat_layout), build(hw, dtype, flat_layout, nullptr, stream));
   const Stored* flat = &first.at(layout_name(flat_layout));
   for (const auto& l : layouts) {
-    if (first.count(layout_name(l)) == 0) first.emplace(layout_name(l), build(hw, dtype, l, flat, stream));
+    if (first.count(layout_name(l)) == 0)
+      first.emplace(layout_name(l), build(hw, dtype, l, flat, stream));
   }
   copies_.push_back(std::move(first));
   for (int c = 1; c < copies; ++c) {
     Copy next;
     for (const auto& [name, s] : copies_.front()) {
-      const bool needed = std::any_of(layouts.begin(), layouts.end(), [&](const WeightLayout& l) { return layout_name(l) == name; });
+      const bool needed = std::any_of(layouts.begin(), layouts.end(), [&](const WeightLayout& l) {
+        return layout_name(l) == name;
+      });
       if (needed) next.emplace(name, clone(s, stream));
     }
     copies_.push_back(std::move(next));
@@ -96,7 +109,8 @@ DeviceWeights::DeviceWeights(const HostWeights& hw, DType dtype, const std::vect
 WeightView DeviceWeights::view(const WeightLayout& l, int copy) const {
   const Copy& c = copies_.at(std::size_t(copy % copies()));
   const auto it = c.find(layout_name(l));
-  if (it == c.end()) throw Error("DeviceWeights: layout '" + layout_name(l) + "' was not built for this run");
+  if (it == c.end())
+    throw Error("DeviceWeights: layout '" + layout_name(l) + "' was not built for this run");
   const Stored& s = it->second;
   WeightView v;
   v.layout = l;
@@ -110,7 +124,8 @@ WeightView DeviceWeights::view(const WeightLayout& l, int copy) const {
   return v;
 }
 
-int rotation_copies(std::int64_t touched, std::int64_t per_copy, std::int64_t l2, std::int64_t budget) {
+int rotation_copies(std::int64_t touched, std::int64_t per_copy, std::int64_t l2,
+                    std::int64_t budget) {
   if (touched <= 0) return 1;
   const std::int64_t want = 4 * l2 / touched + 1;  // copies * touched > 4x L2
   const std::int64_t fit = per_copy > 0 ? std::max<std::int64_t>(1, budget / per_copy) : want;

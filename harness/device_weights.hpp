@@ -16,8 +16,8 @@ namespace kbit {
 
 class DeviceWeights {
  public:
-  DeviceWeights(const HostWeights& hw, DType dtype, const std::vector<WeightLayout>& layouts, int copies,
-                cudaStream_t stream);
+  DeviceWeights(const HostWeights& hw, DType dtype, const std::vector<WeightLayout>& layouts,
+                int copies, cudaStream_t stream);
 
   WeightView view(const WeightLayout& layout, int copy) const;
   int copies() const { return int(copies_.size()); }
@@ -35,8 +35,8 @@ class DeviceWeights {
     DeviceBuffer<unsigned char> dequantized;
   };
   using Copy = std::map<std::string, Stored>;
-  static Stored build(const HostWeights& hw, DType dtype, const WeightLayout& layout, const Stored* flat,
-                      cudaStream_t stream);
+  static Stored build(const HostWeights& hw, DType dtype, const WeightLayout& layout,
+                      const Stored* flat, cudaStream_t stream);
   static Stored clone(const Stored& s, cudaStream_t stream);
 
   std::vector<Copy> copies_;

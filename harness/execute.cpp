@@ -40,7 +40,8 @@ Outcome execute_and_check(const VariantRow& row, const VariantOptions& opts, con
     if (ref) {
       std::vector<unsigned char> c(prob.C_bytes);
       KBIT_CUDA_CHECK(cudaMemcpy(c.data(), prob.C, prob.C_bytes, cudaMemcpyDeviceToHost));
-      const GemmBound b = gemm_bound(dims.dtype, dims.dtype, dims.K_dim, o.state->extra_additions());
+      const GemmBound b =
+          gemm_bound(dims.dtype, dims.dtype, dims.K_dim, o.state->extra_additions());
       o.check = check_output(*ref, b, dims.dtype, c, dims.N);
       o.checked = true;
     }
@@ -51,7 +52,9 @@ Outcome execute_and_check(const VariantRow& row, const VariantOptions& opts, con
   return o;
 }
 
-Stream::Stream() { KBIT_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking)); }
+Stream::Stream() {
+  KBIT_CUDA_CHECK(cudaStreamCreateWithFlags(&s_, cudaStreamNonBlocking));
+}
 Stream::~Stream() {
   if (s_) cudaStreamDestroy(s_);
 }

@@ -18,7 +18,8 @@ int main(int argc, char** argv) {
   run->add_option("config", config, "experiments/NAME.toml")->required()->check(CLI::ExistingFile);
   run->add_option("--out-root", run_opts.out_root, "results root (default: <source>/results)");
   run->add_option("--variants", run_opts.variants, "names or globs that replace the config's list");
-  run->add_option("--shapes", run_opts.shapes, "only the shapes (or MoE layers) matching these globs");
+  run->add_option("--shapes", run_opts.shapes,
+                  "only the shapes (or MoE layers) matching these globs");
   run->add_option("--m", run_opts.m, "rows of A (tokens for MoE layers) that replace the config's");
   run->add_flag("!--no-plot", run_opts.plot, "do not run harness/plot.py at the end");
   run->add_option("--memory-budget-gb", run_opts.memory_budget_gb,
@@ -26,18 +27,25 @@ int main(int argc, char** argv) {
   run->add_flag("--quiet", run_opts.quiet, "no progress lines");
 
   kbit::ValidateOptions val;
-  auto* validate = app.add_subcommand("validate", "correctness sweep of one variant against the CPU reference");
+  auto* validate =
+      app.add_subcommand("validate", "correctness sweep of one variant against the CPU reference");
   validate->add_option("--variant", val.variant, "registry name")->required();
-  validate->add_option("--split-k", val.split_k, "auto | on | off | both (for variants with split-K)");
-  validate->add_flag("--quick", val.quick, "the issue list of M values (1..300, 14 values) instead of 1..70 and more");
-  validate->add_flag("!--no-seed-shapes", val.seed_shapes, "skip the model shapes of experiments/shapes/");
+  validate->add_option("--split-k", val.split_k,
+                       "auto | on | off | both (for variants with split-K)");
+  validate->add_flag("--quick", val.quick,
+                     "the issue list of M values (1..300, 14 values) instead of 1..70 and more");
+  validate->add_flag("!--no-seed-shapes", val.seed_shapes,
+                     "skip the model shapes of experiments/shapes/");
   validate->add_option("--seed", val.seed, "data seed");
   validate->add_option("--k-bits", val.k_bits, "bit widths (default 2 3 4 5)");
   validate->add_option("--repro-dir", val.repro_dir, "where failing cases are written");
-  validate->add_option("--cases", val.cases, "only the cases (n200_k96, moe_e8_n200_k96, llama3_8b.gate_up, ...) matching these globs");
+  validate->add_option(
+      "--cases", val.cases,
+      "only the cases (n200_k96, moe_e8_n200_k96, llama3_8b.gate_up, ...) matching these globs");
 
   kbit::FormatOptions fmt;
-  auto* format = app.add_subcommand("format", "quantize on the CPU and the GPU, compare bytes, print error stats");
+  auto* format = app.add_subcommand(
+      "format", "quantize on the CPU and the GPU, compare bytes, print error stats");
   format->add_option("--rows", fmt.rows, "N (rows of W)");
   format->add_option("--k-dim", fmt.k_dim, "K_dim (multiple of 32)");
   format->add_option("--k-bits", fmt.k_bits, "bit widths");
@@ -46,7 +54,8 @@ int main(int argc, char** argv) {
 
   std::string cb_name = "nf";
   int cb_k = 4;
-  auto* codebook = app.add_subcommand("codebook", "print a codebook with the hex bits of each entry");
+  auto* codebook =
+      app.add_subcommand("codebook", "print a codebook with the hex bits of each entry");
   codebook->add_option("name", cb_name, "nf | nf_expected | uniform");
   codebook->add_option("--k", cb_k, "bits (2..5)");
 

@@ -11,8 +11,8 @@
 
 namespace kbit {
 
-HostWeights make_host_weights(std::int64_t N, std::int64_t K_dim, int k, const std::vector<float>& cb, int experts,
-                              std::uint64_t seed) {
+HostWeights make_host_weights(std::int64_t N, std::int64_t K_dim, int k,
+                              const std::vector<float>& cb, int experts, std::uint64_t seed) {
   HostWeights w;
   w.N = N;
   w.K_dim = K_dim;
@@ -42,11 +42,13 @@ HostActivations make_activations(std::int64_t M, std::int64_t K_dim, DType t, st
   return a;
 }
 
-std::vector<std::int64_t> route_tokens(int experts, int tokens, int top_k, const std::string& routing, double zipf_s,
+std::vector<std::int64_t> route_tokens(int experts, int tokens, int top_k,
+                                       const std::string& routing, double zipf_s,
                                        std::uint64_t seed) {
   if (top_k < 1 || top_k > experts)
     throw Error("top_k = " + std::to_string(top_k) + " must be in 1.." + std::to_string(experts));
-  if (routing != "uniform" && routing != "zipf") throw Error("routing '" + routing + "' is not uniform or zipf");
+  if (routing != "uniform" && routing != "zipf")
+    throw Error("routing '" + routing + "' is not uniform or zipf");
   // A seeded random ranking of the experts; zipf weight of rank r is 1/(r+1)^s.
   std::vector<int> rank(static_cast<std::size_t>(experts));
   std::iota(rank.begin(), rank.end(), 0);
@@ -56,7 +58,8 @@ std::vector<std::int64_t> route_tokens(int experts, int tokens, int top_k, const
   }
   std::vector<double> weight(static_cast<std::size_t>(experts));
   for (int r = 0; r < experts; ++r)
-    weight[std::size_t(rank[std::size_t(r)])] = routing == "zipf" ? 1.0 / std::pow(r + 1.0, zipf_s) : 1.0;
+    weight[std::size_t(rank[std::size_t(r)])] =
+        routing == "zipf" ? 1.0 / std::pow(r + 1.0, zipf_s) : 1.0;
   std::vector<std::int64_t> count(std::size_t(experts), 0);
   std::uint64_t draw = 1u << 20;
   for (int t = 0; t < tokens; ++t) {
@@ -72,7 +75,8 @@ std::vector<std::int64_t> route_tokens(int experts, int tokens, int top_k, const
     }
   }
   std::vector<std::int64_t> off(std::size_t(experts) + 1, 0);
-  for (int e = 0; e < experts; ++e) off[std::size_t(e) + 1] = off[std::size_t(e)] + count[std::size_t(e)];
+  for (int e = 0; e < experts; ++e)
+    off[std::size_t(e) + 1] = off[std::size_t(e)] + count[std::size_t(e)];
   return off;
 }
 
@@ -92,7 +96,9 @@ RowReference make_reference(const HostWeights& w, const HostActivations& a, cons
   r.abs_a_sum.resize(R);
   auto expert_of = [&](std::int64_t row) {
     if (!d.grouped()) return 0;
-    return int(std::upper_bound(d.expert_offsets.begin(), d.expert_offsets.end(), row) - d.expert_offsets.begin()) - 1;
+    return int(std::upper_bound(d.expert_offsets.begin(), d.expert_offsets.end(), row) -
+               d.expert_offsets.begin()) -
+           1;
   };
   // Group the requested rows by expert and run one reference GEMM per expert.
   std::size_t i = 0;
@@ -100,9 +106,10 @@ RowReference make_reference(const HostWeights& w, const HostActivations& a, cons
     const int e = expert_of(rows[i]);
     std::size_t j = i;
     while (j < rows.size() && expert_of(rows[j]) == e) ++j;
-    const std::vector<std::int64_t> sub(rows.begin() + std::ptrdiff_t(i), rows.begin() + std::ptrdiff_t(j));
-    const GemmReference g = reference_gemm(a.values.data(), a.M, d.K_dim, w.W.data() + std::int64_t(e) * w.expert_elems(),
-                                           d.N, sub);
+    const std::vector<std::int64_t> sub(rows.begin() + std::ptrdiff_t(i),
+                                        rows.begin() + std::ptrdiff_t(j));
+    const GemmReference g = reference_gemm(
+        a.values.data(), a.M, d.K_dim, w.W.data() + std::int64_t(e) * w.expert_elems(), d.N, sub);
     r.C.middleRows(Eigen::Index(i), Eigen::Index(j - i)) = g.C;
     r.abs_dot.middleRows(Eigen::Index(i), Eigen::Index(j - i)) = g.abs_dot;
     r.abs_a_sum.segment(Eigen::Index(i), Eigen::Index(j - i)) = g.abs_a_sum;
@@ -113,7 +120,8 @@ RowReference make_reference(const HostWeights& w, const HostActivations& a, cons
 
 ProblemCost problem_cost(const GemmDims& d) {
   const double experts = d.grouped() ? active_experts(d.expert_offsets) : 1;
-  const double weight_bytes = experts * double(d.N) * double(d.K_dim) * (d.k_bits / 8.0 + 1.0 / 32.0);
+  const double weight_bytes =
+      experts * double(d.N) * double(d.K_dim) * (d.k_bits / 8.0 + 1.0 / 32.0);
   const double io = double(d.M) * double(d.K_dim + d.N) * double(dtype_size(d.dtype));
   return {weight_bytes + io, 2.0 * double(d.M) * double(d.N) * double(d.K_dim)};
 }

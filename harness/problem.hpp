@@ -22,8 +22,8 @@ struct HostWeights {
   std::vector<float> W;  // float32 dequantized weights (cb[idx] * E4M4 scale), same order
   std::int64_t expert_elems() const { return N * K_dim; }
 };
-HostWeights make_host_weights(std::int64_t N, std::int64_t K_dim, int k_bits, const std::vector<float>& codebook,
-                              int experts, std::uint64_t seed);
+HostWeights make_host_weights(std::int64_t N, std::int64_t K_dim, int k_bits,
+                              const std::vector<float>& codebook, int experts, std::uint64_t seed);
 
 // A[M, K_dim]: N(0,1) values rounded to `dtype`; `values` holds exactly what `bytes` encodes.
 struct HostActivations {
@@ -32,12 +32,14 @@ struct HostActivations {
   std::vector<float> values;
   std::vector<unsigned char> bytes;
 };
-HostActivations make_activations(std::int64_t M, std::int64_t K_dim, DType dtype, std::uint64_t seed);
+HostActivations make_activations(std::int64_t M, std::int64_t K_dim, DType dtype,
+                                 std::uint64_t seed);
 
 // Routes `tokens` tokens to `top_k` distinct experts each ("uniform", or "zipf" with
 // exponent s over a seeded random ranking of the experts). Returns expert_offsets[E+1]
 // over the tokens*top_k rows sorted by expert.
-std::vector<std::int64_t> route_tokens(int experts, int tokens, int top_k, const std::string& routing, double zipf_s,
+std::vector<std::int64_t> route_tokens(int experts, int tokens, int top_k,
+                                       const std::string& routing, double zipf_s,
                                        std::uint64_t seed);
 int active_experts(const std::vector<std::int64_t>& expert_offsets);
 

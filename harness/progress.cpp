@@ -7,7 +7,10 @@
 namespace kbit {
 
 Progress::Progress(int total, bool quiet)
-    : total_(total), quiet_(quiet), tty_(isatty(fileno(stdout)) != 0), t0_(std::chrono::steady_clock::now()) {}
+    : total_(total),
+      quiet_(quiet),
+      tty_(isatty(fileno(stdout)) != 0),
+      t0_(std::chrono::steady_clock::now()) {}
 
 std::string Progress::eta() const {
   if (done_ == 0) return "--";
@@ -28,7 +31,9 @@ void Progress::start_item(const std::string& what) {
   std::fflush(stdout);
 }
 
-void Progress::finish_item() { ++done_; }
+void Progress::finish_item() {
+  ++done_;
+}
 
 void Progress::done() {
   if (!quiet_ && tty_) std::printf("\r\033[K[%d/%d] done\n", done_, total_);

@@ -13,10 +13,14 @@ namespace kbit {
 
 const char* family_name(Family f) {
   switch (f) {
-    case Family::gemm: return "gemm";
-    case Family::gemv: return "gemv";
-    case Family::grouped: return "grouped";
-    case Family::baseline: return "baseline";
+    case Family::gemm:
+      return "gemm";
+    case Family::gemv:
+      return "gemv";
+    case Family::grouped:
+      return "grouped";
+    case Family::baseline:
+      return "baseline";
   }
   return "?";
 }
@@ -57,30 +61,49 @@ constexpr WeightLayout kTiled64x128{LayoutKind::tiled, {64, 128}};
 
 const std::vector<VariantRow>& registry() {
   static const std::vector<VariantRow> rows = {
-      {"cublas_fp16", "cuBLAS GEMM (fp32 accumulation) on the dequantized fp16/bf16 weight; per-expert loop for MoE",
-       Family::baseline, baseline_support(), {LayoutKind::dequantized, {}}, variants::cublas_fp16_setup,
+      {"cublas_fp16",
+       "cuBLAS GEMM (fp32 accumulation) on the dequantized fp16/bf16 weight; per-expert loop for "
+       "MoE",
+       Family::baseline,
+       baseline_support(),
+       {LayoutKind::dequantized, {}},
+       variants::cublas_fp16_setup,
        variants::cublas_fp16_run},
-      {"dequant_cublas", "GPU dequantize into a scratch fp16/bf16 weight, then cuBLAS (time includes both)",
-       Family::baseline, baseline_support(), {LayoutKind::flat, {}}, variants::dequant_cublas_setup,
+      {"dequant_cublas",
+       "GPU dequantize into a scratch fp16/bf16 weight, then cuBLAS (time includes both)",
+       Family::baseline,
+       baseline_support(),
+       {LayoutKind::flat, {}},
+       variants::dequant_cublas_setup,
        variants::dequant_cublas_run},
       {"cublas_grouped",
-       "cublasGemmGroupedBatchedEx over the active experts (one group each) on the dequantized weights (MoE only)",
-       Family::baseline, grouped_only_support(), {LayoutKind::dequantized, {}}, variants::cublas_grouped_setup,
+       "cublasGemmGroupedBatchedEx over the active experts (one group each) on the dequantized "
+       "weights (MoE only)",
+       Family::baseline,
+       grouped_only_support(),
+       {LayoutKind::dequantized, {}},
+       variants::cublas_grouped_setup,
        variants::cublas_grouped_run},
       {"inline_dequant",
-       "Phase-1 fused MMA (m16n8k16): planes + E4M4 by cp.async, inline bit extraction + shfl codebook per "
+       "Phase-1 fused MMA (m16n8k16): planes + E4M4 by cp.async, inline bit extraction + shfl "
+       "codebook per "
        "fragment, padded B stride, persistent grid, two-tier split-K",
-       Family::gemm, gemm_support(), kTiled64x128, variants::inline_dequant_setup, variants::inline_dequant_run},
+       Family::gemm, gemm_support(), kTiled64x128, variants::inline_dequant_setup,
+       variants::inline_dequant_run},
       {"inline_dequant_nopad",
-       "inline_dequant with the seeds' unpadded B column stride (2K words: 2-way bank conflicts at K=4)",
+       "inline_dequant with the seeds' unpadded B column stride (2K words: 2-way bank conflicts at "
+       "K=4)",
        Family::gemm, gemm_support(), kTiled64x128, variants::inline_dequant_nopad_setup,
        variants::inline_dequant_nopad_run},
       {"scalar_gemv",
-       "Scalar GEMV, M=1..4: planes to registers 4 k-tiles ahead, residue-field index extraction + shfl codebook, "
+       "Scalar GEMV, M=1..4: planes to registers 4 k-tiles ahead, residue-field index extraction + "
+       "shfl codebook, "
        "split-K",
-       Family::gemv, gemv_support(false), kTiled64x128, variants::scalar_gemv_setup, variants::scalar_gemv_run},
+       Family::gemv, gemv_support(false), kTiled64x128, variants::scalar_gemv_setup,
+       variants::scalar_gemv_run},
       {"grouped_scalar_gemv",
-       "scalar_gemv over host-computed (expert, <=4 rows, n-tile, k-chunk) items: MoE decode in one launch",
+       "scalar_gemv over host-computed (expert, <=4 rows, n-tile, k-chunk) items: MoE decode in "
+       "one launch",
        Family::grouped, gemv_support(true), kTiled64x128, variants::grouped_scalar_gemv_setup,
        variants::grouped_scalar_gemv_run},
   };
@@ -117,13 +140,15 @@ std::string unsupported_reason(const VariantRow& row, const GemmDims& d) {
   if (std::find(s.k_bits.begin(), s.k_bits.end(), d.k_bits) == s.k_bits.end())
     return "K = " + std::to_string(d.k_bits) + " is not supported (" + describe_k_bits(s) + ")";
   if (std::find(s.dtypes.begin(), s.dtypes.end(), d.dtype) == s.dtypes.end())
-    return std::string("dtype ") + dtype_name(d.dtype) + " is not supported (" + describe_dtypes(s) + ")";
+    return std::string("dtype ") + dtype_name(d.dtype) + " is not supported (" +
+           describe_dtypes(s) + ")";
   if (!d.grouped() && (d.M < s.m_min || d.M > s.m_max))
     return "M = " + std::to_string(d.M) + " is outside " + describe_m_range(s);
   if (d.N % s.n_multiple != 0)
     return "N = " + std::to_string(d.N) + " is not a multiple of " + std::to_string(s.n_multiple);
   if (d.K_dim % s.k_dim_multiple != 0)
-    return "K_dim = " + std::to_string(d.K_dim) + " is not a multiple of " + std::to_string(s.k_dim_multiple);
+    return "K_dim = " + std::to_string(d.K_dim) + " is not a multiple of " +
+           std::to_string(s.k_dim_multiple);
   return "";
 }
 

@@ -17,12 +17,12 @@ const char* family_name(Family f);
 struct Support {
   std::vector<int> k_bits{2, 3, 4, 5};
   std::vector<DType> dtypes{DType::f16, DType::bf16};
-  std::int64_t m_min = 1;                                          // rows of A (dense problems)
+  std::int64_t m_min = 1;                                         // rows of A (dense problems)
   std::int64_t m_max = std::numeric_limits<std::int64_t>::max();  //
-  std::int64_t n_multiple = 1;                                     // N must be a multiple of this
-  std::int64_t k_dim_multiple = 32;                                // K_dim must be a multiple of this
-  bool dense = true;                                               // C = A W^T problems
-  bool grouped = false;                                            // MoE problems (E experts)
+  std::int64_t n_multiple = 1;                                    // N must be a multiple of this
+  std::int64_t k_dim_multiple = 32;  // K_dim must be a multiple of this
+  bool dense = true;                 // C = A W^T problems
+  bool grouped = false;              // MoE problems (E experts)
   bool split_k = false;  // honours VariantOptions::split_k (validate runs it forced on and off)
 };
 

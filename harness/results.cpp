@@ -11,11 +11,37 @@
 namespace kbit {
 
 const std::vector<std::string>& result_columns() {
-  static const std::vector<std::string> cols = {
-      "experiment", "shape", "M", "N", "K_dim", "k_bits", "dtype", "variant", "median_us", "p10_us", "p90_us",
-      "samples", "gb_per_s", "tflops", "floor_us", "frac_of_floor", "speedup_vs_baseline", "check",
-      "max_err_over_bound", "family", "l2", "copies", "launches_per_sample", "sm_mhz_before", "sm_mhz_after",
-      "rel_noise", "experts", "active_experts", "codebook", "config", "error"};
+  static const std::vector<std::string> cols = {"experiment",
+                                                "shape",
+                                                "M",
+                                                "N",
+                                                "K_dim",
+                                                "k_bits",
+                                                "dtype",
+                                                "variant",
+                                                "median_us",
+                                                "p10_us",
+                                                "p90_us",
+                                                "samples",
+                                                "gb_per_s",
+                                                "tflops",
+                                                "floor_us",
+                                                "frac_of_floor",
+                                                "speedup_vs_baseline",
+                                                "check",
+                                                "max_err_over_bound",
+                                                "family",
+                                                "l2",
+                                                "copies",
+                                                "launches_per_sample",
+                                                "sm_mhz_before",
+                                                "sm_mhz_after",
+                                                "rel_noise",
+                                                "experts",
+                                                "active_experts",
+                                                "codebook",
+                                                "config",
+                                                "error"};
   return cols;
 }
 
@@ -29,13 +55,37 @@ std::string num(double v, int digits = 6) {
 }  // namespace
 
 std::vector<std::string> row_fields(const ResultRow& r) {
-  return {r.experiment, r.shape, std::to_string(r.M), std::to_string(r.N), std::to_string(r.K_dim),
-          std::to_string(r.k_bits), r.dtype, r.variant, num(r.median_us), num(r.p10_us), num(r.p90_us),
-          std::to_string(r.samples), num(r.gb_per_s), num(r.tflops), num(r.floor_us), num(r.frac_of_floor, 4),
-          num(r.speedup_vs_baseline, 4), r.check, num(r.max_err_over_bound, 4), r.family, r.l2,
-          std::to_string(r.copies), std::to_string(r.launches_per_sample), num(r.sm_mhz_before, 5),
-          num(r.sm_mhz_after, 5), num(r.rel_noise, 3), std::to_string(r.experts), std::to_string(r.active_experts),
-          r.codebook, r.config, r.error};
+  return {r.experiment,
+          r.shape,
+          std::to_string(r.M),
+          std::to_string(r.N),
+          std::to_string(r.K_dim),
+          std::to_string(r.k_bits),
+          r.dtype,
+          r.variant,
+          num(r.median_us),
+          num(r.p10_us),
+          num(r.p90_us),
+          std::to_string(r.samples),
+          num(r.gb_per_s),
+          num(r.tflops),
+          num(r.floor_us),
+          num(r.frac_of_floor, 4),
+          num(r.speedup_vs_baseline, 4),
+          r.check,
+          num(r.max_err_over_bound, 4),
+          r.family,
+          r.l2,
+          std::to_string(r.copies),
+          std::to_string(r.launches_per_sample),
+          num(r.sm_mhz_before, 5),
+          num(r.sm_mhz_after, 5),
+          num(r.rel_noise, 3),
+          std::to_string(r.experts),
+          std::to_string(r.active_experts),
+          r.codebook,
+          r.config,
+          r.error};
 }
 
 std::string csv_escape(const std::string& f) {
@@ -73,7 +123,8 @@ std::vector<std::string> csv_split(const std::string& line) {
   return out;
 }
 
-CsvWriter::CsvWriter(const std::string& path) : path_(path), out_(path, std::ios::out | std::ios::trunc) {
+CsvWriter::CsvWriter(const std::string& path)
+    : path_(path), out_(path, std::ios::out | std::ios::trunc) {
   if (!out_) throw Error("cannot write results file '" + path + "'");
   const auto& cols = result_columns();
   for (std::size_t i = 0; i < cols.size(); ++i) out_ << (i ? "," : "") << cols[i];
@@ -97,7 +148,8 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
     f << j.dump(2) << "\n";
     if (!f) throw Error("writing '" + tmp + "' failed");
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw Error("cannot rename '" + tmp + "' to '" + path + "'");
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw Error("cannot rename '" + tmp + "' to '" + path + "'");
 }
 
 std::string utc_timestamp() {

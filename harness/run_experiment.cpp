@@ -38,7 +38,8 @@ void make_dirs(const std::string& path) {
   }
 }
 
-std::uint64_t seed_of(std::uint64_t base, const std::string& what, std::int64_t a = 0, std::int64_t b = 0) {
+std::uint64_t seed_of(std::uint64_t base, const std::string& what, std::int64_t a = 0,
+                      std::int64_t b = 0) {
   std::uint64_t h = splitmix64(base);
   for (char c : what) h = splitmix64(h ^ std::uint64_t(static_cast<unsigned char>(c)));
   return splitmix64(h ^ splitmix64(std::uint64_t(a) * 1315423911u ^ std::uint64_t(b)));
@@ -53,7 +54,8 @@ struct Layer {
 };
 
 struct Context {
-  Context(const ExperimentConfig& c, const RunOptions& o, std::vector<const VariantRow*> r, const VariantRow* b)
+  Context(const ExperimentConfig& c, const RunOptions& o, std::vector<const VariantRow*> r,
+          const VariantRow* b)
       : cfg(c), opts(o), rows(std::move(r)), baseline(b), dev(query_device()) {}
   const ExperimentConfig& cfg;
   const RunOptions& opts;
@@ -95,13 +97,15 @@ ResultRow base_row(const Context& c, const Layer& L, const GemmDims& d, const Va
   r.experts = d.grouped() ? d.num_experts : 0;
   r.active_experts = d.grouped() ? active_experts(d.expert_offsets) : 0;
   const ProblemCost cost = problem_cost(d);
-  r.floor_us = std::max(cost.bytes / (c.ceil.copy_gb_per_s * 1e9), cost.flops / (c.ceil.fp16_tflops * 1e12)) * 1e6;
+  r.floor_us = std::max(cost.bytes / (c.ceil.copy_gb_per_s * 1e9),
+                        cost.flops / (c.ceil.fp16_tflops * 1e12)) *
+               1e6;
   return r;
 }
 
 // Runs every supported row on one problem (weights already on the device).
-void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeights& hw, const HostActivations& A,
-                 const DeviceProblem& prob) {
+void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeights& hw,
+                 const HostActivations& A, const DeviceProblem& prob) {
   std::optional<RowReference> ref;
   if (c.cfg.check.enabled) ref = make_reference(hw, A, d, sample_rows(d.M, c.cfg.check.max_rows));
   double baseline_us = 0;
@@ -111,10 +115,11 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
       ++c.skipped_unsupported;
       continue;
     }
-    c.progress->start_item(std::string(row->name) + " " + L.name + " M=" + std::to_string(d.M) + " K=" +
-                           std::to_string(d.k_bits) + " " + dtype_name(d.dtype));
+    c.progress->start_item(std::string(row->name) + " " + L.name + " M=" + std::to_string(d.M) +
+                           " K=" + std::to_string(d.k_bits) + " " + dtype_name(d.dtype));
     ResultRow r = base_row(c, L, d, *row);
-    Outcome o = execute_and_check(*row, VariantOptions{}, d, prob, ref ? &*ref : nullptr, c.stream.get());
+    Outcome o =
+        execute_and_check(*row, VariantOptions{}, d, prob, ref ? &*ref : nullptr, c.stream.get());
     if (o.error.empty()) {
       r.config = o.state->describe();
       try {
@@ -148,8 +153,9 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
         ++c.failures;
         const auto& b = o.check.first_bad.empty() ? BadElement{} : o.check.first_bad.front();
         r.error = std::to_string(o.check.violations) + " of " + std::to_string(o.check.checked) +
-                  " elements outside the bound; first C[" + std::to_string(b.row) + "," + std::to_string(b.col) +
-                  "] = " + std::to_string(b.got) + " vs " + std::to_string(b.ref);
+                  " elements outside the bound; first C[" + std::to_string(b.row) + "," +
+                  std::to_string(b.col) + "] = " + std::to_string(b.got) + " vs " +
+                  std::to_string(b.ref);
       } else if (o.checked) {
         ++c.passed;
       }
@@ -190,14 +196,16 @@ void run_layer(Context& c, const Layer& L, int k, DType dtype, const HostWeights
   }
   if (layouts.empty()) return;
   int min_active = L.experts;
-  for (const GemmDims& d : problems) if (d.grouped()) min_active = std::min(min_active, active_experts(d.expert_offsets));
+  for (const GemmDims& d : problems)
+    if (d.grouped()) min_active = std::min(min_active, active_experts(d.expert_offsets));
   for (const auto& l : layouts) {
     const std::int64_t b = DeviceWeights::expert_bytes(hw, dtype, l);
     per_copy += b * L.experts;
     const std::int64_t t = b * std::max(1, min_active);
     touched = touched == 0 ? t : std::min(touched, t);
   }
-  const int copies = c.cfg.timing.cold ? rotation_copies(touched, per_copy, c.dev.l2_bytes, c.budget) : 1;
+  const int copies =
+      c.cfg.timing.cold ? rotation_copies(touched, per_copy, c.dev.l2_bytes, c.budget) : 1;
   DeviceWeights dw(hw, dtype, layouts, copies, c.stream.get());
   std::int64_t max_m = 0;
   for (const GemmDims& d : problems) max_m = std::max(max_m, d.M);
@@ -206,7 +214,8 @@ void run_layer(Context& c, const Layer& L, int k, DType dtype, const HostWeights
   DeviceBuffer<std::int64_t> d_off(std::size_t(L.experts + 1));
   for (const GemmDims& d : problems) {
     if (c.aborted) return;
-    const HostActivations A = make_activations(d.M, d.K_dim, dtype, seed_of(c.cfg.check.seed, L.name + "/A", d.M, int(dtype)));
+    const HostActivations A = make_activations(
+        d.M, d.K_dim, dtype, seed_of(c.cfg.check.seed, L.name + "/A", d.M, int(dtype)));
     DeviceBuffer<unsigned char> dA(A.bytes);
     if (d.grouped()) d_off.upload(d.expert_offsets);
     DeviceProblem p;
@@ -245,12 +254,13 @@ int count_items(const Context& c) {
 }
 
 void print_summary(const Context& c) {
-  std::printf("\n%-28s %6s %6s %2s %5s %-20s %10s %10s %7s %7s %6s %7s\n", "shape", "M", "N", "K", "dtype", "variant",
-              "median_us", "floor_us", "%floor", "speedup", "check", "err/bnd");
+  std::printf("\n%-28s %6s %6s %2s %5s %-20s %10s %10s %7s %7s %6s %7s\n", "shape", "M", "N", "K",
+              "dtype", "variant", "median_us", "floor_us", "%floor", "speedup", "check", "err/bnd");
   for (const auto& r : c.summary) {
-    std::printf("%-28s %6lld %6lld %2d %5s %-20s %10.2f %10.2f %6.1f%% %7.2f %6s %7.3f\n", r.shape.c_str(),
-                (long long)r.M, (long long)r.N, r.k_bits, r.dtype.c_str(), r.variant.c_str(), r.median_us, r.floor_us,
-                100 * r.frac_of_floor, r.speedup_vs_baseline, r.check.c_str(), r.max_err_over_bound);
+    std::printf("%-28s %6lld %6lld %2d %5s %-20s %10.2f %10.2f %6.1f%% %7.2f %6s %7.3f\n",
+                r.shape.c_str(), (long long)r.M, (long long)r.N, r.k_bits, r.dtype.c_str(),
+                r.variant.c_str(), r.median_us, r.floor_us, 100 * r.frac_of_floor,
+                r.speedup_vs_baseline, r.check.c_str(), r.max_err_over_bound);
   }
 }
 
@@ -258,14 +268,18 @@ void print_summary(const Context& c) {
 ExperimentConfig narrowed(ExperimentConfig cfg, const RunOptions& opts) {
   auto keep = [&](const std::string& name) {
     if (opts.shapes.empty()) return true;
-    return std::any_of(opts.shapes.begin(), opts.shapes.end(),
-                       [&](const std::string& g) { return fnmatch(g.c_str(), name.c_str(), 0) == 0; });
+    return std::any_of(opts.shapes.begin(), opts.shapes.end(), [&](const std::string& g) {
+      return fnmatch(g.c_str(), name.c_str(), 0) == 0;
+    });
   };
-  cfg.shapes.erase(std::remove_if(cfg.shapes.begin(), cfg.shapes.end(), [&](const ShapeConfig& s) { return !keep(s.name); }),
+  cfg.shapes.erase(std::remove_if(cfg.shapes.begin(), cfg.shapes.end(),
+                                  [&](const ShapeConfig& s) { return !keep(s.name); }),
                    cfg.shapes.end());
-  cfg.moe.erase(std::remove_if(cfg.moe.begin(), cfg.moe.end(), [&](const MoeConfig& m) { return !keep(m.name); }),
+  cfg.moe.erase(std::remove_if(cfg.moe.begin(), cfg.moe.end(),
+                               [&](const MoeConfig& m) { return !keep(m.name); }),
                 cfg.moe.end());
-  if (cfg.shapes.empty() && cfg.moe.empty()) throw Error("--shapes matches no shape or MoE layer of " + cfg.path);
+  if (cfg.shapes.empty() && cfg.moe.empty())
+    throw Error("--shapes matches no shape or MoE layer of " + cfg.path);
   if (!opts.m.empty()) {
     for (std::int64_t m : opts.m)
       if (m < 1) throw Error("--m " + std::to_string(m) + " must be at least 1");
@@ -279,27 +293,32 @@ ExperimentConfig narrowed(ExperimentConfig cfg, const RunOptions& opts) {
 
 int run_experiment(const std::string& path, const RunOptions& opts) {
   const ExperimentConfig cfg = narrowed(load_experiment(path), opts);
-  std::vector<const VariantRow*> rows = match_variants(opts.variants.empty() ? cfg.variants : opts.variants);
+  std::vector<const VariantRow*> rows =
+      match_variants(opts.variants.empty() ? cfg.variants : opts.variants);
   const VariantRow* baseline = &find_variant(cfg.baseline);
   rows.erase(std::remove(rows.begin(), rows.end(), baseline), rows.end());
   rows.insert(rows.begin(), baseline);  // timed first: every other row's speedup needs it
   if (!cuda_device_available()) {
-    std::cerr << "kbit-harness run: no CUDA device; nothing was run (exit " << kExitNoDevice << ")\n";
+    std::cerr << "kbit-harness run: no CUDA device; nothing was run (exit " << kExitNoDevice
+              << ")\n";
     return kExitNoDevice;
   }
   Context c(cfg, opts, rows, baseline);
   std::size_t free_b = 0, total_b = 0;
   KBIT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
-  c.budget = opts.memory_budget_gb > 0 ? std::int64_t(opts.memory_budget_gb * 1e9) : std::int64_t(free_b / 2);
-  std::cout << "device: " << c.dev.name << ", " << c.dev.sm_count << " SMs, L2 " << c.dev.l2_bytes / (1 << 20)
+  c.budget = opts.memory_budget_gb > 0 ? std::int64_t(opts.memory_budget_gb * 1e9)
+                                       : std::int64_t(free_b / 2);
+  std::cout << "device: " << c.dev.name << ", " << c.dev.sm_count << " SMs, L2 "
+            << c.dev.l2_bytes / (1 << 20)
             << " MiB; measuring the copy bandwidth and the fp16 tensor rate..." << std::endl;
   c.ceil = measure_ceilings(c.stream.get());
-  std::printf("ceilings: copy %.0f GB/s, fp16 tensor %.0f TFLOP/s\n", c.ceil.copy_gb_per_s, c.ceil.fp16_tflops);
+  std::printf("ceilings: copy %.0f GB/s, fp16 tensor %.0f TFLOP/s\n", c.ceil.copy_gb_per_s,
+              c.ceil.fp16_tflops);
 
   const BuildInfo build = query_build();
   const std::string root = opts.out_root.empty() ? source_dir() + "/results" : opts.out_root;
-  const std::string dir = root + "/" + cfg.name + "/" + utc_timestamp() + "_" + sanitize_name(c.dev.name) + "_" +
-                          build.git_sha.substr(0, 12);
+  const std::string dir = root + "/" + cfg.name + "/" + utc_timestamp() + "_" +
+                          sanitize_name(c.dev.name) + "_" + build.git_sha.substr(0, 12);
   make_dirs(dir);
   nlohmann::json run;
   run["experiment"] = cfg.name;
@@ -317,10 +336,11 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
                                {"family", family_name(r->family)},
                                {"layout", layout_name(r->layout)}});
   }
-  run["timing"] = {{"mode", cfg.timing.cold ? "cold" : "hot"}, {"warmup", cfg.timing.warmup},
-                   {"min_samples", cfg.timing.min_samples}, {"max_samples", cfg.timing.max_samples},
-                   {"max_rel_noise", cfg.timing.max_rel_noise}, {"timeout_s", cfg.timing.timeout_s},
-                   {"rotation_budget_bytes", c.budget}};
+  run["timing"] = {
+      {"mode", cfg.timing.cold ? "cold" : "hot"},  {"warmup", cfg.timing.warmup},
+      {"min_samples", cfg.timing.min_samples},     {"max_samples", cfg.timing.max_samples},
+      {"max_rel_noise", cfg.timing.max_rel_noise}, {"timeout_s", cfg.timing.timeout_s},
+      {"rotation_budget_bytes", c.budget}};
   write_json_file(dir + "/run.json", run);
   c.csv = std::make_unique<CsvWriter>(dir + "/results.csv");
   Progress progress(count_items(c), opts.quiet);
@@ -331,9 +351,11 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
     const Layer L{s.name, s.n, s.k_dim, 1, 0, false};
     for (int k : cfg.k_bits) {
       if (c.aborted) break;
-      const HostWeights hw = make_host_weights(s.n, s.k_dim, k, codebook_for(cfg, k), 1, seed_of(cfg.check.seed, s.name, k));
+      const HostWeights hw = make_host_weights(s.n, s.k_dim, k, codebook_for(cfg, k), 1,
+                                               seed_of(cfg.check.seed, s.name, k));
       if (hw.q.saturated_blocks > 0)
-        std::cerr << "warning: " << hw.q.saturated_blocks << " blocks of " << s.name << " saturated E4M4\n";
+        std::cerr << "warning: " << hw.q.saturated_blocks << " blocks of " << s.name
+                  << " saturated E4M4\n";
       for (DType t : cfg.dtypes) {
         std::vector<GemmDims> problems;
         for (std::int64_t m : cfg.m) {
@@ -349,7 +371,8 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
     const Layer L{m.name, m.n, m.k_dim, m.experts, m.top_k, true};
     for (int k : cfg.k_bits) {
       if (c.aborted) break;
-      const HostWeights hw = make_host_weights(m.n, m.k_dim, k, codebook_for(cfg, k), m.experts, seed_of(cfg.check.seed, m.name, k));
+      const HostWeights hw = make_host_weights(m.n, m.k_dim, k, codebook_for(cfg, k), m.experts,
+                                               seed_of(cfg.check.seed, m.name, k));
       for (DType t : cfg.dtypes) {
         std::vector<GemmDims> problems;
         for (std::int64_t tokens : cfg.tokens) {
@@ -368,16 +391,22 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   run["status"] = c.aborted ? "aborted" : "complete";
   if (c.aborted) run["abort_reason"] = c.abort_reason;
   run["finished_utc"] = utc_timestamp();
-  run["summary"] = {{"rows", c.summary.size()}, {"check_passed", c.passed}, {"check_failed", c.failures},
-                    {"errors", c.errors}, {"skipped_unsupported", c.skipped_unsupported}};
+  run["summary"] = {{"rows", c.summary.size()},
+                    {"check_passed", c.passed},
+                    {"check_failed", c.failures},
+                    {"errors", c.errors},
+                    {"skipped_unsupported", c.skipped_unsupported}};
   write_json_file(dir + "/run.json", run);
   print_summary(c);
-  std::printf("\n%zu rows, %d checks passed, %d failed, %d errors; %d (problem, variant) pairs unsupported\n%s\n",
-              c.summary.size(), c.passed, c.failures, c.errors, c.skipped_unsupported, dir.c_str());
+  std::printf(
+      "\n%zu rows, %d checks passed, %d failed, %d errors; %d (problem, variant) pairs "
+      "unsupported\n%s\n",
+      c.summary.size(), c.passed, c.failures, c.errors, c.skipped_unsupported, dir.c_str());
   if (c.aborted) std::cerr << "run aborted: " << c.abort_reason << "\n";
   if (opts.plot) {
     const std::string cmd = "python3 '" + source_dir() + "/harness/plot.py' '" + dir + "'";
-    if (std::system(cmd.c_str()) != 0) std::cerr << "plotting failed (the results are complete): " << cmd << "\n";
+    if (std::system(cmd.c_str()) != 0)
+      std::cerr << "plotting failed (the results are complete): " << cmd << "\n";
   }
   return (c.failures || c.errors || c.aborted) ? kExitCheckFailed : kExitOk;
 }

@@ -64,8 +64,8 @@ class LaunchGraph {
     const cudaError_t end = cudaStreamEndCapture(stream, &g);
     if (end != cudaSuccess) {
       cudaGetLastError();
-      throw Error(std::string("the run step could not be captured into a CUDA graph (") + cudaGetErrorString(end) +
-                  "): a run step must not allocate or synchronize");
+      throw Error(std::string("the run step could not be captured into a CUDA graph (") +
+                  cudaGetErrorString(end) + "): a run step must not allocate or synchronize");
     }
     graph_ = g;
     KBIT_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
@@ -83,8 +83,8 @@ class LaunchGraph {
 
 }  // namespace
 
-TimingResult time_launches(const LaunchFn& launch, int copies, const TimingConfig& cfg, cudaStream_t stream,
-                           double graph_threshold_us) {
+TimingResult time_launches(const LaunchFn& launch, int copies, const TimingConfig& cfg,
+                           cudaStream_t stream, double graph_threshold_us) {
   TimingResult r;
   r.copies = std::max(1, copies);
   Events ev;
@@ -94,12 +94,14 @@ TimingResult time_launches(const LaunchFn& launch, int copies, const TimingConfi
   KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
   const int probe = 3;
   const double est_us = ev.time_ms(stream, [&] {
-                          for (int i = 0; i < probe; ++i) launch(i % r.copies, stream);
-                        }) * 1000.0 / probe;
+    for (int i = 0; i < probe; ++i) launch(i % r.copies, stream);
+  }) * 1000.0 / probe;
 
   std::vector<double> us;
   const auto t0 = std::chrono::steady_clock::now();
-  auto elapsed_s = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
+  auto elapsed_s = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
   auto done = [&] {
     if (int(us.size()) >= cfg.max_samples) return true;
     if (int(us.size()) < cfg.min_samples) return elapsed_s() > 4 * cfg.timeout_s;  // hard stop
@@ -120,10 +122,12 @@ TimingResult time_launches(const LaunchFn& launch, int copies, const TimingConfi
     KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
     r.graph = true;
     r.launches_per_sample = count;
-    while (!done()) us.push_back(ev.time_ms(stream, [&] { graph.replay(stream); }) * 1000.0 / count);
+    while (!done())
+      us.push_back(ev.time_ms(stream, [&] { graph.replay(stream); }) * 1000.0 / count);
   } else {
     int i = 0;
-    while (!done()) us.push_back(ev.time_ms(stream, [&] { launch(i++ % r.copies, stream); }) * 1000.0);
+    while (!done())
+      us.push_back(ev.time_ms(stream, [&] { launch(i++ % r.copies, stream); }) * 1000.0);
   }
   KBIT_CUDA_CHECK(cudaGetLastError());
   r.samples = int(us.size());

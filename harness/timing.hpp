@@ -16,8 +16,8 @@ struct TimingResult {
   int samples = 0;
   int launches_per_sample = 1;  // > 1 when a sample is one replay of a graph of launches
   bool graph = false;
-  int copies = 1;               // weight copies the launches rotated through
-  bool converged = false;       // (p90 - p10) / median reached max_rel_noise
+  int copies = 1;          // weight copies the launches rotated through
+  bool converged = false;  // (p90 - p10) / median reached max_rel_noise
   double rel_noise = 0;
   double sm_mhz_before = 0, sm_mhz_after = 0;
 };
@@ -26,8 +26,8 @@ struct TimingResult {
 using LaunchFn = std::function<void(int copy, cudaStream_t stream)>;
 
 // `copies` > 1 rotates launch i onto copy i % copies (L2-cold); 1 reuses one copy (hot).
-TimingResult time_launches(const LaunchFn& launch, int copies, const TimingConfig& cfg, cudaStream_t stream,
-                           double graph_threshold_us = 20.0);
+TimingResult time_launches(const LaunchFn& launch, int copies, const TimingConfig& cfg,
+                           cudaStream_t stream, double graph_threshold_us = 20.0);
 
 // p-th percentile (0..100) of v, linear between order statistics.
 double percentile(std::vector<double> v, double p);

@@ -28,21 +28,23 @@ namespace {
 struct Case {
   std::string name;
   std::int64_t N, K_dim;
-  int experts = 0;  // 0: dense
+  int experts = 0;           // 0: dense
   bool model_shape = false;  // a seed model shape: a few M values (its reference is costly)
 };
 
 // Tile multiples and not, tiny and large; K_dim multiples of 32 that are not of 64 or 128.
 std::vector<Case> dense_cases(bool quick) {
-  std::vector<Case> c = {{"n200_k96", 200, 96},   {"n64_k32", 64, 32},       {"n128_k64", 128, 64},
-                         {"n257_k160", 257, 160}, {"n1_k64", 1, 64},         {"n300_k1024", 300, 1024},
+  std::vector<Case> c = {{"n200_k96", 200, 96},      {"n64_k32", 64, 32}, {"n128_k64", 128, 64},
+                         {"n257_k160", 257, 160},    {"n1_k64", 1, 64},   {"n300_k1024", 300, 1024},
                          {"n1000_k2080", 1000, 2080}};
   if (!quick) c.push_back({"n4096_k4096", 4096, 4096});
   return c;
 }
 
 std::vector<Case> moe_cases() {
-  return {{"moe_e8_n200_k96", 200, 96, 8}, {"moe_e64_n256_k160", 256, 160, 64}, {"moe_e16_n512_k2048", 512, 2048, 16}};
+  return {{"moe_e8_n200_k96", 200, 96, 8},
+          {"moe_e64_n256_k160", 256, 160, 64},
+          {"moe_e16_n512_k2048", 512, 2048, 16}};
 }
 
 std::vector<Case> seed_shape_cases() {
@@ -58,8 +60,10 @@ std::vector<Case> seed_shape_cases() {
   closedir(d);
   std::sort(files.begin(), files.end());
   for (const auto& f : files) {
-    const std::string text = "name = \"v\"\nm = 1\nk_bits = 4\ndtype = \"fp16\"\nvariants = \"cublas_fp16\"\n"
-                             "shapes = [{include = \"" + f.substr(dir.size() + 1) + "\"}]\n";
+    const std::string text =
+        "name = \"v\"\nm = 1\nk_bits = 4\ndtype = \"fp16\"\nvariants = \"cublas_fp16\"\n"
+        "shapes = [{include = \"" +
+        f.substr(dir.size() + 1) + "\"}]\n";
     for (const auto& s : parse_experiment(text, dir + "/validate.toml").shapes)
       out.push_back({s.name, s.n, s.k_dim, 0, true});
   }
@@ -86,7 +90,8 @@ std::string split_name(SplitMode s) {
   return s == SplitMode::force_on ? "on" : s == SplitMode::force_off ? "off" : "auto";
 }
 
-std::string write_repro(const ValidateOptions& o, const Case& c, const GemmDims& d, SplitMode split, const Outcome& out) {
+std::string write_repro(const ValidateOptions& o, const Case& c, const GemmDims& d, SplitMode split,
+                        const Outcome& out) {
   ::mkdir(o.repro_dir.c_str(), 0755);
   nlohmann::json j;
   j["variant"] = o.variant;
@@ -106,18 +111,20 @@ std::string write_repro(const ValidateOptions& o, const Case& c, const GemmDims&
   j["violations"] = out.check.violations;
   j["max_err_over_bound"] = out.check.max_err_over_bound;
   for (const auto& b : out.check.first_bad)
-    j["first_bad"].push_back({{"row", b.row}, {"col", b.col}, {"got", b.got}, {"ref", b.ref}, {"bound", b.bound}});
-  const std::string path = o.repro_dir + "/" + o.variant + "_" + c.name + "_M" + std::to_string(d.M) + "_K" +
-                           std::to_string(d.k_bits) + "_" + dtype_name(d.dtype) + "_split-" + split_name(split) + ".json";
+    j["first_bad"].push_back(
+        {{"row", b.row}, {"col", b.col}, {"got", b.got}, {"ref", b.ref}, {"bound", b.bound}});
+  const std::string path = o.repro_dir + "/" + o.variant + "_" + c.name + "_M" +
+                           std::to_string(d.M) + "_K" + std::to_string(d.k_bits) + "_" +
+                           dtype_name(d.dtype) + "_split-" + split_name(split) + ".json";
   write_json_file(path, j);
   return path;
 }
 
 // Runs one problem (dims) with the given split modes; checks, and with split off (or for a
 // row without split-K) runs twice and compares the bits.
-void validate_problem(const ValidateOptions& o, const VariantRow& row, const Case& c, const GemmDims& d,
-                      const DeviceProblem& p, const RowReference& ref, const std::vector<SplitMode>& splits,
-                      cudaStream_t stream, Tally& t) {
+void validate_problem(const ValidateOptions& o, const VariantRow& row, const Case& c,
+                      const GemmDims& d, const DeviceProblem& p, const RowReference& ref,
+                      const std::vector<SplitMode>& splits, cudaStream_t stream, Tally& t) {
   for (SplitMode split : splits) {
     ++t.problems;
     const Outcome out = execute_and_check(row, VariantOptions{split}, d, p, &ref, stream);
@@ -131,8 +138,9 @@ void validate_problem(const ValidateOptions& o, const VariantRow& row, const Cas
       if (first != second) {
         ++t.nondeterministic;
         bad = true;
-        std::printf("  NONDETERMINISTIC %s M=%lld K=%d %s split=%s: two runs differ\n", c.name.c_str(),
-                    (long long)d.M, d.k_bits, dtype_name(d.dtype), split_name(split).c_str());
+        std::printf("  NONDETERMINISTIC %s M=%lld K=%d %s split=%s: two runs differ\n",
+                    c.name.c_str(), (long long)d.M, d.k_bits, dtype_name(d.dtype),
+                    split_name(split).c_str());
       }
     }
     if (out.checked) t.worst = std::max(t.worst, out.check.max_err_over_bound);
@@ -140,9 +148,10 @@ void validate_problem(const ValidateOptions& o, const VariantRow& row, const Cas
       ++t.failed;
       const std::string path = write_repro(o, c, d, split, out);
       t.repros.push_back(path);
-      std::printf("  FAIL %s M=%lld K=%d %s split=%s: %s; repro: %s\n", c.name.c_str(), (long long)d.M, d.k_bits,
-                  dtype_name(d.dtype), split_name(split).c_str(),
-                  out.error.empty() ? (std::to_string(out.check.violations) + " of " + std::to_string(out.check.checked) +
+      std::printf("  FAIL %s M=%lld K=%d %s split=%s: %s; repro: %s\n", c.name.c_str(),
+                  (long long)d.M, d.k_bits, dtype_name(d.dtype), split_name(split).c_str(),
+                  out.error.empty() ? (std::to_string(out.check.violations) + " of " +
+                                       std::to_string(out.check.checked) +
                                        " elements outside the bound (max err/bound " +
                                        std::to_string(out.check.max_err_over_bound) + ")")
                                           .c_str()
@@ -166,8 +175,9 @@ RowReference prefix_rows(const RowReference& r, std::int64_t M) {
 
 bool selected(const ValidateOptions& o, const Case& c) {
   if (o.cases.empty()) return true;
-  return std::any_of(o.cases.begin(), o.cases.end(),
-                     [&](const std::string& g) { return fnmatch(g.c_str(), c.name.c_str(), 0) == 0; });
+  return std::any_of(o.cases.begin(), o.cases.end(), [&](const std::string& g) {
+    return fnmatch(g.c_str(), c.name.c_str(), 0) == 0;
+  });
 }
 
 void validate_dense(const ValidateOptions& o, const VariantRow& row, const std::vector<Case>& cases,
@@ -175,7 +185,9 @@ void validate_dense(const ValidateOptions& o, const VariantRow& row, const std::
   for (const Case& c : cases) {
     if (!selected(o, c)) continue;
     for (int k : o.k_bits) {
-      const HostWeights hw = make_host_weights(c.N, c.K_dim, k, codebook_nf(k), 1, splitmix64(o.seed ^ std::uint64_t(c.N * 131 + c.K_dim * 7 + k)));
+      const HostWeights hw =
+          make_host_weights(c.N, c.K_dim, k, codebook_nf(k), 1,
+                            splitmix64(o.seed ^ std::uint64_t(c.N * 131 + c.K_dim * 7 + k)));
       for (DType t : {DType::f16, DType::bf16}) {
         std::vector<std::int64_t> ms;
         for (std::int64_t m : m_values(c, o.quick)) {
@@ -185,7 +197,8 @@ void validate_dense(const ValidateOptions& o, const VariantRow& row, const std::
         }
         if (ms.empty()) continue;
         const std::int64_t max_m = ms.back();
-        const HostActivations A = make_activations(max_m, c.K_dim, t, splitmix64(o.seed + std::uint64_t(k) * 17 + int(t)));
+        const HostActivations A = make_activations(
+            max_m, c.K_dim, t, splitmix64(o.seed + std::uint64_t(k) * 17 + int(t)));
         GemmDims dmax;
         dmax.M = max_m, dmax.N = c.N, dmax.K_dim = c.K_dim, dmax.k_bits = k, dmax.dtype = t;
         std::vector<std::int64_t> all_rows(static_cast<std::size_t>(max_m));
@@ -205,9 +218,11 @@ void validate_dense(const ValidateOptions& o, const VariantRow& row, const std::
           p.codebook = gpu::make_codebook_arg(hw.codebook, k);
           validate_problem(o, row, c, d, p, prefix_rows(ref, m), splits, stream.get(), tl);
         }
-        std::printf("%s %-22s K=%d %-4s M=%lld..%lld (%zu values) x split %zu: %d problems, max err/bound %.3f\n",
-                    tl.failed ? "FAIL" : "ok  ", c.name.c_str(), k, dtype_name(t), (long long)ms.front(),
-                    (long long)ms.back(), ms.size(), splits.size(), tl.problems, tl.worst);
+        std::printf(
+            "%s %-22s K=%d %-4s M=%lld..%lld (%zu values) x split %zu: %d problems, max err/bound "
+            "%.3f\n",
+            tl.failed ? "FAIL" : "ok  ", c.name.c_str(), k, dtype_name(t), (long long)ms.front(),
+            (long long)ms.back(), ms.size(), splits.size(), tl.problems, tl.worst);
         std::fflush(stdout);
         total.problems += tl.problems;
         total.failed += tl.failed;
@@ -219,12 +234,14 @@ void validate_dense(const ValidateOptions& o, const VariantRow& row, const std::
   }
 }
 
-void validate_grouped(const ValidateOptions& o, const VariantRow& row, const std::vector<SplitMode>& splits,
-                      Stream& stream, Tally& total) {
+void validate_grouped(const ValidateOptions& o, const VariantRow& row,
+                      const std::vector<SplitMode>& splits, Stream& stream, Tally& total) {
   for (const Case& c : moe_cases()) {
     if (!selected(o, c)) continue;
     for (int k : o.k_bits) {
-      const HostWeights hw = make_host_weights(c.N, c.K_dim, k, codebook_nf(k), c.experts, splitmix64(o.seed ^ std::uint64_t(c.experts * 1000 + k)));
+      const HostWeights hw =
+          make_host_weights(c.N, c.K_dim, k, codebook_nf(k), c.experts,
+                            splitmix64(o.seed ^ std::uint64_t(c.experts * 1000 + k)));
       for (DType t : {DType::f16, DType::bf16}) {
         const DeviceWeights dw(hw, t, {row.layout}, 1, stream.get());
         Tally tl;
@@ -233,10 +250,12 @@ void validate_grouped(const ValidateOptions& o, const VariantRow& row, const std
             for (const char* routing : {"uniform", "zipf"}) {
               GemmDims d;
               d.N = c.N, d.K_dim = c.K_dim, d.k_bits = k, d.dtype = t, d.num_experts = c.experts;
-              d.expert_offsets = route_tokens(c.experts, tokens, top_k, routing, 1.2, o.seed + std::uint64_t(tokens));
+              d.expert_offsets = route_tokens(c.experts, tokens, top_k, routing, 1.2,
+                                              o.seed + std::uint64_t(tokens));
               d.M = d.expert_offsets.back();
               if (!unsupported_reason(row, d).empty()) continue;
-              const HostActivations A = make_activations(d.M, d.K_dim, t, splitmix64(o.seed + std::uint64_t(tokens * 7 + top_k)));
+              const HostActivations A = make_activations(
+                  d.M, d.K_dim, t, splitmix64(o.seed + std::uint64_t(tokens * 7 + top_k)));
               std::vector<std::int64_t> rows(std::size_t(d.M));
               for (std::int64_t i = 0; i < d.M; ++i) rows[std::size_t(i)] = i;
               const RowReference ref = make_reference(hw, A, d, rows);
@@ -253,8 +272,10 @@ void validate_grouped(const ValidateOptions& o, const VariantRow& row, const std
             }
           }
         }
-        std::printf("%s %-22s K=%d %-4s tokens 1..33, top-k 1/4, uniform+zipf: %d problems, max err/bound %.3f\n",
-                    tl.failed ? "FAIL" : "ok  ", c.name.c_str(), k, dtype_name(t), tl.problems, tl.worst);
+        std::printf(
+            "%s %-22s K=%d %-4s tokens 1..33, top-k 1/4, uniform+zipf: %d problems, max err/bound "
+            "%.3f\n",
+            tl.failed ? "FAIL" : "ok  ", c.name.c_str(), k, dtype_name(t), tl.problems, tl.worst);
         std::fflush(stdout);
         total.problems += tl.problems;
         total.failed += tl.failed;
@@ -272,7 +293,8 @@ int validate_variant(const ValidateOptions& o) {
   const VariantRow& row = find_variant(o.variant);
   for (int k : o.k_bits) check_k_bits(k);
   if (!cuda_device_available()) {
-    std::cerr << "kbit-harness validate: no CUDA device; nothing was validated (exit " << kExitNoDevice << ")\n";
+    std::cerr << "kbit-harness validate: no CUDA device; nothing was validated (exit "
+              << kExitNoDevice << ")\n";
     return kExitNoDevice;
   }
   std::vector<SplitMode> splits;
@@ -287,8 +309,8 @@ int validate_variant(const ValidateOptions& o) {
   } else {
     throw Error("--split-k '" + o.split_k + "' is not one of auto, on, off, both");
   }
-  std::printf("validating %s (%s) on %s\n", std::string(row.name).c_str(), std::string(row.description).c_str(),
-              query_device().name.c_str());
+  std::printf("validating %s (%s) on %s\n", std::string(row.name).c_str(),
+              std::string(row.description).c_str(), query_device().name.c_str());
   Stream stream;
   Tally total;
   if (row.support.dense) {
@@ -298,8 +320,9 @@ int validate_variant(const ValidateOptions& o) {
     }
   }
   if (row.support.grouped) validate_grouped(o, row, splits, stream, total);
-  std::printf("\n%s: %d problems, %d failed (%d nondeterministic), max err/bound %.4f\n", std::string(row.name).c_str(),
-              total.problems, total.failed, total.nondeterministic, total.worst);
+  std::printf("\n%s: %d problems, %d failed (%d nondeterministic), max err/bound %.4f\n",
+              std::string(row.name).c_str(), total.problems, total.failed, total.nondeterministic,
+              total.worst);
   for (const auto& r : total.repros) std::printf("repro: %s\n", r.c_str());
   return total.failed ? kExitCheckFailed : kExitOk;
 }

@@ -16,8 +16,12 @@ void check_k_bits(int k) {
 
 namespace {
 
-double normal_cdf(double x) { return 0.5 * std::erfc(-x / std::sqrt(2.0)); }
-double normal_pdf(double x) { return std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI); }
+double normal_cdf(double x) {
+  return 0.5 * std::erfc(-x / std::sqrt(2.0));
+}
+double normal_pdf(double x) {
+  return std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI);
+}
 
 // Divides every entry by the largest magnitude, in float32 (the format's definition).
 std::vector<float> normalize_f32(std::vector<float> v) {
@@ -30,12 +34,13 @@ std::vector<float> normalize_f32(std::vector<float> v) {
 }  // namespace
 
 double inverse_normal_cdf(double p) {
-  if (!(p > 0.0 && p < 1.0)) throw Error("inverse_normal_cdf: p = " + std::to_string(p) + " is outside (0, 1)");
+  if (!(p > 0.0 && p < 1.0))
+    throw Error("inverse_normal_cdf: p = " + std::to_string(p) + " is outside (0, 1)");
   // Acklam's rational approximation (relative error < 1.2e-9) ...
-  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
+  static const double a[] = {-3.969683028665376e+01, 2.209460984245205e+02,  -2.759285104469687e+02,
                              1.383577518672690e+02,  -3.066479806614716e+01, 2.506628277459239e+00};
   static const double b[] = {-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-                             6.680131188771972e+01,  -1.328068155288572e+01};
+                             6.680131188771972e+01, -1.328068155288572e+01};
   static const double c[] = {-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
                              -2.549732539343734e+00, 4.374664141464968e+00,  2.938163982698783e+00};
   static const double d[] = {7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00,
@@ -108,7 +113,8 @@ void validate_codebook(const std::vector<float>& cb, int k) {
                 " needs exactly " + std::to_string(1 << k));
   }
   for (std::size_t i = 0; i < cb.size(); ++i) {
-    if (!std::isfinite(cb[i])) throw Error("codebook entry " + std::to_string(i) + " is not finite");
+    if (!std::isfinite(cb[i]))
+      throw Error("codebook entry " + std::to_string(i) + " is not finite");
   }
 }
 

@@ -6,14 +6,19 @@ namespace kbit {
 
 const char* dtype_name(DType t) {
   switch (t) {
-    case DType::f32: return "fp32";
-    case DType::f16: return "fp16";
-    case DType::bf16: return "bf16";
+    case DType::f32:
+      return "fp32";
+    case DType::f16:
+      return "fp16";
+    case DType::bf16:
+      return "bf16";
   }
   return "?";
 }
 
-std::size_t dtype_size(DType t) { return t == DType::f32 ? 4 : 2; }
+std::size_t dtype_size(DType t) {
+  return t == DType::f32 ? 4 : 2;
+}
 
 DType parse_dtype(std::string_view s) {
   if (s == "fp32" || s == "f32" || s == "float32") return DType::f32;

@@ -5,7 +5,7 @@
 namespace kbit {
 
 constexpr int kE4M4Bias = 11;
-constexpr float kE4M4Max = 31.0f;          // code 0xFF
+constexpr float kE4M4Max = 31.0f;           // code 0xFF
 constexpr double kE4M4MinNormal = 0x1p-10;  // code 0x10
 // Worst relative error of encode for inputs in [kE4M4MinNormal, kE4M4Max]: half a mantissa
 // step over the smallest significand, 2^-5 / 1.

@@ -11,14 +11,18 @@ namespace kbit {
 
 float expected_scale(float absmax, AbsmaxStorage storage) {
   switch (storage) {
-    case AbsmaxStorage::e4m4: return e4m4_decode(e4m4_encode(absmax));
-    case AbsmaxStorage::fp16: return half_to_float(float_to_half(absmax));
-    case AbsmaxStorage::fp32: return absmax;
+    case AbsmaxStorage::e4m4:
+      return e4m4_decode(e4m4_encode(absmax));
+    case AbsmaxStorage::fp16:
+      return half_to_float(float_to_half(absmax));
+    case AbsmaxStorage::fp32:
+      return absmax;
   }
   return absmax;
 }
 
-double quant_element_bound(double half_gap, double max_abs_cb, float absmax, AbsmaxStorage storage) {
+double quant_element_bound(double half_gap, double max_abs_cb, float absmax,
+                           AbsmaxStorage storage) {
   const float scale = expected_scale(absmax, storage);
   // v = x / absmax and cb[i] * scale are each one float32 rounding: 2^-23 relative covers both.
   const double eps = 0x1p-22 * (double(absmax) + double(scale)) + 1e-30;
@@ -53,14 +57,19 @@ namespace {
 
 double unit_roundoff(DType t) {
   switch (t) {
-    case DType::f32: return 0x1p-24;
-    case DType::f16: return 0x1p-11;
-    case DType::bf16: return 0x1p-8;
+    case DType::f32:
+      return 0x1p-24;
+    case DType::f16:
+      return 0x1p-11;
+    case DType::bf16:
+      return 0x1p-8;
   }
   return 0;
 }
 
-double gamma_n(std::int64_t n, double u) { return double(n) * u / (1.0 - double(n) * u); }
+double gamma_n(std::int64_t n, double u) {
+  return double(n) * u / (1.0 - double(n) * u);
+}
 
 }  // namespace
 
@@ -85,9 +94,15 @@ double ulp(DType t, double x) {
   x = std::fabs(x);
   int p, emin;  // significand bits (with the implicit one) and the smallest normal exponent
   switch (t) {
-    case DType::f16: p = 11, emin = -14; break;
-    case DType::bf16: p = 8, emin = -126; break;
-    default: p = 24, emin = -126; break;
+    case DType::f16:
+      p = 11, emin = -14;
+      break;
+    case DType::bf16:
+      p = 8, emin = -126;
+      break;
+    default:
+      p = 24, emin = -126;
+      break;
   }
   int e = x > 0 ? std::ilogb(x) : emin;
   e = std::max(e, emin);

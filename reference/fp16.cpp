@@ -7,7 +7,8 @@ std::uint16_t float_to_half(float f) {
   const std::uint16_t sign = std::uint16_t((u >> 16) & 0x8000u);
   const std::uint32_t abs = u & 0x7FFFFFFFu;
   if (abs >= 0x7F800000u) {  // inf or nan (nan stays a quiet nan)
-    return std::uint16_t(sign | 0x7C00u | (abs > 0x7F800000u ? 0x0200u | ((abs >> 13) & 0x3FFu) : 0u));
+    return std::uint16_t(sign | 0x7C00u |
+                         (abs > 0x7F800000u ? 0x0200u | ((abs >> 13) & 0x3FFu) : 0u));
   }
   if (abs >= 0x477FF000u) return std::uint16_t(sign | 0x7C00u);  // rounds to >= 65520: inf
   const int exp = int(abs >> 23) - 127;
@@ -53,9 +54,12 @@ std::uint16_t float_to_bf16(float f) {
 
 float round_to(DType t, float f) {
   switch (t) {
-    case DType::f32: return f;
-    case DType::f16: return half_to_float(float_to_half(f));
-    case DType::bf16: return bf16_to_float(float_to_bf16(f));
+    case DType::f32:
+      return f;
+    case DType::f16:
+      return half_to_float(float_to_half(f));
+    case DType::bf16:
+      return bf16_to_float(float_to_bf16(f));
   }
   return f;
 }

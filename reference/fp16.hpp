@@ -23,7 +23,9 @@ inline float bits_float(std::uint32_t u) {
 std::uint16_t float_to_half(float f);
 float half_to_float(std::uint16_t h);
 std::uint16_t float_to_bf16(float f);
-inline float bf16_to_float(std::uint16_t h) { return bits_float(std::uint32_t(h) << 16); }
+inline float bf16_to_float(std::uint16_t h) {
+  return bits_float(std::uint32_t(h) << 16);
+}
 
 // Rounds f to `t` and back: the value a kernel holds after storing f as `t`.
 float round_to(DType t, float f);

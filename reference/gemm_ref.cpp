@@ -4,8 +4,8 @@
 
 namespace kbit {
 
-GemmReference reference_gemm(const float* A, std::int64_t M, std::int64_t K, const float* W, std::int64_t N,
-                             const std::vector<std::int64_t>& rows) {
+GemmReference reference_gemm(const float* A, std::int64_t M, std::int64_t K, const float* W,
+                             std::int64_t N, const std::vector<std::int64_t>& rows) {
   (void)M;
   using RowMatF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
   GemmReference r;
@@ -23,7 +23,8 @@ GemmReference reference_gemm(const float* A, std::int64_t M, std::int64_t K, con
   const std::int64_t chunk = 2048;
   for (std::int64_t n0 = 0; n0 < N; n0 += chunk) {
     const std::int64_t nc = std::min(chunk, N - n0);
-    const Eigen::MatrixXd w = Eigen::Map<const RowMatF>(W + n0 * K, nc, K).cast<double>().transpose();
+    const Eigen::MatrixXd w =
+        Eigen::Map<const RowMatF>(W + n0 * K, nc, K).cast<double>().transpose();
     r.C.middleCols(n0, nc).noalias() = a * w;
     r.abs_dot.middleCols(n0, nc).noalias() = a_abs * w.cwiseAbs();
   }

@@ -12,9 +12,12 @@ namespace kbit {
 
 const char* absmax_storage_name(AbsmaxStorage s) {
   switch (s) {
-    case AbsmaxStorage::e4m4: return "e4m4";
-    case AbsmaxStorage::fp16: return "fp16";
-    case AbsmaxStorage::fp32: return "fp32";
+    case AbsmaxStorage::e4m4:
+      return "e4m4";
+    case AbsmaxStorage::fp16:
+      return "fp16";
+    case AbsmaxStorage::fp32:
+      return "fp32";
   }
   return "?";
 }
@@ -29,9 +32,12 @@ std::uint32_t QuantizedTensor::index(std::int64_t i) const {
 
 float QuantizedTensor::scale(std::int64_t block, AbsmaxStorage s) const {
   switch (s) {
-    case AbsmaxStorage::e4m4: return e4m4_decode(absmax_e4m4[block]);
-    case AbsmaxStorage::fp16: return half_to_float(absmax_fp16[block]);
-    case AbsmaxStorage::fp32: return absmax[block];
+    case AbsmaxStorage::e4m4:
+      return e4m4_decode(absmax_e4m4[block]);
+    case AbsmaxStorage::fp16:
+      return half_to_float(absmax_fp16[block]);
+    case AbsmaxStorage::fp32:
+      return absmax[block];
   }
   return 0.0f;
 }
@@ -49,14 +55,15 @@ std::uint32_t nearest_index(float v, const std::vector<float>& cb) {
   return best;
 }
 
-QuantizedTensor quantize(DType in, const void* x, std::int64_t n, const std::vector<float>& cb, int k) {
+QuantizedTensor quantize(DType in, const void* x, std::int64_t n, const std::vector<float>& cb,
+                         int k) {
   validate_codebook(cb, k);
   if (n < 0) throw Error("quantize: element count " + std::to_string(n) + " is negative");
   for (std::int64_t i = 0; i < n; ++i) {
     const float v = load_as_float(in, x, std::size_t(i));
     if (!std::isfinite(v)) {
-      throw Error("quantize: element " + std::to_string(i) + " is " + (std::isnan(v) ? "nan" : "inf") +
-                  "; input must be finite");
+      throw Error("quantize: element " + std::to_string(i) + " is " +
+                  (std::isnan(v) ? "nan" : "inf") + "; input must be finite");
     }
   }
   QuantizedTensor q;
@@ -98,17 +105,20 @@ namespace {
 
 float load_scale(const void* absmax, AbsmaxStorage s, std::int64_t blk) {
   switch (s) {
-    case AbsmaxStorage::e4m4: return e4m4_decode(static_cast<const std::uint8_t*>(absmax)[blk]);
-    case AbsmaxStorage::fp16: return half_to_float(static_cast<const std::uint16_t*>(absmax)[blk]);
-    case AbsmaxStorage::fp32: return static_cast<const float*>(absmax)[blk];
+    case AbsmaxStorage::e4m4:
+      return e4m4_decode(static_cast<const std::uint8_t*>(absmax)[blk]);
+    case AbsmaxStorage::fp16:
+      return half_to_float(static_cast<const std::uint16_t*>(absmax)[blk]);
+    case AbsmaxStorage::fp32:
+      return static_cast<const float*>(absmax)[blk];
   }
   return 0.0f;
 }
 
 }  // namespace
 
-void dequantize(const std::uint32_t* packed, const void* absmax, AbsmaxStorage storage, std::int64_t n,
-                int k, const std::vector<float>& cb, DType out_type, void* out) {
+void dequantize(const std::uint32_t* packed, const void* absmax, AbsmaxStorage storage,
+                std::int64_t n, int k, const std::vector<float>& cb, DType out_type, void* out) {
   validate_codebook(cb, k);
 #pragma omp parallel for schedule(static)
   for (std::int64_t blk = 0; blk < num_blocks_for(n); ++blk) {
@@ -124,9 +134,10 @@ void dequantize(const std::uint32_t* packed, const void* absmax, AbsmaxStorage s
 std::vector<float> dequantize_f32(const QuantizedTensor& q, const std::vector<float>& cb,
                                   AbsmaxStorage storage) {
   std::vector<float> out(std::size_t(q.numel));
-  const void* abs = storage == AbsmaxStorage::e4m4   ? static_cast<const void*>(q.absmax_e4m4.data())
-                    : storage == AbsmaxStorage::fp16 ? static_cast<const void*>(q.absmax_fp16.data())
-                                                     : static_cast<const void*>(q.absmax.data());
+  const void* abs = storage == AbsmaxStorage::e4m4 ? static_cast<const void*>(q.absmax_e4m4.data())
+                    : storage == AbsmaxStorage::fp16
+                        ? static_cast<const void*>(q.absmax_fp16.data())
+                        : static_cast<const void*>(q.absmax.data());
   dequantize(q.packed.data(), abs, storage, q.numel, q.k_bits, cb, DType::f32, out.data());
   return out;
 }

@@ -27,13 +27,16 @@ struct QuantizedTensor {
   float scale(std::int64_t block, AbsmaxStorage s) const;
 };
 
-inline std::int64_t num_blocks_for(std::int64_t n) { return (n + 31) / 32; }
+inline std::int64_t num_blocks_for(std::int64_t n) {
+  return (n + 31) / 32;
+}
 
 // Quantizes n elements of type `in` (fp32 floats or fp16/bf16 bit patterns). The last block
 // is padded with 0.0f. Throws, naming the first non-finite element, before writing anything.
-QuantizedTensor quantize(DType in, const void* x, std::int64_t n, const std::vector<float>& codebook,
-                         int k_bits);
-inline QuantizedTensor quantize(const std::vector<float>& x, const std::vector<float>& codebook, int k) {
+QuantizedTensor quantize(DType in, const void* x, std::int64_t n,
+                         const std::vector<float>& codebook, int k_bits);
+inline QuantizedTensor quantize(const std::vector<float>& x, const std::vector<float>& codebook,
+                                int k) {
   return quantize(DType::f32, x.data(), std::int64_t(x.size()), codebook, k);
 }
 
@@ -43,7 +46,8 @@ std::uint32_t nearest_index(float v, const std::vector<float>& codebook);
 // out[i] = round_to(out_type, cb[index_i] * scale_i), scale from `storage`, product in float32.
 // `absmax` points at e4m4 bytes, fp16 patterns or floats according to `storage`.
 void dequantize(const std::uint32_t* packed, const void* absmax, AbsmaxStorage storage,
-                std::int64_t n, int k_bits, const std::vector<float>& codebook, DType out_type, void* out);
+                std::int64_t n, int k_bits, const std::vector<float>& codebook, DType out_type,
+                void* out);
 // Convenience: float32 values of q with E4M4 scales.
 std::vector<float> dequantize_f32(const QuantizedTensor& q, const std::vector<float>& codebook,
                                   AbsmaxStorage storage = AbsmaxStorage::e4m4);

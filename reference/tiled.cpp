@@ -44,8 +44,8 @@ TiledGeometry make_tiled_geometry(std::int64_t N, std::int64_t K_dim, int k_bits
   return g;
 }
 
-TiledWeight repack(const std::uint32_t* packed_flat, const std::uint8_t* absmax_flat, std::int64_t N,
-                   std::int64_t K_dim, int k, TileConfig t) {
+TiledWeight repack(const std::uint32_t* packed_flat, const std::uint8_t* absmax_flat,
+                   std::int64_t N, std::int64_t K_dim, int k, TileConfig t) {
   TiledWeight w;
   w.geo = make_tiled_geometry(N, K_dim, k, t);
   w.packed.assign(std::size_t(w.geo.packed_words()), 0u);  // padding: zero words ...
@@ -85,7 +85,8 @@ std::vector<float> dequantize_tiled(const TiledWeight& w, const std::vector<floa
       const float scale = e4m4_decode(w.absmax[std::size_t(blk)]);
       for (int j = 0; j < 32; ++j) {
         std::uint32_t idx = 0;
-        for (int b = 0; b < g.k_bits; ++b) idx |= ((w.packed[std::size_t(blk * g.k_bits + b)] >> j) & 1u) << b;
+        for (int b = 0; b < g.k_bits; ++b)
+          idx |= ((w.packed[std::size_t(blk * g.k_bits + b)] >> j) & 1u) << b;
         out[std::size_t(n * g.K_dim + kb * 32 + j)] = cb[idx] * scale;
       }
     }

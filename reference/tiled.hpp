@@ -44,8 +44,8 @@ struct TiledWeight {
 };
 
 // Flat (packed[block*K + b], block = n*(K_dim/32) + k/32) to tiled, and back.
-TiledWeight repack(const std::uint32_t* packed_flat, const std::uint8_t* absmax_flat, std::int64_t N,
-                   std::int64_t K_dim, int k_bits, TileConfig t);
+TiledWeight repack(const std::uint32_t* packed_flat, const std::uint8_t* absmax_flat,
+                   std::int64_t N, std::int64_t K_dim, int k_bits, TileConfig t);
 void unrepack(const TiledWeight& w, std::uint32_t* packed_flat, std::uint8_t* absmax_flat);
 
 // W[N, K_dim] in float32 (cb[idx] * e4m4 scale) straight from the tiled layout.

@@ -35,17 +35,17 @@ namespace kbit::variants {
 namespace {
 
 struct Config {
-  static constexpr int kThreads = 256;          // 8 warps
-  static constexpr int kTileK = 64;             // 2 quantization blocks per column per k-tile
-  static constexpr int kTileN = 128;            // 8 warps x 16 columns
-  static constexpr int kWarpCols = 16;          // a warp's columns: 2 n8 MMA blocks
+  static constexpr int kThreads = 256;  // 8 warps
+  static constexpr int kTileK = 64;     // 2 quantization blocks per column per k-tile
+  static constexpr int kTileN = 128;    // 8 warps x 16 columns
+  static constexpr int kWarpCols = 16;  // a warp's columns: 2 n8 MMA blocks
   static constexpr int kNBlocks = kWarpCols / 8;
-  static constexpr int kKSteps = kTileK / 16;   // m16n8k16 steps per k-tile
+  static constexpr int kKSteps = kTileK / 16;  // m16n8k16 steps per k-tile
   static constexpr int kKbPerTile = kTileK / 32;
-  static constexpr int kStages = 3;             // cp.async pipeline depth (seed 001 section 4.2)
-  static constexpr int kARowBytes = kTileK * 2; // 128 B = 8 chunks of 16 B, XOR-swizzled
+  static constexpr int kStages = 3;              // cp.async pipeline depth (seed 001 section 4.2)
+  static constexpr int kARowBytes = kTileK * 2;  // 128 B = 8 chunks of 16 B, XOR-swizzled
   static constexpr int kAbsBytes = kTileN * kKbPerTile;  // 256 E4M4 bytes per tile
-  static constexpr int kMinTilesPerChunk = 8;   // split-K keeps >= 8 k-tiles per chunk
+  static constexpr int kMinTilesPerChunk = 8;            // split-K keeps >= 8 k-tiles per chunk
 };
 
 // Shared memory of one pipeline stage: A [16*MB rows][64], B [128 cols][stride words], absmax.
@@ -62,9 +62,9 @@ struct Args {
   const uint32_t* packed;
   const uint8_t* absmax;
   int M, N, K_dim, m_tiles, n_tiles, k_tiles, k_chunks, chunk_tiles, items_per_block;
-  int b_stride;  // words per column in shared memory: 2K (+1 when padded)
-  float* ws;     // split-K workspace [M][N] fp32, zero between calls
-  int* counters; // one per (m-tile, n-tile), zero between calls
+  int b_stride;   // words per column in shared memory: 2K (+1 when padded)
+  float* ws;      // split-K workspace [M][N] fp32, zero between calls
+  int* counters;  // one per (m-tile, n-tile), zero between calls
   float cb[32];
   int k_bits;
 };
@@ -96,8 +96,8 @@ __device__ void load_stage(const Args& a, unsigned char* st, int mt, int nt, int
 // The 4 B-fragment values of this thread for one k16 step and one n8 block: rows
 // j0, j0+1, j0+8, j0+9 of the column's 32-element block, dequantized inline.
 template <int K, typename T>
-__device__ __forceinline__ void dequant_fragment(const uint32_t* planes, uint32_t absmax_code, int j0, float cb_lane,
-                                                 uint32_t (&b)[2]) {
+__device__ __forceinline__ void dequant_fragment(const uint32_t* planes, uint32_t absmax_code,
+                                                 int j0, float cb_lane, uint32_t (&b)[2]) {
   uint32_t i0 = 0, i1 = 0, i2 = 0, i3 = 0;
 #pragma unroll
   for (int p = 0; p < K; ++p) {  // interleaved over the 4 elements (seed 001 section 1)
@@ -149,8 +149,8 @@ __device__ __forceinline__ void compute_stage(const Args& a, const unsigned char
 
 // k-tiles [kt0, kt1) of tile (mt, nt) through the kStages-deep cp.async pipeline.
 template <int K, int MB, typename T>
-__device__ void mainloop(const Args& a, unsigned char* smem, int mt, int nt, int kt0, int kt1, float cb_lane,
-                         float (&acc)[MB][Config::kNBlocks][4]) {
+__device__ void mainloop(const Args& a, unsigned char* smem, int mt, int nt, int kt0, int kt1,
+                         float cb_lane, float (&acc)[MB][Config::kNBlocks][4]) {
   constexpr int S = Config::kStages, kStage = StageLayout<K, MB>::kBytes;
   const int n = kt1 - kt0;
 #pragma unroll
@@ -161,7 +161,8 @@ __device__ void mainloop(const Args& a, unsigned char* smem, int mt, int nt, int
   for (int i = 0; i < n; ++i) {
     dev::cp_async_wait<S - 2>();  // k-tile i has landed ...
     __syncthreads();              // ... for every thread, and stage (i-1) % S is free
-    if (i + S - 1 < n) load_stage<K, MB, T>(a, smem + ((i + S - 1) % S) * kStage, mt, nt, kt0 + i + S - 1);
+    if (i + S - 1 < n)
+      load_stage<K, MB, T>(a, smem + ((i + S - 1) % S) * kStage, mt, nt, kt0 + i + S - 1);
     dev::cp_async_commit();
     compute_stage<K, MB, T>(a, smem + (i % S) * kStage, cb_lane, acc);
   }
@@ -183,7 +184,8 @@ __device__ void store_tile(const Args& a, int mt, int nt, int tile, int contribu
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int row = mt * 16 * MB + mb * 16 + lane / 4 + (e / 2) * 8;
-          const int col = nt * Config::kTileN + warp * Config::kWarpCols + nb * 8 + 2 * (lane % 4) + e % 2;
+          const int col =
+              nt * Config::kTileN + warp * Config::kWarpCols + nb * 8 + 2 * (lane % 4) + e % 2;
           if (row < a.M && col < a.N) fn((long long)row * a.N + col, acc[mb][nb][e]);
         }
   };
@@ -193,11 +195,13 @@ __device__ void store_tile(const Args& a, int mt, int nt, int tile, int contribu
   }
   for_each([&](long long idx, float v) { dev::splitk::add(a.ws, idx, v); });
   if (dev::splitk::arrive_is_last(a.counters + tile, contributors))
-    for_each([&](long long idx, float) { C[idx] = dev::from_float<T>(dev::splitk::take(a.ws, idx)); });
+    for_each(
+        [&](long long idx, float) { C[idx] = dev::from_float<T>(dev::splitk::take(a.ws, idx)); });
 }
 
 template <int K, int MB, typename T>
-__global__ void __launch_bounds__(Config::kThreads) inline_dequant_kernel(const __grid_constant__ Args a) {
+__global__ void __launch_bounds__(Config::kThreads)
+    inline_dequant_kernel(const __grid_constant__ Args a) {
   extern __shared__ uint4 smem4[];
   unsigned char* smem = reinterpret_cast<unsigned char*>(smem4);
   const float cb_lane = dev::codebook_lane_value(a.cb, a.k_bits, threadIdx.x % 32);
@@ -217,8 +221,8 @@ __global__ void __launch_bounds__(Config::kThreads) inline_dequant_kernel(const 
         for (int e = 0; e < 4; ++e) acc[mb][nb][e] = 0.0f;
     mainloop<K, MB, T>(a, smem, mt, nt, kt0, kt1, cb_lane, acc);
     // Blocks whose item ranges meet this tile's k_chunks items.
-    const int contributors =
-        ((tile + 1) * a.k_chunks - 1) / a.items_per_block - (tile * a.k_chunks) / a.items_per_block + 1;
+    const int contributors = ((tile + 1) * a.k_chunks - 1) / a.items_per_block -
+                             (tile * a.k_chunks) / a.items_per_block + 1;
     store_tile<MB, T>(a, mt, nt, tile, contributors, acc);
     item = end;
   }
@@ -231,17 +235,25 @@ const void* kernel_for_type(int k, int mb) {
   auto pick = [&](auto k_const) -> const void* {
     constexpr int KB = decltype(k_const)::value;
     switch (mb) {
-      case 1: return reinterpret_cast<const void*>(inline_dequant_kernel<KB, 1, T>);
-      case 2: return reinterpret_cast<const void*>(inline_dequant_kernel<KB, 2, T>);
-      case 3: return reinterpret_cast<const void*>(inline_dequant_kernel<KB, 3, T>);
-      default: return reinterpret_cast<const void*>(inline_dequant_kernel<KB, 4, T>);
+      case 1:
+        return reinterpret_cast<const void*>(inline_dequant_kernel<KB, 1, T>);
+      case 2:
+        return reinterpret_cast<const void*>(inline_dequant_kernel<KB, 2, T>);
+      case 3:
+        return reinterpret_cast<const void*>(inline_dequant_kernel<KB, 3, T>);
+      default:
+        return reinterpret_cast<const void*>(inline_dequant_kernel<KB, 4, T>);
     }
   };
   switch (k) {
-    case 2: return pick(std::integral_constant<int, 2>{});
-    case 3: return pick(std::integral_constant<int, 3>{});
-    case 4: return pick(std::integral_constant<int, 4>{});
-    case 5: return pick(std::integral_constant<int, 5>{});
+    case 2:
+      return pick(std::integral_constant<int, 2>{});
+    case 3:
+      return pick(std::integral_constant<int, 3>{});
+    case 4:
+      return pick(std::integral_constant<int, 4>{});
+    case 5:
+      return pick(std::integral_constant<int, 5>{});
   }
   throw Error("inline_dequant: K = " + std::to_string(k) + " is outside 2..5");
 }
@@ -249,35 +261,45 @@ const void* kernel_for_type(int k, int mb) {
 template <int K>
 int stage_bytes_k(int mb) {
   switch (mb) {
-    case 1: return StageLayout<K, 1>::kBytes;
-    case 2: return StageLayout<K, 2>::kBytes;
-    case 3: return StageLayout<K, 3>::kBytes;
-    default: return StageLayout<K, 4>::kBytes;
+    case 1:
+      return StageLayout<K, 1>::kBytes;
+    case 2:
+      return StageLayout<K, 2>::kBytes;
+    case 3:
+      return StageLayout<K, 3>::kBytes;
+    default:
+      return StageLayout<K, 4>::kBytes;
   }
 }
 
 int stage_bytes(int k, int mb) {
   switch (k) {
-    case 2: return stage_bytes_k<2>(mb);
-    case 3: return stage_bytes_k<3>(mb);
-    case 4: return stage_bytes_k<4>(mb);
-    default: return stage_bytes_k<5>(mb);
+    case 2:
+      return stage_bytes_k<2>(mb);
+    case 3:
+      return stage_bytes_k<3>(mb);
+    case 4:
+      return stage_bytes_k<4>(mb);
+    default:
+      return stage_bytes_k<5>(mb);
   }
 }
 
 struct InlineState : VariantState {
   GemmDims dims;
   bool padded = true;
-  int m_blocks = 1, m_tiles = 0, n_tiles = 0, k_tiles = 0, k_chunks = 1, chunk_tiles = 0, items_per_block = 1;
+  int m_blocks = 1, m_tiles = 0, n_tiles = 0, k_tiles = 0, k_chunks = 1, chunk_tiles = 0,
+      items_per_block = 1;
   int grid = 0, smem_bytes = 0;
   const void* kernel = nullptr;
   DeviceBuffer<float> ws;
   DeviceBuffer<int> counters;
   std::string describe() const override {
-    return "TILE_M " + std::to_string(16 * m_blocks) + " x 128 x 64, " + std::to_string(Config::kStages) +
-           " stages, B stride " + (padded ? "2K+1" : "2K") + ", k_chunks " + std::to_string(k_chunks) + " of " +
-           std::to_string(chunk_tiles) + " k-tiles, grid " + std::to_string(grid) + " x " +
-           std::to_string(items_per_block) + " items";
+    return "TILE_M " + std::to_string(16 * m_blocks) + " x 128 x 64, " +
+           std::to_string(Config::kStages) + " stages, B stride " + (padded ? "2K+1" : "2K") +
+           ", k_chunks " + std::to_string(k_chunks) + " of " + std::to_string(chunk_tiles) +
+           " k-tiles, grid " + std::to_string(grid) + " x " + std::to_string(items_per_block) +
+           " items";
   }
   std::int64_t extra_additions() const override { return k_chunks + 1; }
 };
@@ -285,7 +307,8 @@ struct InlineState : VariantState {
 // The seeds' two-tier split-K heuristic (001 section 1), with the H100's numbers: tier 1
 // splits hard when the output tiles cover under a quarter of the SMs; tier 2 splits in two
 // when the weights overflow half the L2 and the tiles do not fill the SMs.
-int choose_k_chunks(const GemmDims& d, int mn_tiles, int k_tiles, int sms, std::int64_t l2_bytes, SplitMode mode) {
+int choose_k_chunks(const GemmDims& d, int mn_tiles, int k_tiles, int sms, std::int64_t l2_bytes,
+                    SplitMode mode) {
   const int max_chunks = std::max(1, k_tiles / Config::kMinTilesPerChunk);
   if (mode == SplitMode::force_off) return 1;
   if (mode == SplitMode::force_on) return std::min(k_tiles, std::max(2, max_chunks));
@@ -295,15 +318,21 @@ int choose_k_chunks(const GemmDims& d, int mn_tiles, int k_tiles, int sms, std::
   return 1;
 }
 
-std::unique_ptr<VariantState> setup(const GemmDims& d, const VariantOptions& o, bool padded, const char* who) {
+std::unique_ptr<VariantState> setup(const GemmDims& d, const VariantOptions& o, bool padded,
+                                    const char* who) {
   if (d.grouped()) throw Error(std::string(who) + ": grouped problems are not supported");
-  if (d.dtype == DType::f32) throw Error(std::string(who) + ": dtype fp32 is not supported (fp16, bf16)");
-  if (d.M < 1) throw Error(std::string(who) + ": M = " + std::to_string(d.M) + " must be at least 1");
-  if (d.N < 1) throw Error(std::string(who) + ": N = " + std::to_string(d.N) + " must be at least 1");
+  if (d.dtype == DType::f32)
+    throw Error(std::string(who) + ": dtype fp32 is not supported (fp16, bf16)");
+  if (d.M < 1)
+    throw Error(std::string(who) + ": M = " + std::to_string(d.M) + " must be at least 1");
+  if (d.N < 1)
+    throw Error(std::string(who) + ": N = " + std::to_string(d.N) + " must be at least 1");
   if (d.K_dim < 32 || d.K_dim % 32 != 0)
-    throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) + " must be a positive multiple of 32");
+    throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) +
+                " must be a positive multiple of 32");
   if (d.M * d.N > (1ll << 31) || d.K_dim > (1 << 30))
-    throw Error(std::string(who) + ": M*N = " + std::to_string(d.M * d.N) + " exceeds the 32-bit indexing limit 2^31");
+    throw Error(std::string(who) + ": M*N = " + std::to_string(d.M * d.N) +
+                " exceeds the 32-bit indexing limit 2^31");
   auto s = std::make_unique<InlineState>();
   s->dims = d;
   s->padded = padded;
@@ -327,7 +356,8 @@ std::unique_ptr<VariantState> setup(const GemmDims& d, const VariantOptions& o, 
   s->kernel = kernel_for_type<__half>(d.k_bits, s->m_blocks);
   if (d.dtype == DType::bf16) s->kernel = kernel_for_type<__nv_bfloat16>(d.k_bits, s->m_blocks);
   s->smem_bytes = Config::kStages * stage_bytes(d.k_bits, s->m_blocks);
-  KBIT_CUDA_CHECK(cudaFuncSetAttribute(s->kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem_bytes));
+  KBIT_CUDA_CHECK(
+      cudaFuncSetAttribute(s->kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem_bytes));
   if (s->k_chunks > 1) {  // a tile may be split across blocks: the workspace, zeroed once
     s->ws = DeviceBuffer<float>(std::size_t(d.M * d.N));
     s->counters = DeviceBuffer<int>(std::size_t(mn));
@@ -338,10 +368,13 @@ std::unique_ptr<VariantState> setup(const GemmDims& d, const VariantOptions& o, 
   return s;
 }
 
-void run(VariantState* state, const GemmDims& d, const GemmArgs& g, cudaStream_t stream, const char* who) {
+void run(VariantState* state, const GemmDims& d, const GemmArgs& g, cudaStream_t stream,
+         const char* who) {
   auto* s = static_cast<InlineState*>(state);
-  if (g.w.layout.kind != LayoutKind::tiled || !(g.w.layout.tiles == TileConfig{Config::kTileK, Config::kTileN}))
-    throw Error(std::string(who) + ": needs the tiled 64x128 layout, got " + layout_name(g.w.layout));
+  if (g.w.layout.kind != LayoutKind::tiled ||
+      !(g.w.layout.tiles == TileConfig{Config::kTileK, Config::kTileN}))
+    throw Error(std::string(who) + ": needs the tiled 64x128 layout, got " +
+                layout_name(g.w.layout));
   Args a{};
   a.A = g.A;
   a.C = g.C;
@@ -362,7 +395,8 @@ void run(VariantState* state, const GemmDims& d, const GemmArgs& g, cudaStream_t
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
   a.k_bits = g.codebook.k_bits;
   void* params[] = {&a};
-  KBIT_CUDA_CHECK(cudaLaunchKernel(s->kernel, dim3(s->grid), dim3(Config::kThreads), params, s->smem_bytes, stream));
+  KBIT_CUDA_CHECK(cudaLaunchKernel(s->kernel, dim3(s->grid), dim3(Config::kThreads), params,
+                                   s->smem_bytes, stream));
 }
 
 }  // namespace
@@ -370,13 +404,16 @@ void run(VariantState* state, const GemmDims& d, const GemmArgs& g, cudaStream_t
 std::unique_ptr<VariantState> inline_dequant_setup(const GemmDims& d, const VariantOptions& o) {
   return setup(d, o, true, "inline_dequant");
 }
-void inline_dequant_run(VariantState* s, const GemmDims& d, const GemmArgs& g, cudaStream_t stream) {
+void inline_dequant_run(VariantState* s, const GemmDims& d, const GemmArgs& g,
+                        cudaStream_t stream) {
   run(s, d, g, stream, "inline_dequant");
 }
-std::unique_ptr<VariantState> inline_dequant_nopad_setup(const GemmDims& d, const VariantOptions& o) {
+std::unique_ptr<VariantState> inline_dequant_nopad_setup(const GemmDims& d,
+                                                         const VariantOptions& o) {
   return setup(d, o, false, "inline_dequant_nopad");
 }
-void inline_dequant_nopad_run(VariantState* s, const GemmDims& d, const GemmArgs& g, cudaStream_t stream) {
+void inline_dequant_nopad_run(VariantState* s, const GemmDims& d, const GemmArgs& g,
+                              cudaStream_t stream) {
   run(s, d, g, stream, "inline_dequant_nopad");
 }
 

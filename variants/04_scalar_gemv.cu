@@ -54,33 +54,43 @@ namespace {
 #endif
 
 struct Config {
-  static constexpr int kThreads = 256;    // 8 warps: 128 columns x 2 blocks of one k-tile
-  static constexpr int kTileK = 64;       // the tiled layout this variant reads
+  static constexpr int kThreads = 256;  // 8 warps: 128 columns x 2 blocks of one k-tile
+  static constexpr int kTileK = 64;     // the tiled layout this variant reads
   static constexpr int kTileN = 128;
   static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256: one per thread
-  static constexpr int kGroupTiles = KBIT_GEMV_GROUP_TILES;  // n-tiles per thread: one activation load
-  static constexpr int kPrefetch = KBIT_GEMV_PREFETCH;       // k-tiles in flight per thread (ring)
+  static constexpr int kGroupTiles =
+      KBIT_GEMV_GROUP_TILES;                            // n-tiles per thread: one activation load
+  static constexpr int kPrefetch = KBIT_GEMV_PREFETCH;  // k-tiles in flight per thread (ring)
   static constexpr int kMinBlocksPerSm = KBIT_GEMV_MIN_BLOCKS;  // __launch_bounds__: caps registers
   // M = 1 runs best with a shallower ring and 3 blocks per SM (80 registers): 64 vs 70 us on
   // Llama3-70B gate/up; with more rows that register cap spills (148 vs 119 us at M = 4).
   template <int MV>
-  __host__ __device__ static constexpr int prefetch() { return MV == 1 ? 1 : kPrefetch; }
+  __host__ __device__ static constexpr int prefetch() {
+    return MV == 1 ? 1 : kPrefetch;
+  }
   template <int MV>
-  __host__ __device__ static constexpr int min_blocks() { return MV == 1 ? 3 : kMinBlocksPerSm; }
-  static constexpr int kL2Prefetch = KBIT_GEMV_L2_PREFETCH;  // weight loads' L2 fetch size (0: plain)
-  static constexpr int kWindow = 16;      // k-tiles of A staged in shared memory at a time
+  __host__ __device__ static constexpr int min_blocks() {
+    return MV == 1 ? 3 : kMinBlocksPerSm;
+  }
+  static constexpr int kL2Prefetch =
+      KBIT_GEMV_L2_PREFETCH;               // weight loads' L2 fetch size (0: plain)
+  static constexpr int kWindow = 16;       // k-tiles of A staged in shared memory at a time
   static constexpr int kBlockFloats = 36;  // 32 activations + 4 pad: kb = 0 and 1 hit other banks
   static constexpr int kTileFloats = 2 * kBlockFloats;
   static constexpr int kMaxRows = 4;
-  static constexpr int kMinUnits = 4;     // a stripe holds at least this many k-tiles
+  static constexpr int kMinUnits = 4;  // a stripe holds at least this many k-tiles
   static_assert(kWindow % kPrefetch == 0, "window boundaries must fall on ring boundaries");
   static_assert(kThreads == kBlocksPerTile, "one quantization block per thread per n-tile");
 };
 
 template <int K>
-__host__ __device__ constexpr int tile_words() { return Config::kBlocksPerTile * K; }
+__host__ __device__ constexpr int tile_words() {
+  return Config::kBlocksPerTile * K;
+}
 template <int MV>
-__host__ __device__ constexpr int smem_floats() { return MV * Config::kWindow * Config::kTileFloats; }
+__host__ __device__ constexpr int smem_floats() {
+  return MV * Config::kWindow * Config::kTileFloats;
+}
 
 // A segment of one block's stripe: rows [row0, row0 + rows) of expert `expert` (0 when dense),
 // n-tiles [nt0, nt0 + ntc) (ntc <= kGroupTiles), k-tiles [kt0, kt1). Its output tile is
@@ -96,10 +106,10 @@ struct KernelArgs {
   const uint8_t* absmax;
   long long expert_words, expert_bytes;  // per-expert strides of the tiled weights
   int N, K_dim, n_tiles;
-  const Segment* segs;                   // every block's segments, in block order
-  const int* first_seg;                  // block b runs segs[first_seg[b] .. first_seg[b+1])
-  float* ws;                             // split-K workspace [rows of C][N], zero between calls
-  int* counters;                         // one per output tile, zero between calls
+  const Segment* segs;   // every block's segments, in block order
+  const int* first_seg;  // block b runs segs[first_seg[b] .. first_seg[b+1])
+  float* ws;             // split-K workspace [rows of C][N], zero between calls
+  int* counters;         // one per output tile, zero between calls
   float cb[32];
   int k_bits;
 };
@@ -113,7 +123,9 @@ __device__ __forceinline__ void for_each_index(std::integer_sequence<int, R...>,
 // Position of element j of a block after the residue permutation: residue class r = j % F
 // is contiguous, element r + F*q at r*(32/F) + q.
 template <int F>
-__device__ __forceinline__ int permuted(int j) { return (j % F) * (32 / F) + j / F; }
+__device__ __forceinline__ int permuted(int j) {
+  return (j % F) * (32 / F) + j / F;
+}
 
 // Stages rows [row0, row0 + MV) of A, k-tiles [kt, kt + ntiles), into shared memory as fp32:
 // [row][tile][kb][36]. Elements past K_dim (padding of the last k-tile) are zero.
@@ -127,7 +139,8 @@ __device__ void stage_a(const KernelArgs& a, int row0, int kt, int ntiles, float
     const long long k = (long long)(kt + tile) * Config::kTileK + e0;
     float v[8];
     if (k < a.K_dim) {
-      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(A + (long long)(row0 + r) * a.K_dim + k));
+      const uint4 raw =
+          __ldg(reinterpret_cast<const uint4*>(A + (long long)(row0 + r) * a.K_dim + k));
       const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
@@ -152,8 +165,8 @@ __device__ void stage_a(const KernelArgs& a, int row0, int kt, int ntiles, float
 // and FMA chains interleave freely (an n-tile missing from the last group arrives with scale
 // code 0 and contributes 0). Two partial sums per block halve the FFMA dependency chain.
 template <int K, int MV, int G>
-__device__ __forceinline__ void dot_blocks(const uint32_t (&p)[G][K], const uint32_t (&code)[G], const float* s_blk,
-                                           float cb_lane, float (&acc)[G][MV]) {
+__device__ __forceinline__ void dot_blocks(const uint32_t (&p)[G][K], const uint32_t (&code)[G],
+                                           const float* s_blk, float cb_lane, float (&acc)[G][MV]) {
   constexpr int F = dev::field_width<K>();
   constexpr int T = 32 / F;  // weights per residue class
   constexpr int kRowStride = Config::kWindow * Config::kTileFloats;
@@ -205,7 +218,8 @@ __device__ void store_segment(const KernelArgs& a, const Segment g, const float 
     for (int j = 0; j < G; ++j) {
       if (j < g.ntc && even && column(j) < a.N) {
 #pragma unroll
-        for (int m = 0; m < MV; ++m) C[(long long)(g.row0 + m) * a.N + column(j)] = dev::from_float<T>(acc[j][m]);
+        for (int m = 0; m < MV; ++m)
+          C[(long long)(g.row0 + m) * a.N + column(j)] = dev::from_float<T>(acc[j][m]);
       }
     }
     return;
@@ -214,7 +228,8 @@ __device__ void store_segment(const KernelArgs& a, const Segment g, const float 
   for (int j = 0; j < G; ++j) {
     if (j < g.ntc && even && column(j) < a.N) {
 #pragma unroll
-      for (int m = 0; m < MV; ++m) dev::splitk::add(a.ws, (long long)(g.row0 + m) * a.N + column(j), acc[j][m]);
+      for (int m = 0; m < MV; ++m)
+        dev::splitk::add(a.ws, (long long)(g.row0 + m) * a.N + column(j), acc[j][m]);
     }
   }
   if (!dev::splitk::arrive_is_last(a.counters + g.tile_id, g.contributors)) return;
@@ -232,7 +247,8 @@ __device__ void store_segment(const KernelArgs& a, const Segment g, const float 
 
 // One segment: the register ring keeps kPrefetch k-tiles of planes in flight.
 template <int K, int MV, typename T, int D>
-__device__ void run_segment(const KernelArgs& a, const Segment g, float* s_a) {  // g by value: registers
+__device__ void run_segment(const KernelArgs& a, const Segment g,
+                            float* s_a) {  // g by value: registers
   constexpr int G = Config::kGroupTiles;
   const int t = threadIdx.x;
   const float cb_lane = dev::codebook_lane_value(a.cb, a.k_bits, t & 31);
@@ -250,8 +266,10 @@ __device__ void run_segment(const KernelArgs& a, const Segment g, float* s_a) { 
       // Adjacent n-tiles are adjacent in memory. An n-tile past the group reloads the first
       // one (valid memory) and gets scale code 0, so the hot loop needs no branch.
       const int jj = j < g.ntc ? j : 0;
-      dev::load_planes_stream<K, Config::kL2Prefetch>(wp + i * step_w + jj * tile_words<K>(), ring[S][j]);
-      const uint32_t c = dev::ld_stream_u8<Config::kL2Prefetch>(ap + i * step_a + jj * Config::kBlocksPerTile);
+      dev::load_planes_stream<K, Config::kL2Prefetch>(wp + i * step_w + jj * tile_words<K>(),
+                                                      ring[S][j]);
+      const uint32_t c =
+          dev::ld_stream_u8<Config::kL2Prefetch>(ap + i * step_a + jj * Config::kBlocksPerTile);
       code[S][j] = j < g.ntc ? c : 0u;
     }
   };
@@ -274,7 +292,8 @@ __device__ void run_segment(const KernelArgs& a, const Segment g, float* s_a) { 
         stage_a<K, MV, T>(a, g.row0, g.kt0 + i, min(Config::kWindow, n - i), s_a);
         __syncthreads();
       }
-      const float* s_blk = s_a + (i % Config::kWindow) * Config::kTileFloats + (t & 1) * Config::kBlockFloats;
+      const float* s_blk =
+          s_a + (i % Config::kWindow) * Config::kTileFloats + (t & 1) * Config::kBlockFloats;
       dot_blocks<K, MV, G>(ring[S], code[S], s_blk, cb_lane, acc);
       if (i + D < n) load(s_const, i + D);
     });
@@ -301,16 +320,25 @@ __global__ void __launch_bounds__(Config::kThreads, Config::min_blocks<MV>())
 
 // Grouped: a segment's row count (1..4) picks the unrolled body.
 template <int K, typename T>
-__global__ void __launch_bounds__(Config::kThreads, Config::kMinBlocksPerSm) grouped_scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
+__global__ void __launch_bounds__(Config::kThreads, Config::kMinBlocksPerSm)
+    grouped_scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   extern __shared__ float4 smem4[];
   float* s_a = reinterpret_cast<float*>(smem4);
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
     const Segment g = a.segs[s];
     switch (g.rows) {
-      case 1: run_segment<K, 1, T, Config::kPrefetch>(a, g, s_a); break;
-      case 2: run_segment<K, 2, T, Config::kPrefetch>(a, g, s_a); break;
-      case 3: run_segment<K, 3, T, Config::kPrefetch>(a, g, s_a); break;
-      default: run_segment<K, 4, T, Config::kPrefetch>(a, g, s_a); break;
+      case 1:
+        run_segment<K, 1, T, Config::kPrefetch>(a, g, s_a);
+        break;
+      case 2:
+        run_segment<K, 2, T, Config::kPrefetch>(a, g, s_a);
+        break;
+      case 3:
+        run_segment<K, 3, T, Config::kPrefetch>(a, g, s_a);
+        break;
+      default:
+        run_segment<K, 4, T, Config::kPrefetch>(a, g, s_a);
+        break;
     }
   }
 }
@@ -323,24 +351,34 @@ const void* kernel_for_type(int k, int rows) {
   auto pick = [&](auto k_const) -> const void* {
     constexpr int KB = decltype(k_const)::value;
     switch (rows) {
-      case 0: return reinterpret_cast<const void*>(grouped_scalar_gemv_kernel<KB, T>);
-      case 1: return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 1, T>);
-      case 2: return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 2, T>);
-      case 3: return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 3, T>);
-      default: return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 4, T>);
+      case 0:
+        return reinterpret_cast<const void*>(grouped_scalar_gemv_kernel<KB, T>);
+      case 1:
+        return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 1, T>);
+      case 2:
+        return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 2, T>);
+      case 3:
+        return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 3, T>);
+      default:
+        return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 4, T>);
     }
   };
   switch (k) {
-    case 2: return pick(std::integral_constant<int, 2>{});
-    case 3: return pick(std::integral_constant<int, 3>{});
-    case 4: return pick(std::integral_constant<int, 4>{});
-    case 5: return pick(std::integral_constant<int, 5>{});
+    case 2:
+      return pick(std::integral_constant<int, 2>{});
+    case 3:
+      return pick(std::integral_constant<int, 3>{});
+    case 4:
+      return pick(std::integral_constant<int, 4>{});
+    case 5:
+      return pick(std::integral_constant<int, 5>{});
   }
   throw Error("K = " + std::to_string(k) + " is outside 2..5");
 }
 
 const void* kernel_for(int k, int rows, DType t) {
-  return t == DType::f16 ? kernel_for_type<__half>(k, rows) : kernel_for_type<__nv_bfloat16>(k, rows);
+  return t == DType::f16 ? kernel_for_type<__half>(k, rows)
+                         : kernel_for_type<__nv_bfloat16>(k, rows);
 }
 
 struct GemvState : VariantState {
@@ -353,8 +391,9 @@ struct GemvState : VariantState {
   DeviceBuffer<int> counters;
   std::string describe() const override {
     return "tile 64x128, " + std::to_string(Config::kGroupTiles) + " n-tiles/thread, stripes of " +
-           std::to_string(units_per_block) + " (n-group, k-tile) units over " + std::to_string(grid) +
-           " blocks, " + std::to_string(split_tiles) + " tiles split, prefetch " + std::to_string(Config::kPrefetch);
+           std::to_string(units_per_block) + " (n-group, k-tile) units over " +
+           std::to_string(grid) + " blocks, " + std::to_string(split_tiles) +
+           " tiles split, prefetch " + std::to_string(Config::kPrefetch);
   }
   std::int64_t extra_additions() const override { return dims.K_dim / 32 + 2 * (k_tiles + 1); }
 };
@@ -373,7 +412,8 @@ void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
   std::vector<int> first(std::size_t(s.grid) + 1, 0), contributors(tiles.size(), 0);
   for (int b = 0; b < s.grid; ++b) {
     first[std::size_t(b)] = int(segs.size());
-    for (long long u = (long long)b * per, end = std::min(units, (long long)(b + 1) * per); u < end;) {
+    for (long long u = (long long)b * per, end = std::min(units, (long long)(b + 1) * per);
+         u < end;) {
       const int ti = int(u / s.k_tiles), kt0 = int(u % s.k_tiles);
       const int kt1 = int(std::min<long long>(s.k_tiles, kt0 + (end - u)));
       const OutTile& o = tiles[std::size_t(ti)];
@@ -387,7 +427,8 @@ void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
   for (auto& g : segs) g.contributors = contributors[std::size_t(g.tile_id)];
   for (int c : contributors) s.split_tiles += c > 1;
   s.segs = DeviceBuffer<Segment>(segs.size());
-  KBIT_CUDA_CHECK(cudaMemcpy(s.segs.get(), segs.data(), segs.size() * sizeof(Segment), cudaMemcpyHostToDevice));
+  KBIT_CUDA_CHECK(
+      cudaMemcpy(s.segs.get(), segs.data(), segs.size() * sizeof(Segment), cudaMemcpyHostToDevice));
   s.first_seg = DeviceBuffer<int>(first);
   if (s.split_tiles > 0) {
     s.ws = DeviceBuffer<float>(std::size_t(s.dims.M * s.dims.N));
@@ -403,19 +444,24 @@ void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
 int stripe_units(long long units, int k_tiles, int slots, SplitMode mode) {
   if (mode == SplitMode::force_off) {
     const long long tiles = units / k_tiles;
-    return int((tiles + std::min<long long>(tiles, slots) - 1) / std::min<long long>(tiles, slots)) * k_tiles;
+    return int((tiles + std::min<long long>(tiles, slots) - 1) /
+               std::min<long long>(tiles, slots)) *
+           k_tiles;
   }
   if (mode == SplitMode::force_on && k_tiles >= 2) return (k_tiles + 1) / 2;
   const long long per = (units + slots - 1) / slots;
   return int(std::max<long long>(per, std::min(k_tiles, Config::kMinUnits)));
 }
 
-void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template, const VariantOptions& o) {
+void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
+          const VariantOptions& o) {
   s.kernel = kernel_for(s.dims.k_bits, rows_template, s.dims.dtype);
   s.smem_bytes = smem_floats<1>() * 4 * (rows_template == 0 ? Config::kMaxRows : rows_template);
-  KBIT_CUDA_CHECK(cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem_bytes));
+  KBIT_CUDA_CHECK(
+      cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem_bytes));
   int per_sm = 0, dev = 0, sms = 0;
-  KBIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s.kernel, Config::kThreads, s.smem_bytes));
+  KBIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s.kernel, Config::kThreads,
+                                                                s.smem_bytes));
   KBIT_CUDA_CHECK(cudaGetDevice(&dev));
   KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   if (tiles.empty()) return;  // grouped problem with no rows at all: nothing to launch
@@ -443,20 +489,27 @@ KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
   return a;
 }
 
-void launch(const GemvState& s, const GemmDims& d, const GemmArgs& g, cudaStream_t stream, const char* who) {
-  if (g.w.layout.kind != LayoutKind::tiled || !(g.w.layout.tiles == TileConfig{Config::kTileK, Config::kTileN}))
-    throw Error(std::string(who) + ": needs the tiled 64x128 layout, got " + layout_name(g.w.layout));
+void launch(const GemvState& s, const GemmDims& d, const GemmArgs& g, cudaStream_t stream,
+            const char* who) {
+  if (g.w.layout.kind != LayoutKind::tiled ||
+      !(g.w.layout.tiles == TileConfig{Config::kTileK, Config::kTileN}))
+    throw Error(std::string(who) + ": needs the tiled 64x128 layout, got " +
+                layout_name(g.w.layout));
   if (s.grid == 0) return;
   KernelArgs a = make_args(s, d, g);
   void* params[] = {&a};
-  KBIT_CUDA_CHECK(cudaLaunchKernel(s.kernel, dim3(s.grid), dim3(Config::kThreads), params, s.smem_bytes, stream));
+  KBIT_CUDA_CHECK(cudaLaunchKernel(s.kernel, dim3(s.grid), dim3(Config::kThreads), params,
+                                   s.smem_bytes, stream));
 }
 
 void check_common(const GemmDims& d, const char* who) {
-  if (d.dtype == DType::f32) throw Error(std::string(who) + ": dtype fp32 is not supported (fp16, bf16)");
+  if (d.dtype == DType::f32)
+    throw Error(std::string(who) + ": dtype fp32 is not supported (fp16, bf16)");
   if (d.K_dim % 32 != 0 || d.K_dim < 32)
-    throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) + " must be a positive multiple of 32");
-  if (d.N < 1) throw Error(std::string(who) + ": N = " + std::to_string(d.N) + " must be at least 1");
+    throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) +
+                " must be a positive multiple of 32");
+  if (d.N < 1)
+    throw Error(std::string(who) + ": N = " + std::to_string(d.N) + " must be at least 1");
 }
 
 std::unique_ptr<GemvState> new_state(const GemmDims& d) {
@@ -479,7 +532,8 @@ std::unique_ptr<VariantState> scalar_gemv_setup(const GemmDims& d, const Variant
   check_common(d, "scalar_gemv");
   if (d.grouped()) throw Error("scalar_gemv: grouped problems go to grouped_scalar_gemv");
   if (d.M < 1 || d.M > Config::kMaxRows)
-    throw Error("scalar_gemv: M = " + std::to_string(d.M) + " is outside 1..4 (use an MMA variant for larger M)");
+    throw Error("scalar_gemv: M = " + std::to_string(d.M) +
+                " is outside 1..4 (use an MMA variant for larger M)");
   auto s = new_state(d);
   std::vector<OutTile> tiles;
   add_tiles(tiles, 0, 0, int(d.M), s->n_tiles);
@@ -487,22 +541,28 @@ std::unique_ptr<VariantState> scalar_gemv_setup(const GemmDims& d, const Variant
   return s;
 }
 
-void scalar_gemv_run(VariantState* state, const GemmDims& d, const GemmArgs& g, cudaStream_t stream) {
+void scalar_gemv_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
+                     cudaStream_t stream) {
   launch(*static_cast<GemvState*>(state), d, g, stream, "scalar_gemv");
 }
 
-std::unique_ptr<VariantState> grouped_scalar_gemv_setup(const GemmDims& d, const VariantOptions& o) {
+std::unique_ptr<VariantState> grouped_scalar_gemv_setup(const GemmDims& d,
+                                                        const VariantOptions& o) {
   check_common(d, "grouped_scalar_gemv");
   if (!d.grouped()) throw Error("grouped_scalar_gemv: needs a grouped (MoE) problem");
   const auto& off = d.expert_offsets;
   if (off.size() != std::size_t(d.num_experts) + 1)
-    throw Error("grouped_scalar_gemv: expert_offsets has " + std::to_string(off.size()) + " entries; " +
-                std::to_string(d.num_experts) + " experts need " + std::to_string(d.num_experts + 1));
-  if (off.front() != 0) throw Error("grouped_scalar_gemv: expert_offsets[0] = " + std::to_string(off.front()) + " must be 0");
+    throw Error("grouped_scalar_gemv: expert_offsets has " + std::to_string(off.size()) +
+                " entries; " + std::to_string(d.num_experts) + " experts need " +
+                std::to_string(d.num_experts + 1));
+  if (off.front() != 0)
+    throw Error("grouped_scalar_gemv: expert_offsets[0] = " + std::to_string(off.front()) +
+                " must be 0");
   for (std::size_t e = 0; e + 1 < off.size(); ++e) {
     if (off[e + 1] < off[e])
-      throw Error("grouped_scalar_gemv: expert_offsets is not monotonic at expert " + std::to_string(e) + " (" +
-                  std::to_string(off[e]) + " then " + std::to_string(off[e + 1]) + ")");
+      throw Error("grouped_scalar_gemv: expert_offsets is not monotonic at expert " +
+                  std::to_string(e) + " (" + std::to_string(off[e]) + " then " +
+                  std::to_string(off[e + 1]) + ")");
   }
   if (off.back() > d.M)
     throw Error("grouped_scalar_gemv: expert_offsets ends at row " + std::to_string(off.back()) +
@@ -511,12 +571,15 @@ std::unique_ptr<VariantState> grouped_scalar_gemv_setup(const GemmDims& d, const
   std::vector<OutTile> tiles;  // row groups of at most 4 rows per expert
   for (int e = 0; e < d.num_experts; ++e)
     for (std::int64_t r = off[std::size_t(e)]; r < off[std::size_t(e) + 1]; r += Config::kMaxRows)
-      add_tiles(tiles, e, int(r), int(std::min<std::int64_t>(Config::kMaxRows, off[std::size_t(e) + 1] - r)), s->n_tiles);
+      add_tiles(tiles, e, int(r),
+                int(std::min<std::int64_t>(Config::kMaxRows, off[std::size_t(e) + 1] - r)),
+                s->n_tiles);
   plan(*s, tiles, 0, o);
   return s;
 }
 
-void grouped_scalar_gemv_run(VariantState* state, const GemmDims& d, const GemmArgs& g, cudaStream_t stream) {
+void grouped_scalar_gemv_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
+                             cudaStream_t stream) {
   launch(*static_cast<GemvState*>(state), d, g, stream, "grouped_scalar_gemv");
 }
 

@@ -45,8 +45,12 @@ __global__ void clock_probe_kernel(int spin_ns, unsigned long long* out) {
 void fill_random(DType t, void* out, std::int64_t n, std::uint64_t seed, cudaStream_t stream) {
   const int grid = int(std::min<std::int64_t>((n + 255) / 256, 132 * 32));
   switch (t) {
-    case DType::f32: fill_random_kernel<<<grid, 256, 0, stream>>>(static_cast<float*>(out), n, seed); break;
-    case DType::f16: fill_random_kernel<<<grid, 256, 0, stream>>>(static_cast<__half*>(out), n, seed); break;
+    case DType::f32:
+      fill_random_kernel<<<grid, 256, 0, stream>>>(static_cast<float*>(out), n, seed);
+      break;
+    case DType::f16:
+      fill_random_kernel<<<grid, 256, 0, stream>>>(static_cast<__half*>(out), n, seed);
+      break;
     case DType::bf16:
       fill_random_kernel<<<grid, 256, 0, stream>>>(static_cast<__nv_bfloat16*>(out), n, seed);
       break;

@@ -38,10 +38,12 @@ std::int64_t first_bad(const T* x, std::int64_t n, cudaStream_t stream) {
   unsigned long long* d_first = nullptr;
   KBIT_CUDA_CHECK(cudaMallocAsync(&d_first, sizeof(unsigned long long), stream));
   KBIT_CUDA_CHECK(cudaMemsetAsync(d_first, 0xFF, sizeof(unsigned long long), stream));
-  find_first_bad_kernel<T, kAbsmaxRules><<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(x, n, d_first);
+  find_first_bad_kernel<T, kAbsmaxRules>
+      <<<grid_for(n, kThreads * 4), kThreads, 0, stream>>>(x, n, d_first);
   KBIT_CHECK_LAUNCH();
   unsigned long long h_first = kNone;
-  KBIT_CUDA_CHECK(cudaMemcpyAsync(&h_first, d_first, sizeof(h_first), cudaMemcpyDeviceToHost, stream));
+  KBIT_CUDA_CHECK(
+      cudaMemcpyAsync(&h_first, d_first, sizeof(h_first), cudaMemcpyDeviceToHost, stream));
   KBIT_CUDA_CHECK(cudaFreeAsync(d_first, stream));
   KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
   return h_first == kNone ? -1 : std::int64_t(h_first);
@@ -49,17 +51,19 @@ std::int64_t first_bad(const T* x, std::int64_t n, cudaStream_t stream) {
 
 // ---- quantize: one warp per block of 32 ----
 template <typename T, int K>
-__global__ void quantize_kernel(const T* __restrict__ x, std::int64_t n, CodebookArg cb, QuantizeOutputs out,
-                                unsigned long long* saturated) {
+__global__ void quantize_kernel(const T* __restrict__ x, std::int64_t n, CodebookArg cb,
+                                QuantizeOutputs out, unsigned long long* saturated) {
   const int lane = threadIdx.x & 31;
   const std::int64_t nblocks = (n + 31) / 32;
   const std::int64_t warps = (std::int64_t(gridDim.x) * blockDim.x) >> 5;
-  for (std::int64_t blk = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; blk < nblocks; blk += warps) {
+  for (std::int64_t blk = (std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x) >> 5; blk < nblocks;
+       blk += warps) {
     const std::int64_t i = blk * 32 + lane;
     const float v = i < n ? dev::to_float(x[i]) : 0.0f;  // pad elements are 0.0f
     float amax = fabsf(v);
 #pragma unroll
-    for (int off = 16; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(dev::kFullMask, amax, off));
+    for (int off = 16; off > 0; off >>= 1)
+      amax = fmaxf(amax, __shfl_xor_sync(dev::kFullMask, amax, off));
     const float vn = v / fmaxf(amax, 1e-8f);  // IEEE division (no fast math)
     uint32_t best = 0;
     float best_d = fabsf(vn - cb.v[0]);
@@ -89,37 +93,50 @@ void launch_quantize(const T* x, std::int64_t n, const CodebookArg& cb, const Qu
                      unsigned long long* saturated, cudaStream_t stream) {
   const int grid = grid_for((n + 31) / 32, kThreads / 32);
   switch (cb.k_bits) {
-    case 2: quantize_kernel<T, 2><<<grid, kThreads, 0, stream>>>(x, n, cb, out, saturated); break;
-    case 3: quantize_kernel<T, 3><<<grid, kThreads, 0, stream>>>(x, n, cb, out, saturated); break;
-    case 4: quantize_kernel<T, 4><<<grid, kThreads, 0, stream>>>(x, n, cb, out, saturated); break;
-    case 5: quantize_kernel<T, 5><<<grid, kThreads, 0, stream>>>(x, n, cb, out, saturated); break;
+    case 2:
+      quantize_kernel<T, 2><<<grid, kThreads, 0, stream>>>(x, n, cb, out, saturated);
+      break;
+    case 3:
+      quantize_kernel<T, 3><<<grid, kThreads, 0, stream>>>(x, n, cb, out, saturated);
+      break;
+    case 4:
+      quantize_kernel<T, 4><<<grid, kThreads, 0, stream>>>(x, n, cb, out, saturated);
+      break;
+    case 5:
+      quantize_kernel<T, 5><<<grid, kThreads, 0, stream>>>(x, n, cb, out, saturated);
+      break;
   }
   KBIT_CHECK_LAUNCH();
 }
 
 // ---- dequantize: each thread 8 consecutive elements of one block (16-byte stores) ----
 template <int K>
-__device__ __forceinline__ void load_planes(const uint32_t* __restrict__ packed, std::int64_t blk, uint32_t (&p)[K]) {
+__device__ __forceinline__ void load_planes(const uint32_t* __restrict__ packed, std::int64_t blk,
+                                            uint32_t (&p)[K]) {
 #pragma unroll
   for (int b = 0; b < K; ++b) p[b] = __ldg(packed + blk * K + b);
 }
 
 template <AbsmaxStorage S>
 __device__ __forceinline__ float load_scale(const void* absmax, std::int64_t blk) {
-  if constexpr (S == AbsmaxStorage::e4m4) return dev::decode_e4m4(static_cast<const uint8_t*>(absmax)[blk]);
-  if constexpr (S == AbsmaxStorage::fp16) return __half2float(static_cast<const __half*>(absmax)[blk]);
+  if constexpr (S == AbsmaxStorage::e4m4)
+    return dev::decode_e4m4(static_cast<const uint8_t*>(absmax)[blk]);
+  if constexpr (S == AbsmaxStorage::fp16)
+    return __half2float(static_cast<const __half*>(absmax)[blk]);
   return static_cast<const float*>(absmax)[blk];
 }
 
 template <typename Out, int K, AbsmaxStorage S>
-__global__ void dequantize_kernel(const uint32_t* __restrict__ packed, const void* __restrict__ absmax, std::int64_t n,
-                                  CodebookArg cb, Out* __restrict__ out) {
+__global__ void dequantize_kernel(const uint32_t* __restrict__ packed,
+                                  const void* __restrict__ absmax, std::int64_t n, CodebookArg cb,
+                                  Out* __restrict__ out) {
   __shared__ float s_cb[32];  // 32 entries in 32 banks: any index pattern is conflict-free
   if (threadIdx.x < 32) s_cb[threadIdx.x] = cb.v[threadIdx.x];
   __syncthreads();
   const std::int64_t groups = ((n + 31) / 32) * 4;
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-  for (std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups; g += stride) {
+  for (std::int64_t g = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; g < groups;
+       g += stride) {
     const std::int64_t blk = g >> 2;
     const int j0 = int(g & 3) * 8;
     uint32_t p[K];
@@ -148,31 +165,45 @@ __global__ void dequantize_kernel(const uint32_t* __restrict__ packed, const voi
 }
 
 template <typename Out, AbsmaxStorage S>
-void launch_dequantize(const uint32_t* packed, const void* absmax, std::int64_t n, const CodebookArg& cb, Out* out,
-                       cudaStream_t stream) {
+void launch_dequantize(const uint32_t* packed, const void* absmax, std::int64_t n,
+                       const CodebookArg& cb, Out* out, cudaStream_t stream) {
   const int grid = grid_for(((n + 31) / 32) * 4, kThreads);
   switch (cb.k_bits) {
-    case 2: dequantize_kernel<Out, 2, S><<<grid, kThreads, 0, stream>>>(packed, absmax, n, cb, out); break;
-    case 3: dequantize_kernel<Out, 3, S><<<grid, kThreads, 0, stream>>>(packed, absmax, n, cb, out); break;
-    case 4: dequantize_kernel<Out, 4, S><<<grid, kThreads, 0, stream>>>(packed, absmax, n, cb, out); break;
-    case 5: dequantize_kernel<Out, 5, S><<<grid, kThreads, 0, stream>>>(packed, absmax, n, cb, out); break;
+    case 2:
+      dequantize_kernel<Out, 2, S><<<grid, kThreads, 0, stream>>>(packed, absmax, n, cb, out);
+      break;
+    case 3:
+      dequantize_kernel<Out, 3, S><<<grid, kThreads, 0, stream>>>(packed, absmax, n, cb, out);
+      break;
+    case 4:
+      dequantize_kernel<Out, 4, S><<<grid, kThreads, 0, stream>>>(packed, absmax, n, cb, out);
+      break;
+    case 5:
+      dequantize_kernel<Out, 5, S><<<grid, kThreads, 0, stream>>>(packed, absmax, n, cb, out);
+      break;
   }
   KBIT_CHECK_LAUNCH();
 }
 
 template <typename Out>
-void dequantize_to(const uint32_t* packed, const void* absmax, AbsmaxStorage s, std::int64_t n, const CodebookArg& cb,
-                   Out* out, cudaStream_t stream) {
+void dequantize_to(const uint32_t* packed, const void* absmax, AbsmaxStorage s, std::int64_t n,
+                   const CodebookArg& cb, Out* out, cudaStream_t stream) {
   switch (s) {
-    case AbsmaxStorage::e4m4: launch_dequantize<Out, AbsmaxStorage::e4m4>(packed, absmax, n, cb, out, stream); break;
-    case AbsmaxStorage::fp16: launch_dequantize<Out, AbsmaxStorage::fp16>(packed, absmax, n, cb, out, stream); break;
-    case AbsmaxStorage::fp32: launch_dequantize<Out, AbsmaxStorage::fp32>(packed, absmax, n, cb, out, stream); break;
+    case AbsmaxStorage::e4m4:
+      launch_dequantize<Out, AbsmaxStorage::e4m4>(packed, absmax, n, cb, out, stream);
+      break;
+    case AbsmaxStorage::fp16:
+      launch_dequantize<Out, AbsmaxStorage::fp16>(packed, absmax, n, cb, out, stream);
+      break;
+    case AbsmaxStorage::fp32:
+      launch_dequantize<Out, AbsmaxStorage::fp32>(packed, absmax, n, cb, out, stream);
+      break;
   }
 }
 
 // ---- E4M4 encode of float absmax ----
-__global__ void encode_e4m4_kernel(const float* __restrict__ absmax, std::int64_t n, uint8_t* __restrict__ out,
-                                   unsigned long long* saturated) {
+__global__ void encode_e4m4_kernel(const float* __restrict__ absmax, std::int64_t n,
+                                   uint8_t* __restrict__ out, unsigned long long* saturated) {
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
   for (std::int64_t i = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
     bool sat;
@@ -188,8 +219,13 @@ struct RepackGeometry {
 };
 
 RepackGeometry repack_geometry(const TiledGeometry& g) {
-  return {g.N, g.K_dim / 32, g.n_tiles(), g.k_tiles() * g.n_tiles() * g.tiles.tile_n * g.kb_per_tile(), g.k_bits,
-          g.tiles.tile_n, g.kb_per_tile()};
+  return {g.N,
+          g.K_dim / 32,
+          g.n_tiles(),
+          g.k_tiles() * g.n_tiles() * g.tiles.tile_n * g.kb_per_tile(),
+          g.k_bits,
+          g.tiles.tile_n,
+          g.kb_per_tile()};
 }
 
 // Tiled block t -> flat block, or -1 for padding.
@@ -204,13 +240,16 @@ __device__ __forceinline__ std::int64_t flat_block_of(const RepackGeometry& g, s
 }
 
 template <bool kToTiled>
-__global__ void repack_kernel(RepackGeometry g, const uint32_t* __restrict__ src_p, const uint8_t* __restrict__ src_a,
-                              uint32_t* __restrict__ dst_p, uint8_t* __restrict__ dst_a) {
+__global__ void repack_kernel(RepackGeometry g, const uint32_t* __restrict__ src_p,
+                              const uint8_t* __restrict__ src_a, uint32_t* __restrict__ dst_p,
+                              uint8_t* __restrict__ dst_a) {
   const std::int64_t stride = std::int64_t(gridDim.x) * blockDim.x;
-  for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < g.total_blocks; t += stride) {
+  for (std::int64_t t = std::int64_t(blockIdx.x) * blockDim.x + threadIdx.x; t < g.total_blocks;
+       t += stride) {
     const std::int64_t f = flat_block_of(g, t);
     if (kToTiled) {
-      for (int b = 0; b < g.k_bits; ++b) dst_p[t * g.k_bits + b] = f >= 0 ? src_p[f * g.k_bits + b] : 0u;
+      for (int b = 0; b < g.k_bits; ++b)
+        dst_p[t * g.k_bits + b] = f >= 0 ? src_p[f * g.k_bits + b] : 0u;
       dst_a[t] = f >= 0 ? src_a[f] : uint8_t(0);
     } else if (f >= 0) {
       for (int b = 0; b < g.k_bits; ++b) dst_p[f * g.k_bits + b] = src_p[t * g.k_bits + b];
@@ -229,25 +268,39 @@ CodebookArg make_codebook_arg(const std::vector<float>& codebook, int k_bits) {
   return a;
 }
 
-std::int64_t quantize(DType in, const void* x, std::int64_t n, const std::vector<float>& codebook, int k_bits,
-                      const QuantizeOutputs& out, cudaStream_t stream) {
+std::int64_t quantize(DType in, const void* x, std::int64_t n, const std::vector<float>& codebook,
+                      int k_bits, const QuantizeOutputs& out, cudaStream_t stream) {
   const CodebookArg cb = make_codebook_arg(codebook, k_bits);
   if (n < 1) throw Error("quantize: element count " + std::to_string(n) + " must be at least 1");
   if (!out.packed) throw Error("quantize: the packed output is required");
   std::int64_t bad = -1;
   switch (in) {
-    case DType::f32: bad = first_bad<float, false>(static_cast<const float*>(x), n, stream); break;
-    case DType::f16: bad = first_bad<__half, false>(static_cast<const __half*>(x), n, stream); break;
-    case DType::bf16: bad = first_bad<__nv_bfloat16, false>(static_cast<const __nv_bfloat16*>(x), n, stream); break;
+    case DType::f32:
+      bad = first_bad<float, false>(static_cast<const float*>(x), n, stream);
+      break;
+    case DType::f16:
+      bad = first_bad<__half, false>(static_cast<const __half*>(x), n, stream);
+      break;
+    case DType::bf16:
+      bad = first_bad<__nv_bfloat16, false>(static_cast<const __nv_bfloat16*>(x), n, stream);
+      break;
   }
-  if (bad >= 0) throw Error("quantize: element " + std::to_string(bad) + " is not finite; input must be finite");
+  if (bad >= 0)
+    throw Error("quantize: element " + std::to_string(bad) +
+                " is not finite; input must be finite");
   unsigned long long* d_sat = nullptr;
   KBIT_CUDA_CHECK(cudaMallocAsync(&d_sat, sizeof(unsigned long long), stream));
   KBIT_CUDA_CHECK(cudaMemsetAsync(d_sat, 0, sizeof(unsigned long long), stream));
   switch (in) {
-    case DType::f32: launch_quantize(static_cast<const float*>(x), n, cb, out, d_sat, stream); break;
-    case DType::f16: launch_quantize(static_cast<const __half*>(x), n, cb, out, d_sat, stream); break;
-    case DType::bf16: launch_quantize(static_cast<const __nv_bfloat16*>(x), n, cb, out, d_sat, stream); break;
+    case DType::f32:
+      launch_quantize(static_cast<const float*>(x), n, cb, out, d_sat, stream);
+      break;
+    case DType::f16:
+      launch_quantize(static_cast<const __half*>(x), n, cb, out, d_sat, stream);
+      break;
+    case DType::bf16:
+      launch_quantize(static_cast<const __nv_bfloat16*>(x), n, cb, out, d_sat, stream);
+      break;
   }
   unsigned long long sat = 0;
   KBIT_CUDA_CHECK(cudaMemcpyAsync(&sat, d_sat, sizeof(sat), cudaMemcpyDeviceToHost, stream));
@@ -256,22 +309,31 @@ std::int64_t quantize(DType in, const void* x, std::int64_t n, const std::vector
   return std::int64_t(sat);
 }
 
-void dequantize(const std::uint32_t* packed, const void* absmax, AbsmaxStorage storage, std::int64_t n,
-                const CodebookArg& cb, DType out_type, void* out, cudaStream_t stream) {
+void dequantize(const std::uint32_t* packed, const void* absmax, AbsmaxStorage storage,
+                std::int64_t n, const CodebookArg& cb, DType out_type, void* out,
+                cudaStream_t stream) {
   check_k_bits(cb.k_bits);
   if (n < 1) return;
   switch (out_type) {
-    case DType::f32: dequantize_to(packed, absmax, storage, n, cb, static_cast<float*>(out), stream); break;
-    case DType::f16: dequantize_to(packed, absmax, storage, n, cb, static_cast<__half*>(out), stream); break;
-    case DType::bf16: dequantize_to(packed, absmax, storage, n, cb, static_cast<__nv_bfloat16*>(out), stream); break;
+    case DType::f32:
+      dequantize_to(packed, absmax, storage, n, cb, static_cast<float*>(out), stream);
+      break;
+    case DType::f16:
+      dequantize_to(packed, absmax, storage, n, cb, static_cast<__half*>(out), stream);
+      break;
+    case DType::bf16:
+      dequantize_to(packed, absmax, storage, n, cb, static_cast<__nv_bfloat16*>(out), stream);
+      break;
   }
 }
 
-std::int64_t encode_e4m4(const float* absmax, std::int64_t n, std::uint8_t* out, cudaStream_t stream) {
+std::int64_t encode_e4m4(const float* absmax, std::int64_t n, std::uint8_t* out,
+                         cudaStream_t stream) {
   if (n < 1) return 0;
   const std::int64_t bad = first_bad<float, true>(absmax, n, stream);
   if (bad >= 0) {
-    throw Error("encode_e4m4: absmax " + std::to_string(bad) + " is negative or not finite (the format stores 0 .. 31)");
+    throw Error("encode_e4m4: absmax " + std::to_string(bad) +
+                " is negative or not finite (the format stores 0 .. 31)");
   }
   unsigned long long* d_sat = nullptr;
   KBIT_CUDA_CHECK(cudaMallocAsync(&d_sat, sizeof(unsigned long long), stream));
@@ -285,19 +347,21 @@ std::int64_t encode_e4m4(const float* absmax, std::int64_t n, std::uint8_t* out,
   return std::int64_t(sat);
 }
 
-void repack(const std::uint32_t* packed_flat, const std::uint8_t* absmax_flat, const TiledGeometry& geo,
-            std::uint32_t* packed_tiled, std::uint8_t* absmax_tiled, cudaStream_t stream) {
+void repack(const std::uint32_t* packed_flat, const std::uint8_t* absmax_flat,
+            const TiledGeometry& geo, std::uint32_t* packed_tiled, std::uint8_t* absmax_tiled,
+            cudaStream_t stream) {
   const RepackGeometry g = repack_geometry(geo);
-  repack_kernel<true><<<grid_for(g.total_blocks, kThreads), kThreads, 0, stream>>>(g, packed_flat, absmax_flat,
-                                                                                   packed_tiled, absmax_tiled);
+  repack_kernel<true><<<grid_for(g.total_blocks, kThreads), kThreads, 0, stream>>>(
+      g, packed_flat, absmax_flat, packed_tiled, absmax_tiled);
   KBIT_CHECK_LAUNCH();
 }
 
-void unrepack(const std::uint32_t* packed_tiled, const std::uint8_t* absmax_tiled, const TiledGeometry& geo,
-              std::uint32_t* packed_flat, std::uint8_t* absmax_flat, cudaStream_t stream) {
+void unrepack(const std::uint32_t* packed_tiled, const std::uint8_t* absmax_tiled,
+              const TiledGeometry& geo, std::uint32_t* packed_flat, std::uint8_t* absmax_flat,
+              cudaStream_t stream) {
   const RepackGeometry g = repack_geometry(geo);
-  repack_kernel<false><<<grid_for(g.total_blocks, kThreads), kThreads, 0, stream>>>(g, packed_tiled, absmax_tiled,
-                                                                                    packed_flat, absmax_flat);
+  repack_kernel<false><<<grid_for(g.total_blocks, kThreads), kThreads, 0, stream>>>(
+      g, packed_tiled, absmax_tiled, packed_flat, absmax_flat);
   KBIT_CHECK_LAUNCH();
 }
 

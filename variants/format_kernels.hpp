@@ -31,21 +31,25 @@ struct QuantizeOutputs {
 // Quantizes n elements of type `in` on the device. First scans the input for non-finite
 // values (one synchronization): if any, throws kbit::Error naming the first one and writes
 // nothing. Returns the number of blocks whose absmax saturated E4M4.
-std::int64_t quantize(DType in, const void* x, std::int64_t n, const std::vector<float>& codebook, int k_bits,
-                      const QuantizeOutputs& out, cudaStream_t stream);
+std::int64_t quantize(DType in, const void* x, std::int64_t n, const std::vector<float>& codebook,
+                      int k_bits, const QuantizeOutputs& out, cudaStream_t stream);
 
 // out[i] = round_to(out_type, cb[idx_i] * scale_i). Never synchronizes (graph-capturable).
-void dequantize(const std::uint32_t* packed, const void* absmax, AbsmaxStorage storage, std::int64_t n,
-                const CodebookArg& codebook, DType out_type, void* out, cudaStream_t stream);
+void dequantize(const std::uint32_t* packed, const void* absmax, AbsmaxStorage storage,
+                std::int64_t n, const CodebookArg& codebook, DType out_type, void* out,
+                cudaStream_t stream);
 
 // E4M4-encodes num_blocks absmax floats. Checks for negative or non-finite values first (one
 // synchronization) and throws naming the first; returns the number that saturated.
-std::int64_t encode_e4m4(const float* absmax, std::int64_t num_blocks, std::uint8_t* out, cudaStream_t stream);
+std::int64_t encode_e4m4(const float* absmax, std::int64_t num_blocks, std::uint8_t* out,
+                         cudaStream_t stream);
 
 // Flat -> tiled (reference/tiled.hpp layout, padding written as zeros), and back.
-void repack(const std::uint32_t* packed_flat, const std::uint8_t* absmax_flat, const TiledGeometry& geo,
-            std::uint32_t* packed_tiled, std::uint8_t* absmax_tiled, cudaStream_t stream);
-void unrepack(const std::uint32_t* packed_tiled, const std::uint8_t* absmax_tiled, const TiledGeometry& geo,
-              std::uint32_t* packed_flat, std::uint8_t* absmax_flat, cudaStream_t stream);
+void repack(const std::uint32_t* packed_flat, const std::uint8_t* absmax_flat,
+            const TiledGeometry& geo, std::uint32_t* packed_tiled, std::uint8_t* absmax_tiled,
+            cudaStream_t stream);
+void unrepack(const std::uint32_t* packed_tiled, const std::uint8_t* absmax_tiled,
+              const TiledGeometry& geo, std::uint32_t* packed_flat, std::uint8_t* absmax_flat,
+              cudaStream_t stream);
 
 }  // namespace kbit::gpu

@@ -6,9 +6,13 @@
 
 namespace kbit::variants {
 
-std::unique_ptr<VariantState> inline_dequant_setup(const GemmDims& dims, const VariantOptions& opts);
-void inline_dequant_run(VariantState* state, const GemmDims& dims, const GemmArgs& args, cudaStream_t stream);
-std::unique_ptr<VariantState> inline_dequant_nopad_setup(const GemmDims& dims, const VariantOptions& opts);
-void inline_dequant_nopad_run(VariantState* state, const GemmDims& dims, const GemmArgs& args, cudaStream_t stream);
+std::unique_ptr<VariantState> inline_dequant_setup(const GemmDims& dims,
+                                                   const VariantOptions& opts);
+void inline_dequant_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
+                        cudaStream_t stream);
+std::unique_ptr<VariantState> inline_dequant_nopad_setup(const GemmDims& dims,
+                                                         const VariantOptions& opts);
+void inline_dequant_nopad_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
+                              cudaStream_t stream);
 
 }  // namespace kbit::variants

@@ -6,9 +6,12 @@
 namespace kbit::variants {
 
 std::unique_ptr<VariantState> scalar_gemv_setup(const GemmDims& dims, const VariantOptions& opts);
-void scalar_gemv_run(VariantState* state, const GemmDims& dims, const GemmArgs& args, cudaStream_t stream);
+void scalar_gemv_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
+                     cudaStream_t stream);
 
-std::unique_ptr<VariantState> grouped_scalar_gemv_setup(const GemmDims& dims, const VariantOptions& opts);
-void grouped_scalar_gemv_run(VariantState* state, const GemmDims& dims, const GemmArgs& args, cudaStream_t stream);
+std::unique_ptr<VariantState> grouped_scalar_gemv_setup(const GemmDims& dims,
+                                                        const VariantOptions& opts);
+void grouped_scalar_gemv_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
+                             cudaStream_t stream);
 
 }  // namespace kbit::variants

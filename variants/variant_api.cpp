@@ -4,9 +4,12 @@ namespace kbit {
 
 const char* layout_kind_name(LayoutKind k) {
   switch (k) {
-    case LayoutKind::flat: return "flat";
-    case LayoutKind::tiled: return "tiled";
-    case LayoutKind::dequantized: return "dequantized";
+    case LayoutKind::flat:
+      return "flat";
+    case LayoutKind::tiled:
+      return "tiled";
+    case LayoutKind::dequantized:
+      return "dequantized";
   }
   return "?";
 }

@@ -83,6 +83,7 @@ class VariantState {
 };
 
 using SetupFn = std::unique_ptr<VariantState> (*)(const GemmDims& dims, const VariantOptions& opts);
-using RunFn = void (*)(VariantState* state, const GemmDims& dims, const GemmArgs& args, cudaStream_t stream);
+using RunFn = void (*)(VariantState* state, const GemmDims& dims, const GemmArgs& args,
+                       cudaStream_t stream);
 
 }  // namespace kbit

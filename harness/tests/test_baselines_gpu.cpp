@@ -4,9 +4,9 @@
 
 #include "harness/execute.hpp"
 #include "harness/timing.hpp"
-#include "variants/device_utils.hpp"
 #include "reference/codebook.hpp"
 #include "reference/gemm_ref.hpp"
+#include "variants/device_utils.hpp"
 #include "variants/tests/gpu_test_util.hpp"
 
 using namespace kbit;
@@ -18,7 +18,8 @@ struct Fixture {
   HostActivations A;
   GemmDims d;
   Fixture(std::int64_t M, std::int64_t N, std::int64_t K, int k, DType t, int experts = 0)
-      : hw(make_host_weights(N, K, k, codebook_nf(k), std::max(1, experts), 11)), A(make_activations(M, K, t, 12)) {
+      : hw(make_host_weights(N, K, k, codebook_nf(k), std::max(1, experts), 11)),
+        A(make_activations(M, K, t, 12)) {
     d.M = M, d.N = N, d.K_dim = K, d.k_bits = k, d.dtype = t, d.num_experts = experts;
   }
 };
@@ -26,8 +27,13 @@ struct Fixture {
 Outcome run_row(const VariantRow& row, Fixture& f, Stream& s) {
   DeviceWeights dw(f.hw, f.d.dtype, {row.layout}, 1, s.get());
   DeviceBuffer<unsigned char> dA(f.A.bytes), dC(std::size_t(f.d.M * f.d.N) * dtype_size(f.d.dtype));
-  DeviceBuffer<std::int64_t> doff(f.d.grouped() ? f.d.expert_offsets : std::vector<std::int64_t>{0});
-  DeviceProblem p{&dw, dA.get(), dC.get(), dC.bytes(), f.d.grouped() ? doff.get() : nullptr,
+  DeviceBuffer<std::int64_t> doff(f.d.grouped() ? f.d.expert_offsets
+                                                : std::vector<std::int64_t>{0});
+  DeviceProblem p{&dw,
+                  dA.get(),
+                  dC.get(),
+                  dC.bytes(),
+                  f.d.grouped() ? doff.get() : nullptr,
                   gpu::make_codebook_arg(f.hw.codebook, f.d.k_bits)};
   const auto ref = make_reference(f.hw, f.A, f.d, sample_rows(f.d.M, 1 << 20));
   return execute_and_check(row, {}, f.d, p, &ref, s.get());
@@ -76,7 +82,8 @@ TEST_CASE("a wrong output fails the check", "[gpu][baseline]") {
   ref.C(2, 5) += 1.0;  // the reference disagrees at one element
   DeviceWeights dw(f.hw, f.d.dtype, {find_variant("cublas_fp16").layout}, 1, s.get());
   DeviceBuffer<unsigned char> dA(f.A.bytes), dC(std::size_t(4 * 64 * 2));
-  DeviceProblem p{&dw, dA.get(), dC.get(), dC.bytes(), nullptr, gpu::make_codebook_arg(f.hw.codebook, 4)};
+  DeviceProblem p{&dw,        dA.get(), dC.get(),
+                  dC.bytes(), nullptr,  gpu::make_codebook_arg(f.hw.codebook, 4)};
   const Outcome o = execute_and_check(find_variant("cublas_fp16"), {}, f.d, p, &ref, s.get());
   CHECK_FALSE(o.check.pass);
   CHECK(o.check.violations == 1);
@@ -88,12 +95,14 @@ TEST_CASE("a wrong output fails the check", "[gpu][baseline]") {
 TEST_CASE("timing gives positive, ordered statistics on both paths", "[gpu][timing]") {
   KBIT_REQUIRE_GPU();
   Stream s;
-  for (std::int64_t n : {std::int64_t(1) << 16, std::int64_t(1) << 27}) {  // ~us (graph) and ~100 us (plain)
+  for (std::int64_t n :
+       {std::int64_t(1) << 16, std::int64_t(1) << 27}) {  // ~us (graph) and ~100 us (plain)
     DeviceBuffer<float> buf(static_cast<std::size_t>(n));
     TimingConfig cfg;
     cfg.timeout_s = 0.3;
-    const TimingResult t =
-        time_launches([&](int, cudaStream_t st) { gpu::fill_random(DType::f32, buf.get(), n, 1, st); }, 1, cfg, s.get());
+    const TimingResult t = time_launches(
+        [&](int, cudaStream_t st) { gpu::fill_random(DType::f32, buf.get(), n, 1, st); }, 1, cfg,
+        s.get());
     INFO("n=" << n << " median " << t.median_us << " us graph " << t.graph);
     CHECK(t.median_us > 0);
     CHECK(t.p10_us <= t.median_us);

@@ -7,9 +7,12 @@
 using namespace kbit;
 
 namespace {
-const std::string kDir = source_dir() + "/experiments/x.toml";  // includes resolve from experiments/
+const std::string kDir =
+    source_dir() + "/experiments/x.toml";  // includes resolve from experiments/
 // Config paths in experiments/ (so includes resolve); messages end with "<name>:<line>".
-std::string P(const std::string& name) { return source_dir() + "/experiments/" + name; }
+std::string P(const std::string& name) {
+  return source_dir() + "/experiments/" + name;
+}
 const std::string kGood = R"(name = "t"
 shapes = [{ name = "a", k_dim = 64, n = 100 }, { include = "shapes/llama3_8b.toml" }]
 m = [1, 4]
@@ -23,7 +26,9 @@ timeout_s = 0.5
 seed = 3
 )";
 
-std::string with(const std::string& extra) { return kGood + extra; }
+std::string with(const std::string& extra) {
+  return kGood + extra;
+}
 }  // namespace
 
 TEST_CASE("a good config parses, includes resolved", "[config]") {
@@ -46,7 +51,8 @@ TEST_CASE("a good config parses, includes resolved", "[config]") {
 TEST_CASE("every shipped experiment config parses", "[config]") {
   const std::string dir = source_dir() + "/experiments";
   int n = 0;
-  for (const char* f : {"smoke", "baselines", "gemv", "gemv_hot", "gemv_goal", "moe_decode", "phase1", "phase1_hot"}) {
+  for (const char* f : {"smoke", "baselines", "gemv", "gemv_hot", "gemv_goal", "moe_decode",
+                        "phase1", "phase1_hot"}) {
     INFO(f);
     const auto c = load_experiment(dir + "/" + f + ".toml");
     CHECK(c.name == f);
@@ -60,7 +66,8 @@ TEST_CASE("every shipped experiment config parses", "[config]") {
 
 TEST_CASE("unknown and mistyped keys name the file, line and key", "[config]") {
   CHECK_THROWS_WITH(parse_experiment(with("warmpu = 3\n"), P("exp.toml")),
-                    Catch::Contains("exp.toml:12") && Catch::Contains("'warmpu'") && Catch::Contains("in [check]"));
+                    Catch::Contains("exp.toml:12") && Catch::Contains("'warmpu'") &&
+                        Catch::Contains("in [check]"));
   CHECK_THROWS_WITH(parse_experiment(kGood + "[timing]\n", P("e.toml")), Catch::Contains("e.toml"));
   const std::string bad_timing = R"(name = "t"
 shapes = [{ name = "a", k_dim = 64, n = 100 }]
@@ -71,10 +78,13 @@ variants = "x"
 [timing]
 warmpu = 3
 )";
-  CHECK_THROWS_WITH(parse_experiment(bad_timing, P("e.toml")),
-                    Catch::Contains("e.toml:8") && Catch::Contains("'warmpu'") && Catch::Contains("[timing]"));
-  CHECK_THROWS_WITH(parse_experiment(std::string(kGood).replace(kGood.find("m = [1, 4]"), 10, "m = \"one\""), P("e.toml")),
-                    Catch::Contains("e.toml:3") && Catch::Contains("'m'") && Catch::Contains("integer"));
+  CHECK_THROWS_WITH(parse_experiment(bad_timing, P("e.toml")), Catch::Contains("e.toml:8") &&
+                                                                   Catch::Contains("'warmpu'") &&
+                                                                   Catch::Contains("[timing]"));
+  CHECK_THROWS_WITH(
+      parse_experiment(std::string(kGood).replace(kGood.find("m = [1, 4]"), 10, "m = \"one\""),
+                       P("e.toml")),
+      Catch::Contains("e.toml:3") && Catch::Contains("'m'") && Catch::Contains("integer"));
 }
 
 TEST_CASE("impossible values are refused with the value and the limit", "[config]") {
@@ -89,8 +99,9 @@ TEST_CASE("impossible values are refused with the value and the limit", "[config
                     Catch::Contains("'warm'"));
   CHECK_THROWS_WITH(parse_experiment(sub(kGood, "k_dim = 64", "k_dim = 100"), P("e.toml")),
                     Catch::Contains("100") && Catch::Contains("multiple of 32"));
-  CHECK_THROWS_WITH(parse_experiment(sub(kGood, "dtype = [\"fp16\", \"bf16\"]", "dtype = \"fp8\""), P("e.toml")),
-                    Catch::Contains("'fp8'"));
+  CHECK_THROWS_WITH(
+      parse_experiment(sub(kGood, "dtype = [\"fp16\", \"bf16\"]", "dtype = \"fp8\""), P("e.toml")),
+      Catch::Contains("'fp8'"));
   CHECK_THROWS_WITH(parse_experiment(sub(kGood, "timeout_s = 0.5", "timeout_s = -1"), P("e.toml")),
                     Catch::Contains("timeout_s"));
   CHECK_THROWS_WITH(parse_experiment(sub(kGood, "name = \"t\"", "name = \"a/b\""), P("e.toml")),
@@ -99,8 +110,10 @@ TEST_CASE("impossible values are refused with the value and the limit", "[config
                                          "{ include = \"shapes/nope.toml\" }"),
                                      kDir),
                     Catch::Contains("nope.toml"));
-  CHECK_THROWS_WITH(parse_experiment("name = \"t\"\nk_bits = 4\n", P("e.toml")), Catch::Contains("'shapes' or 'moe'"));
-  CHECK_THROWS_WITH(parse_experiment("name = \"t\"\nm = [1,\n", P("e.toml")), Catch::Contains("e.toml:"));
+  CHECK_THROWS_WITH(parse_experiment("name = \"t\"\nk_bits = 4\n", P("e.toml")),
+                    Catch::Contains("'shapes' or 'moe'"));
+  CHECK_THROWS_WITH(parse_experiment("name = \"t\"\nm = [1,\n", P("e.toml")),
+                    Catch::Contains("e.toml:"));
 }
 
 TEST_CASE("custom codebooks and moe layers parse", "[config]") {
@@ -121,10 +134,12 @@ variants = ["cublas_fp16"]
   CHECK(c.codebook_values.size() == 4);
   std::string bad = moe;
   bad.replace(bad.find("top_k = 8"), 9, "top_k = 99");
-  CHECK_THROWS_WITH(parse_experiment(bad, "m.toml"), Catch::Contains("top_k") && Catch::Contains("99"));
+  CHECK_THROWS_WITH(parse_experiment(bad, "m.toml"),
+                    Catch::Contains("top_k") && Catch::Contains("99"));
   std::string badcb = moe;
   badcb.replace(badcb.find("k_bits = 2"), 10, "k_bits = 3");
-  CHECK_THROWS_WITH(parse_experiment(badcb, "m.toml"), Catch::Contains("has 4 values") && Catch::Contains("needs 8"));
+  CHECK_THROWS_WITH(parse_experiment(badcb, "m.toml"),
+                    Catch::Contains("has 4 values") && Catch::Contains("needs 8"));
 }
 
 TEST_CASE("config_hash is stable and sensitive", "[config]") {

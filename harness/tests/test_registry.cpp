@@ -32,7 +32,8 @@ TEST_CASE("variants are matched by name and glob, in registry order", "[registry
   for (std::size_t i = 1; i < all.size(); ++i) CHECK(all[i - 1] < all[i]);
   const auto base = match_variants({"*cublas*"});
   CHECK(base.size() >= 2);
-  CHECK_THROWS_WITH(match_variants({"no_such_variant"}), Catch::Contains("'no_such_variant'") && Catch::Contains("cublas_fp16"));
+  CHECK_THROWS_WITH(match_variants({"no_such_variant"}),
+                    Catch::Contains("'no_such_variant'") && Catch::Contains("cublas_fp16"));
   CHECK_THROWS_AS(find_variant("nope"), Error);
   CHECK(find_variant("cublas_fp16").family == Family::baseline);
 }

@@ -19,9 +19,25 @@ std::vector<std::string> lines_of(const std::string& path) {
 
 TEST_CASE("the CSV has the documented columns, in order", "[results]") {
   const auto& c = result_columns();
-  const std::vector<std::string> core = {"experiment", "shape", "M", "N", "K_dim", "k_bits", "dtype", "variant",
-                                         "median_us", "p10_us", "p90_us", "samples", "gb_per_s", "tflops", "floor_us",
-                                         "frac_of_floor", "speedup_vs_baseline", "check", "max_err_over_bound"};
+  const std::vector<std::string> core = {"experiment",
+                                         "shape",
+                                         "M",
+                                         "N",
+                                         "K_dim",
+                                         "k_bits",
+                                         "dtype",
+                                         "variant",
+                                         "median_us",
+                                         "p10_us",
+                                         "p90_us",
+                                         "samples",
+                                         "gb_per_s",
+                                         "tflops",
+                                         "floor_us",
+                                         "frac_of_floor",
+                                         "speedup_vs_baseline",
+                                         "check",
+                                         "max_err_over_bound"};
   REQUIRE(c.size() >= core.size());
   CHECK(std::vector<std::string>(c.begin(), c.begin() + std::ptrdiff_t(core.size())) == core);
   CHECK(row_fields(ResultRow{}).size() == c.size());

@@ -22,12 +22,14 @@ struct Problem {
 
 Problem dense(std::int64_t M, std::int64_t N, std::int64_t K, int k, DType t) {
   Problem p{make_host_weights(N, K, k, codebook_nf(k), 1, std::uint64_t(N * 7 + K + k)),
-            make_activations(M, K, t, std::uint64_t(M + k)), {}};
+            make_activations(M, K, t, std::uint64_t(M + k)),
+            {}};
   p.d.M = M, p.d.N = N, p.d.K_dim = K, p.d.k_bits = k, p.d.dtype = t;
   return p;
 }
 
-Problem grouped(int experts, int tokens, int top_k, std::int64_t N, std::int64_t K, int k, DType t) {
+Problem grouped(int experts, int tokens, int top_k, std::int64_t N, std::int64_t K, int k,
+                DType t) {
   GemmDims d;
   d.N = N, d.K_dim = K, d.k_bits = k, d.dtype = t, d.num_experts = experts;
   d.expert_offsets = route_tokens(experts, tokens, top_k, "zipf", 1.2, std::uint64_t(tokens));
@@ -41,17 +43,22 @@ void check_row(const VariantRow& row, const Problem& p, Stream& s) {
   if (!unsupported_reason(row, p.d).empty()) return;
   DeviceWeights dw(p.hw, p.d.dtype, {row.layout}, 1, s.get());
   DeviceBuffer<unsigned char> dA(p.A.bytes), dC(std::size_t(p.d.M * p.d.N) * dtype_size(p.d.dtype));
-  DeviceBuffer<std::int64_t> doff(p.d.grouped() ? p.d.expert_offsets : std::vector<std::int64_t>{0});
-  const DeviceProblem dp{&dw, dA.get(), dC.get(), dC.bytes(), p.d.grouped() ? doff.get() : nullptr,
+  DeviceBuffer<std::int64_t> doff(p.d.grouped() ? p.d.expert_offsets
+                                                : std::vector<std::int64_t>{0});
+  const DeviceProblem dp{&dw,
+                         dA.get(),
+                         dC.get(),
+                         dC.bytes(),
+                         p.d.grouped() ? doff.get() : nullptr,
                          gpu::make_codebook_arg(p.hw.codebook, p.d.k_bits)};
   const auto ref = make_reference(p.hw, p.A, p.d, sample_rows(p.d.M, 1 << 20));
   const std::vector<SplitMode> modes =
       row.support.split_k ? std::vector<SplitMode>{SplitMode::force_off, SplitMode::force_on}
                           : std::vector<SplitMode>{SplitMode::automatic};
   for (SplitMode m : modes) {
-    INFO(row.name << " M=" << p.d.M << " N=" << p.d.N << " K_dim=" << p.d.K_dim << " K=" << p.d.k_bits << " "
-                  << dtype_name(p.d.dtype) << " experts=" << p.d.num_experts << " split="
-                  << (m == SplitMode::force_on ? "on" : "off/auto"));
+    INFO(row.name << " M=" << p.d.M << " N=" << p.d.N << " K_dim=" << p.d.K_dim << " K="
+                  << p.d.k_bits << " " << dtype_name(p.d.dtype) << " experts=" << p.d.num_experts
+                  << " split=" << (m == SplitMode::force_on ? "on" : "off/auto"));
     const Outcome o = execute_and_check(row, {m}, p.d, dp, &ref, s.get());
     INFO("error: " << o.error << " violations " << o.check.violations << " max err/bound "
                    << o.check.max_err_over_bound);
@@ -104,12 +111,15 @@ TEST_CASE("variants refuse problems outside their support before launching", "[g
   KBIT_REQUIRE_GPU();
   GemmDims d;
   d.M = 16, d.N = 256, d.K_dim = 256, d.k_bits = 4, d.dtype = DType::f16;
-  CHECK_THROWS_WITH(find_variant("scalar_gemv").setup(d, {}), Catch::Contains("M = 16") && Catch::Contains("1..4"));
+  CHECK_THROWS_WITH(find_variant("scalar_gemv").setup(d, {}),
+                    Catch::Contains("M = 16") && Catch::Contains("1..4"));
   GemmDims g = d;
   g.num_experts = 3;
   g.M = 5;
   g.expert_offsets = {0, 3, 2, 5};
-  CHECK_THROWS_WITH(find_variant("grouped_scalar_gemv").setup(g, {}), Catch::Contains("not monotonic"));
+  CHECK_THROWS_WITH(find_variant("grouped_scalar_gemv").setup(g, {}),
+                    Catch::Contains("not monotonic"));
   g.expert_offsets = {0, 3, 4, 9};
-  CHECK_THROWS_WITH(find_variant("grouped_scalar_gemv").setup(g, {}), Catch::Contains("past the end of A"));
+  CHECK_THROWS_WITH(find_variant("grouped_scalar_gemv").setup(g, {}),
+                    Catch::Contains("past the end of A"));
 }

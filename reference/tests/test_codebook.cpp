@@ -22,13 +22,16 @@ std::vector<std::uint32_t> bits_of(const std::vector<float>& v) {
 TEST_CASE("nf codebooks reproduce the golden bits of docs/format.md", "[codebook]") {
   const std::vector<std::vector<std::uint32_t>> golden = {
       {0xbf800000, 0xbe8dd21a, 0x3e8dd21a, 0x3f800000},
-      {0xbf800000, 0xbf1409f5, 0xbea32005, 0xbdd20129, 0x3dd20129, 0x3ea32005, 0x3f1409f5, 0x3f800000},
-      {0xbf800000, 0xbf35233b, 0xbf0ace38, 0xbed56949, 0xbe9f2ee8, 0xbe5d2107, 0xbe0265ad, 0xbd2c6c36,
-       0x3d2c6c36, 0x3e0265ad, 0x3e5d2107, 0x3e9f2ee8, 0x3ed56949, 0x3f0ace38, 0x3f35233b, 0x3f800000},
-      {0xbf800000, 0xbf4731dc, 0xbf288359, 0xbf122cf2, 0xbf001198, 0xbee10f82, 0xbec56bf3, 0xbeac39a3,
-       0xbe94d4a9, 0xbe7d9849, 0xbe539bdb, 0xbe2b36ba, 0xbe04052d, 0xbdbb691d, 0xbd5ff631, 0xbc950060,
-       0x3c950060, 0x3d5ff631, 0x3dbb691d, 0x3e04052d, 0x3e2b36ba, 0x3e539bdb, 0x3e7d9849, 0x3e94d4a9,
-       0x3eac39a3, 0x3ec56bf3, 0x3ee10f82, 0x3f001198, 0x3f122cf2, 0x3f288359, 0x3f4731dc, 0x3f800000}};
+      {0xbf800000, 0xbf1409f5, 0xbea32005, 0xbdd20129, 0x3dd20129, 0x3ea32005, 0x3f1409f5,
+       0x3f800000},
+      {0xbf800000, 0xbf35233b, 0xbf0ace38, 0xbed56949, 0xbe9f2ee8, 0xbe5d2107, 0xbe0265ad,
+       0xbd2c6c36, 0x3d2c6c36, 0x3e0265ad, 0x3e5d2107, 0x3e9f2ee8, 0x3ed56949, 0x3f0ace38,
+       0x3f35233b, 0x3f800000},
+      {0xbf800000, 0xbf4731dc, 0xbf288359, 0xbf122cf2, 0xbf001198, 0xbee10f82, 0xbec56bf3,
+       0xbeac39a3, 0xbe94d4a9, 0xbe7d9849, 0xbe539bdb, 0xbe2b36ba, 0xbe04052d, 0xbdbb691d,
+       0xbd5ff631, 0xbc950060, 0x3c950060, 0x3d5ff631, 0x3dbb691d, 0x3e04052d, 0x3e2b36ba,
+       0x3e539bdb, 0x3e7d9849, 0x3e94d4a9, 0x3eac39a3, 0x3ec56bf3, 0x3ee10f82, 0x3f001198,
+       0x3f122cf2, 0x3f288359, 0x3f4731dc, 0x3f800000}};
   for (int k = 2; k <= 5; ++k) {
     INFO("K = " << k);
     CHECK(bits_of(codebook_nf(k)) == golden[std::size_t(k - 2)]);
@@ -63,7 +66,8 @@ TEST_CASE("uniform codebooks are evenly spaced from -1 to 1", "[codebook]") {
     CHECK(cb.front() == -1.0f);
     CHECK(cb.back() == 1.0f);
     const double step = 2.0 / double(cb.size() - 1);
-    for (std::size_t i = 1; i < cb.size(); ++i) CHECK(double(cb[i]) - cb[i - 1] == Approx(step).epsilon(1e-6));
+    for (std::size_t i = 1; i < cb.size(); ++i)
+      CHECK(double(cb[i]) - cb[i - 1] == Approx(step).epsilon(1e-6));
   }
 }
 
@@ -81,7 +85,8 @@ TEST_CASE("bad codebooks and bit widths are refused with the value in the messag
   CHECK_THROWS_WITH(check_k_bits(6), Catch::Contains("k_bits = 6") && Catch::Contains("2..5"));
   CHECK_THROWS_WITH(check_k_bits(1), Catch::Contains("k_bits = 1"));
   CHECK_THROWS_WITH(make_codebook("nf4", 4), Catch::Contains("'nf4'"));
-  CHECK_THROWS_WITH(validate_codebook({0.f, 1.f, 2.f}, 2), Catch::Contains("3 entries") && Catch::Contains("4"));
+  CHECK_THROWS_WITH(validate_codebook({0.f, 1.f, 2.f}, 2),
+                    Catch::Contains("3 entries") && Catch::Contains("4"));
   CHECK_THROWS_WITH(validate_codebook({0.f, NAN, 1.f, 2.f}, 2), Catch::Contains("entry 1"));
   CHECK_NOTHROW(validate_codebook({0.5f, 0.1f, 0.9f, 0.2f}, 2));  // unsorted, all-positive: valid
 }

@@ -28,7 +28,8 @@ std::uint8_t seed_style_encode(float x) {
 TEST_CASE("all 256 E4M4 codes decode to the documented values", "[e4m4]") {
   for (int c = 0; c < 256; ++c) {
     const int e = c >> 4, m = c & 15;
-    const double expect = e == 0 ? std::pow(2.0, -10) * m / 16.0 : std::pow(2.0, e - 11) * (1.0 + m / 16.0);
+    const double expect =
+        e == 0 ? std::pow(2.0, -10) * m / 16.0 : std::pow(2.0, e - 11) * (1.0 + m / 16.0);
     INFO("code 0x" << std::hex << c);
     CHECK(double(e4m4_decode(std::uint8_t(c))) == expect);
   }
@@ -106,6 +107,7 @@ TEST_CASE("the seeds' encoder picks a farther code for a few % of N(0,1) blocks"
   // ours is never farther than theirs
   for (int b = 0; b < 1000; ++b) {
     const float a = float(0.01 + 30.0 * b / 1000.0);
-    CHECK(std::fabs(e4m4_decode(e4m4_encode(a)) - a) <= std::fabs(e4m4_decode(seed_style_encode(a)) - a));
+    CHECK(std::fabs(e4m4_decode(e4m4_encode(a)) - a) <=
+          std::fabs(e4m4_decode(seed_style_encode(a)) - a));
   }
 }

@@ -10,15 +10,37 @@
 using namespace kbit;
 
 namespace {
-std::uint16_t eigen_half(float f) { return Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(f)); }
-std::uint16_t eigen_bf16(float f) { return Eigen::numext::bit_cast<std::uint16_t>(Eigen::bfloat16(f)); }
+std::uint16_t eigen_half(float f) {
+  return Eigen::numext::bit_cast<std::uint16_t>(Eigen::half(f));
+}
+std::uint16_t eigen_bf16(float f) {
+  return Eigen::numext::bit_cast<std::uint16_t>(Eigen::bfloat16(f));
+}
 }  // namespace
 
 TEST_CASE("float_to_half matches Eigen::half on edge cases and random values", "[fp16]") {
-  const float edge[] = {0.0f, -0.0f, 1.0f, -2.5f, 65504.0f, 65519.99f, 65520.0f, 1e9f, -1e9f,
-                        0x1p-14f, 0x1p-24f, 0x1p-25f, 0x1.8p-25f, 0x1p-26f, 0x1.ffcp-15f,
-                        5.9604645e-08f, 6.1035156e-05f, 1.0009766f, 1.0004883f, 1.0014648f,
-                        std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+  const float edge[] = {0.0f,
+                        -0.0f,
+                        1.0f,
+                        -2.5f,
+                        65504.0f,
+                        65519.99f,
+                        65520.0f,
+                        1e9f,
+                        -1e9f,
+                        0x1p-14f,
+                        0x1p-24f,
+                        0x1p-25f,
+                        0x1.8p-25f,
+                        0x1p-26f,
+                        0x1.ffcp-15f,
+                        5.9604645e-08f,
+                        6.1035156e-05f,
+                        1.0009766f,
+                        1.0004883f,
+                        1.0014648f,
+                        std::numeric_limits<float>::infinity(),
+                        -std::numeric_limits<float>::infinity(),
                         std::numeric_limits<float>::denorm_min()};
   for (float f : edge) {
     INFO("f = " << f);
@@ -52,7 +74,7 @@ TEST_CASE("float_to_bf16 rounds to nearest even like Eigen::bfloat16", "[fp16]")
     const float f = r[i] * std::ldexp(1.0f, int(i % 200) - 100);
     REQUIRE(float_to_bf16(f) == eigen_bf16(f));
   }
-  CHECK(float_to_bf16(1.0f + 0x1p-8f) == 0x3F80);  // tie -> even
+  CHECK(float_to_bf16(1.0f + 0x1p-8f) == 0x3F80);    // tie -> even
   CHECK(float_to_bf16(1.0f + 0x1.8p-7f) == 0x3F82);  // tie -> even (up)
   CHECK(std::isnan(bf16_to_float(float_to_bf16(NAN))));
 }

@@ -30,7 +30,8 @@ Problem make_problem(std::int64_t M, std::int64_t N, std::int64_t K, DType t, st
 // What a tensor-core kernel does: weights rounded to t, products exact, fp32 accumulation.
 double kernel_like(const Problem& p, DType t, std::int64_t m, std::int64_t n) {
   float acc = 0;
-  for (std::int64_t k = 0; k < p.K; ++k) acc += p.A[std::size_t(m * p.K + k)] * round_to(t, p.W[std::size_t(n * p.K + k)]);
+  for (std::int64_t k = 0; k < p.K; ++k)
+    acc += p.A[std::size_t(m * p.K + k)] * round_to(t, p.W[std::size_t(n * p.K + k)]);
   return round_to(t, acc);
 }
 
@@ -69,7 +70,8 @@ TEST_CASE("a kernel-like fp32 GEMM is inside the bound; a wrong weight is outsid
     for (std::int64_t m = 0; m < p.M; ++m) {
       for (std::int64_t n = 0; n < p.N; ++n) {
         const double err = std::fabs(kernel_like(p, t, m, n) - r.C(m, n));
-        worst = std::max(worst, err / gemm_element_bound(b, r.abs_dot(m, n), r.abs_a_sum(m), r.C(m, n)));
+        worst = std::max(worst,
+                         err / gemm_element_bound(b, r.abs_dot(m, n), r.abs_a_sum(m), r.C(m, n)));
       }
     }
     INFO(dtype_name(t) << " worst err/bound " << worst);
@@ -80,7 +82,9 @@ TEST_CASE("a kernel-like fp32 GEMM is inside the bound; a wrong weight is outsid
     auto bad = p;
     std::int64_t kk = 0;
     for (std::int64_t k = 0; k < p.K; ++k)
-      if (std::fabs(p.A[std::size_t(k)] * p.W[std::size_t(k)]) > std::fabs(p.A[std::size_t(kk)] * p.W[std::size_t(kk)])) kk = k;
+      if (std::fabs(p.A[std::size_t(k)] * p.W[std::size_t(k)]) >
+          std::fabs(p.A[std::size_t(kk)] * p.W[std::size_t(kk)]))
+        kk = k;
     bad.W[std::size_t(kk)] = -bad.W[std::size_t(kk)];
     const double err = std::fabs(kernel_like(bad, t, 0, 0) - r.C(0, 0));
     CHECK(err > gemm_element_bound(b, r.abs_dot(0, 0), r.abs_a_sum(0), r.C(0, 0)));

@@ -17,12 +17,12 @@ TEST_CASE("one block quantized by hand (K = 2, nf)", "[quantize]") {
   // nf K=2 codebook: -1, -0.2776, 0.2776, 1 (bits be8dd21a = -0.27699...).
   const auto cb = codebook_nf(2);
   std::vector<float> x(32, 0.0f);
-  x[0] = -2.0f;   // v = -1      -> index 0
-  x[1] = -0.5f;   // v = -0.25   -> index 1 (-0.277)
-  x[2] = 0.6f;    // v = 0.3     -> index 2 (0.277)
-  x[3] = 2.0f;    // v = 1       -> index 3
-  x[4] = 1.3f;    // v = 0.65: |0.65-0.277| = 0.373, |0.65-1| = 0.35 -> index 3
-  x[5] = 1.2f;    // v = 0.6: 0.323 vs 0.4 -> index 2
+  x[0] = -2.0f;  // v = -1      -> index 0
+  x[1] = -0.5f;  // v = -0.25   -> index 1 (-0.277)
+  x[2] = 0.6f;   // v = 0.3     -> index 2 (0.277)
+  x[3] = 2.0f;   // v = 1       -> index 3
+  x[4] = 1.3f;   // v = 0.65: |0.65-0.277| = 0.373, |0.65-1| = 0.35 -> index 3
+  x[5] = 1.2f;   // v = 0.6: 0.323 vs 0.4 -> index 2
   // x[6..31] = 0: v = 0 is equally far from +-0.277: the tie goes to the lower index, 1.
   const auto q = quantize(x, cb, 2);
   REQUIRE(q.num_blocks() == 1);
@@ -107,8 +107,8 @@ TEST_CASE("every element is inside the quantization bound; SQNR per K", "[quanti
         CHECK(st.violations == 0);
         CHECK(st.max_err_over_bound <= 1.0);
         if (std::string(name) == "nf") {
-          std::printf("SQNR nf K=%d absmax %-4s: %6.2f dB (max err/bound %.3f)\n", k, absmax_storage_name(s),
-                      st.sqnr_db, st.max_err_over_bound);
+          std::printf("SQNR nf K=%d absmax %-4s: %6.2f dB (max err/bound %.3f)\n", k,
+                      absmax_storage_name(s), st.sqnr_db, st.max_err_over_bound);
           CHECK(st.sqnr_db > seed_expect[k - 2]);
         }
       }
@@ -156,8 +156,10 @@ TEST_CASE("dequantize rounds cb*scale to the output type", "[quantize]") {
   const auto f32 = dequantize_f32(q, cb);
   for (DType t : {DType::f16, DType::bf16}) {
     std::vector<std::uint16_t> out(x.size());
-    dequantize(q.packed.data(), q.absmax_e4m4.data(), AbsmaxStorage::e4m4, q.numel, 5, cb, t, out.data());
-    for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(load_as_float(t, out.data(), i) == round_to(t, f32[i]));
+    dequantize(q.packed.data(), q.absmax_e4m4.data(), AbsmaxStorage::e4m4, q.numel, 5, cb, t,
+               out.data());
+    for (std::size_t i = 0; i < x.size(); ++i)
+      REQUIRE(load_as_float(t, out.data(), i) == round_to(t, f32[i]));
   }
   for (std::size_t i = 0; i < x.size(); ++i) {
     REQUIRE(f32[i] == cb[q.index(std::int64_t(i))] * e4m4_decode(q.absmax_e4m4[i / 32]));
@@ -166,8 +168,8 @@ TEST_CASE("dequantize rounds cb*scale to the output type", "[quantize]") {
 
 TEST_CASE("saturated blocks are counted", "[quantize]") {
   std::vector<float> x(96, 0.5f);
-  x[10] = 40.0f;   // block 0 saturates
-  x[70] = 31.6f;   // block 2 saturates (rounds to 32)
+  x[10] = 40.0f;  // block 0 saturates
+  x[70] = 31.6f;  // block 2 saturates (rounds to 32)
   const auto q = quantize(x, codebook_nf(4), 4);
   CHECK(q.saturated_blocks == 2);
   CHECK(q.absmax_e4m4[0] == 0xFF);

@@ -43,7 +43,8 @@ TEST_CASE("tiled padding is zero words and absmax 0x00", "[tiled]") {
   const auto t = repack(q.packed.data(), q.absmax_e4m4.data(), N, K_dim, k, {64, 128});
   std::vector<char> real(std::size_t(t.geo.absmax_bytes()), 0);
   for (std::int64_t n = 0; n < N; ++n)
-    for (std::int64_t kb = 0; kb < K_dim / 32; ++kb) real[std::size_t(t.geo.block_index(n, kb))] = 1;
+    for (std::int64_t kb = 0; kb < K_dim / 32; ++kb)
+      real[std::size_t(t.geo.block_index(n, kb))] = 1;
   std::int64_t pad_blocks = 0;
   for (std::size_t b = 0; b < real.size(); ++b) {
     if (real[b]) continue;
@@ -61,15 +62,16 @@ TEST_CASE("the tiled order is [k_tile][n_tile][col][k_block][bit]", "[tiled]") {
   CHECK(g.block_index(0, 0) == 0);
   CHECK(g.block_index(0, 1) == 1);
   CHECK(g.block_index(1, 0) == 2);
-  CHECK(g.block_index(128, 0) == 256);          // next n_tile
-  CHECK(g.block_index(0, 2) == 3 * 128 * 2);    // next k_tile
+  CHECK(g.block_index(128, 0) == 256);        // next n_tile
+  CHECK(g.block_index(0, 2) == 3 * 128 * 2);  // next k_tile
   CHECK(g.tile_words() == 128 * 2 * 3);
 }
 
 TEST_CASE("bad tile configs and weight shapes are refused", "[tiled]") {
   CHECK_THROWS_WITH(check_tile_config({48, 128}), Catch::Contains("tile_k = 48"));
   CHECK_THROWS_WITH(check_tile_config({64, 100}), Catch::Contains("tile_n = 100"));
-  CHECK_THROWS_WITH(check_weight_shape(10, 100), Catch::Contains("K_dim = 100") && Catch::Contains("multiple of 32"));
+  CHECK_THROWS_WITH(check_weight_shape(10, 100),
+                    Catch::Contains("K_dim = 100") && Catch::Contains("multiple of 32"));
   CHECK_THROWS_WITH(check_weight_shape(0, 64), Catch::Contains("N = 0"));
   CHECK_THROWS_AS(make_tiled_geometry(10, 64, 6, {}), Error);
 }

@@ -64,13 +64,18 @@ __device__ __forceinline__ uint32_t residue_fields(const uint32_t (&p)[K]) {
   constexpr int F = field_width<K>();
   auto aligned = [&](auto b_const) {
     constexpr int b = decltype(b_const)::value;
-    if constexpr (b >= R) return p[b] << (b - R);
-    else return p[b] >> (R - b);
+    if constexpr (b >= R)
+      return p[b] << (b - R);
+    else
+      return p[b] >> (R - b);
   };
   uint32_t w = aligned(std::integral_constant<int, K - 1>{});
-  if constexpr (K >= 5) w = select_bits(low_positions_mask<F, 3>(), aligned(std::integral_constant<int, 3>{}), w);
-  if constexpr (K >= 4) w = select_bits(low_positions_mask<F, 2>(), aligned(std::integral_constant<int, 2>{}), w);
-  if constexpr (K >= 3) w = select_bits(low_positions_mask<F, 1>(), aligned(std::integral_constant<int, 1>{}), w);
+  if constexpr (K >= 5)
+    w = select_bits(low_positions_mask<F, 3>(), aligned(std::integral_constant<int, 3>{}), w);
+  if constexpr (K >= 4)
+    w = select_bits(low_positions_mask<F, 2>(), aligned(std::integral_constant<int, 2>{}), w);
+  if constexpr (K >= 3)
+    w = select_bits(low_positions_mask<F, 1>(), aligned(std::integral_constant<int, 1>{}), w);
   w = select_bits(low_positions_mask<F, 0>(), aligned(std::integral_constant<int, 0>{}), w);
   return w;
 }

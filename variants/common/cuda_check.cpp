@@ -3,8 +3,8 @@
 namespace kbit {
 
 void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
-  throw CudaError(std::string(call) + " failed: " + cudaGetErrorName(err) + " (" + cudaGetErrorString(err) +
-                      ") at " + file + ":" + std::to_string(line),
+  throw CudaError(std::string(call) + " failed: " + cudaGetErrorName(err) + " (" +
+                      cudaGetErrorString(err) + ") at " + file + ":" + std::to_string(line),
                   err);
 }
 

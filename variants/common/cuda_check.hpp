@@ -26,12 +26,12 @@ bool cuda_device_available();
 
 }  // namespace kbit
 
-#define KBIT_CUDA_CHECK(call)                                                 \
-  do {                                                                        \
-    const cudaError_t kbit_err_ = (call);                                     \
-    if (kbit_err_ != cudaSuccess) {                                           \
-      ::kbit::throw_cuda_error(kbit_err_, #call, __FILE__, __LINE__);         \
-    }                                                                         \
+#define KBIT_CUDA_CHECK(call)                                         \
+  do {                                                                \
+    const cudaError_t kbit_err_ = (call);                             \
+    if (kbit_err_ != cudaSuccess) {                                   \
+      ::kbit::throw_cuda_error(kbit_err_, #call, __FILE__, __LINE__); \
+    }                                                                 \
   } while (0)
 
 // After every <<<...>>>: launch-configuration errors surface here, not at the next sync.

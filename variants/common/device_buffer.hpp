@@ -23,7 +23,8 @@ class DeviceBuffer {
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)) {}
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : ptr_(std::exchange(o.ptr_, nullptr)), count_(std::exchange(o.count_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     if (this != &o) {
       if (ptr_) cudaFree(ptr_);
@@ -39,7 +40,9 @@ class DeviceBuffer {
 
   void upload(const std::vector<T>& host) { upload(host.data(), host.size()); }
   void upload(const T* host, std::size_t count) {
-    if (count > count_) throw Error("DeviceBuffer::upload: " + std::to_string(count) + " elements into " + std::to_string(count_));
+    if (count > count_)
+      throw Error("DeviceBuffer::upload: " + std::to_string(count) + " elements into " +
+                  std::to_string(count_));
     if (count) KBIT_CUDA_CHECK(cudaMemcpy(ptr_, host, count * sizeof(T), cudaMemcpyHostToDevice));
   }
   std::vector<T> download() const {

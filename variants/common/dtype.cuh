@@ -23,13 +23,19 @@ struct ElemTraits<__half> {
 template <>
 struct ElemTraits<__nv_bfloat16> {
   static __device__ __forceinline__ float to_float(__nv_bfloat16 v) { return __bfloat162float(v); }
-  static __device__ __forceinline__ __nv_bfloat16 from_float(float v) { return __float2bfloat16_rn(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from_float(float v) {
+    return __float2bfloat16_rn(v);
+  }
 };
 
 template <typename T>
-__device__ __forceinline__ float to_float(T v) { return ElemTraits<T>::to_float(v); }
+__device__ __forceinline__ float to_float(T v) {
+  return ElemTraits<T>::to_float(v);
+}
 template <typename T>
-__device__ __forceinline__ T from_float(float v) { return ElemTraits<T>::from_float(v); }
+__device__ __forceinline__ T from_float(float v) {
+  return ElemTraits<T>::from_float(v);
+}
 
 // Two floats to one packed 32-bit register of two 16-bit elements (lo in bits 0..15).
 template <typename T>

@@ -12,7 +12,9 @@
 namespace kbit::dev::splitk {
 
 // One contribution (RED.ADD.F32 at L2: the result is not read back).
-__device__ __forceinline__ void add(float* ws, std::int64_t idx, float v) { atomicAdd(ws + idx, v); }
+__device__ __forceinline__ void add(float* ws, std::int64_t idx, float v) {
+  atomicAdd(ws + idx, v);
+}
 
 // Called by every thread of the block after its adds. True, in every thread, for the block
 // that arrives last of `contributors`; that block also resets the counter.

@@ -6,12 +6,12 @@
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
 
-#define KBIT_REQUIRE_GPU()                                     \
-  do {                                                         \
-    if (!::kbit::cuda_device_available()) {                    \
-      std::cout << "SKIPPED: no CUDA device" << std::endl;     \
-      return;                                                  \
-    }                                                          \
+#define KBIT_REQUIRE_GPU()                                 \
+  do {                                                     \
+    if (!::kbit::cuda_device_available()) {                \
+      std::cout << "SKIPPED: no CUDA device" << std::endl; \
+      return;                                              \
+    }                                                      \
   } while (0)
 
 namespace kbit::test {

@@ -63,8 +63,9 @@ TEST_CASE("GPU quantize is bit-exact with the reference", "[gpu][format]") {
           auto d_absmax = test::poisoned<float>(nb);
           auto d_e4m4 = test::poisoned<std::uint8_t>(nb);
           auto d_fp16 = test::poisoned<std::uint16_t>(nb);
-          const std::int64_t sat = gpu::quantize(t, d_in.get(), n, cb, k,
-                                                 {d_packed.get(), d_absmax.get(), d_e4m4.get(), d_fp16.get()}, nullptr);
+          const std::int64_t sat =
+              gpu::quantize(t, d_in.get(), n, cb, k,
+                            {d_packed.get(), d_absmax.get(), d_e4m4.get(), d_fp16.get()}, nullptr);
           REQUIRE(d_packed.download() == ref.packed);
           REQUIRE(d_absmax.download() == ref.absmax);
           REQUIRE(d_e4m4.download() == ref.absmax_e4m4);
@@ -110,18 +111,21 @@ TEST_CASE("GPU quantize refuses non-finite input and writes nothing", "[gpu][for
   x[4500] = -INFINITY;
   DeviceBuffer<float> d_in(x);
   auto d_packed = test::poisoned<std::uint32_t>(std::size_t(num_blocks_for(5000) * 4));
-  CHECK_THROWS_WITH(gpu::quantize(DType::f32, d_in.get(), 5000, codebook_nf(4), 4, {d_packed.get()}, nullptr),
-                    Catch::Contains("element 4321"));
+  CHECK_THROWS_WITH(
+      gpu::quantize(DType::f32, d_in.get(), 5000, codebook_nf(4), 4, {d_packed.get()}, nullptr),
+      Catch::Contains("element 4321"));
   for (std::uint32_t w : d_packed.download()) REQUIRE(w == 0xFFFFFFFFu);
-  CHECK_THROWS_WITH(gpu::quantize(DType::f32, d_in.get(), 10, codebook_nf(4), 5, {d_packed.get()}, nullptr),
-                    Catch::Contains("16 entries"));
+  CHECK_THROWS_WITH(
+      gpu::quantize(DType::f32, d_in.get(), 10, codebook_nf(4), 5, {d_packed.get()}, nullptr),
+      Catch::Contains("16 entries"));
 }
 
 TEST_CASE("GPU dequantize is bit-exact for every output type and absmax storage", "[gpu][format]") {
   KBIT_REQUIRE_GPU();
   for (int k = 2; k <= 5; ++k) {
     const auto cb = k == 3 ? custom_codebook(k) : codebook_nf(k);
-    for (std::int64_t n : {std::int64_t(1), std::int64_t(37), std::int64_t(4096), std::int64_t(100003)}) {
+    for (std::int64_t n :
+         {std::int64_t(1), std::int64_t(37), std::int64_t(4096), std::int64_t(100003)}) {
       const auto x = mixed_scale_data(n, std::uint64_t(n + k));
       const auto q = quantize(x, cb, k);
       DeviceBuffer<std::uint32_t> d_packed(q.packed);
@@ -129,18 +133,21 @@ TEST_CASE("GPU dequantize is bit-exact for every output type and absmax storage"
       DeviceBuffer<std::uint16_t> d_fp16(q.absmax_fp16);
       DeviceBuffer<float> d_f32(q.absmax);
       for (AbsmaxStorage s : {AbsmaxStorage::e4m4, AbsmaxStorage::fp16, AbsmaxStorage::fp32}) {
-        const void* abs_host = s == AbsmaxStorage::e4m4   ? static_cast<const void*>(q.absmax_e4m4.data())
-                               : s == AbsmaxStorage::fp16 ? static_cast<const void*>(q.absmax_fp16.data())
-                                                          : static_cast<const void*>(q.absmax.data());
+        const void* abs_host =
+            s == AbsmaxStorage::e4m4   ? static_cast<const void*>(q.absmax_e4m4.data())
+            : s == AbsmaxStorage::fp16 ? static_cast<const void*>(q.absmax_fp16.data())
+                                       : static_cast<const void*>(q.absmax.data());
         const void* abs_dev = s == AbsmaxStorage::e4m4   ? static_cast<const void*>(d_e4m4.get())
                               : s == AbsmaxStorage::fp16 ? static_cast<const void*>(d_fp16.get())
                                                          : static_cast<const void*>(d_f32.get());
         for (DType t : {DType::f32, DType::f16, DType::bf16}) {
-          INFO("K=" << k << " n=" << n << " storage " << absmax_storage_name(s) << " out " << dtype_name(t));
+          INFO("K=" << k << " n=" << n << " storage " << absmax_storage_name(s) << " out "
+                    << dtype_name(t));
           std::vector<unsigned char> expect(std::size_t(n) * dtype_size(t));
           dequantize(q.packed.data(), abs_host, s, n, k, cb, t, expect.data());
           auto d_out = test::poisoned<unsigned char>(expect.size());
-          gpu::dequantize(d_packed.get(), abs_dev, s, n, gpu::make_codebook_arg(cb, k), t, d_out.get(), nullptr);
+          gpu::dequantize(d_packed.get(), abs_dev, s, n, gpu::make_codebook_arg(cb, k), t,
+                          d_out.get(), nullptr);
           KBIT_CUDA_CHECK(cudaDeviceSynchronize());
           REQUIRE(d_out.download() == expect);
         }
@@ -184,16 +191,16 @@ TEST_CASE("GPU E4M4 encode matches the reference, boundaries and ties included",
 
 TEST_CASE("GPU repack and unrepack are bit-exact, padding included", "[gpu][format]") {
   KBIT_REQUIRE_GPU();
-  const struct {
-    std::int64_t N, K_dim;
-  } shapes[] = {{200, 96}, {1, 32}, {513, 4096}, {2048, 160}};
+  const struct { std::int64_t N, K_dim; } shapes[] = {{200, 96}, {1, 32}, {513, 4096}, {2048, 160}};
   for (int k = 2; k <= 5; ++k) {
     for (auto s : shapes) {
-      const auto q = quantize(random_normal(s.N * s.K_dim, std::uint64_t(s.N + k)), codebook_nf(k), k);
+      const auto q =
+          quantize(random_normal(s.N * s.K_dim, std::uint64_t(s.N + k)), codebook_nf(k), k);
       DeviceBuffer<std::uint32_t> d_packed(q.packed);
       DeviceBuffer<std::uint8_t> d_absmax(q.absmax_e4m4);
       for (TileConfig t : {TileConfig{64, 128}, TileConfig{32, 64}, TileConfig{128, 256}}) {
-        INFO("K=" << k << " N=" << s.N << " K_dim=" << s.K_dim << " tiles " << t.tile_k << "x" << t.tile_n);
+        INFO("K=" << k << " N=" << s.N << " K_dim=" << s.K_dim << " tiles " << t.tile_k << "x"
+                  << t.tile_n);
         const auto ref = repack(q.packed.data(), q.absmax_e4m4.data(), s.N, s.K_dim, k, t);
         auto d_tp = test::poisoned<std::uint32_t>(ref.packed.size());
         auto d_ta = test::poisoned<std::uint8_t>(ref.absmax.size());
