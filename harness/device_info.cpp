@@ -10,6 +10,7 @@
 #include "variants/baselines.hpp"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
+#include "variants/device_utils.hpp"
 
 #ifndef KBIT_SOURCE_DIR
 #define KBIT_SOURCE_DIR "."
@@ -63,23 +64,10 @@ Ceilings measure_ceilings(cudaStream_t stream) {
   const std::size_t bytes = std::size_t(1) << 30;
   DeviceBuffer<unsigned char> src(bytes), dst(bytes);
   src.fill_bytes(0x5A, stream);
-  cudaEvent_t e0, e1;
-  KBIT_CUDA_CHECK(cudaEventCreate(&e0));
-  KBIT_CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<float> ms;
-  for (int it = 0; it < 13; ++it) {
-    KBIT_CUDA_CHECK(cudaEventRecord(e0, stream));
+  const double ms = gpu::median_event_ms(stream, 3, 10, [&] {
     KBIT_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream));
-    KBIT_CUDA_CHECK(cudaEventRecord(e1, stream));
-    KBIT_CUDA_CHECK(cudaEventSynchronize(e1));
-    float t = 0;
-    KBIT_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-    if (it >= 3) ms.push_back(t);
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  std::sort(ms.begin(), ms.end());
-  c.copy_gb_per_s = 2.0 * double(bytes) / (ms[ms.size() / 2] * 1e-3) / 1e9;
+  });
+  c.copy_gb_per_s = 2.0 * double(bytes) / (ms * 1e-3) / 1e9;
   c.fp16_tflops = variants::measure_tensor_tflops(8192, stream);
   return c;
 }

@@ -91,6 +91,14 @@ def series(rows, shape, variant, y):
     return [p[0] for p in pts], [p[1] for p in pts]
 
 
+def save(fig, out, name, key):
+    path = os.path.join(out, f"{name}_{suffix(key)}.png")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_speedup(rows, run, key, out):
     """Speedup vs the baseline, per shape, against M."""
     baseline = run.get("variants", [{}])[0].get("name", "")
@@ -111,11 +119,7 @@ def plot_speedup(rows, run, key, out):
         ax.set_ylabel(f"speedup vs {baseline}")
     axes[0].legend(fontsize=7)
     fig.suptitle(f"{run.get('experiment', '')}: speedup vs {baseline} ({suffix(key)})")
-    fig.tight_layout()
-    path = os.path.join(out, f"speedup_{suffix(key)}.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, out, "speedup", key)
 
 
 def plot_time_vs_m(rows, run, key, out):
@@ -137,11 +141,7 @@ def plot_time_vs_m(rows, run, key, out):
         ax.set_ylabel("median us")
     axes[0].legend(fontsize=7)
     fig.suptitle(f"{run.get('experiment', '')}: time vs M ({suffix(key)})")
-    fig.tight_layout()
-    path = os.path.join(out, f"time_vs_m_{suffix(key)}.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, out, "time_vs_m", key)
 
 
 def plot_roofline(rows, run, key, out):
@@ -173,11 +173,7 @@ def plot_roofline(rows, run, key, out):
     ax2.set_ylabel("fraction of the floor (floor / time)")
     ax2.set_title("fraction of the floor, every shape")
     fig.suptitle(f"{run.get('experiment', '')}: roofline ({suffix(key)})")
-    fig.tight_layout()
-    path = os.path.join(out, f"roofline_{suffix(key)}.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, out, "roofline", key)
 
 
 def plot_check_margin(rows, run, key, out):
@@ -196,11 +192,7 @@ def plot_check_margin(rows, run, key, out):
     ax.set_xticklabels(variants, rotation=20, fontsize=8)
     ax.set_ylabel("max |err| / bound")
     ax.set_title(f"{run.get('experiment', '')}: check margin ({suffix(key)})")
-    fig.tight_layout()
-    path = os.path.join(out, f"check_margin_{suffix(key)}.png")
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, out, "check_margin", key)
 
 
 FIGURES = [plot_speedup, plot_time_vs_m, plot_roofline, plot_check_margin]

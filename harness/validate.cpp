@@ -84,6 +84,13 @@ struct Tally {
   int problems = 0, failed = 0, nondeterministic = 0;
   double worst = 0;
   std::vector<std::string> repros;
+  void add(const Tally& t) {
+    problems += t.problems;
+    failed += t.failed;
+    nondeterministic += t.nondeterministic;
+    worst = std::max(worst, t.worst);
+    repros.insert(repros.end(), t.repros.begin(), t.repros.end());
+  }
 };
 
 std::string split_name(SplitMode s) {
@@ -224,11 +231,7 @@ void validate_dense(const ValidateOptions& o, const VariantRow& row, const std::
             tl.failed ? "FAIL" : "ok  ", c.name.c_str(), k, dtype_name(t), (long long)ms.front(),
             (long long)ms.back(), ms.size(), splits.size(), tl.problems, tl.worst);
         std::fflush(stdout);
-        total.problems += tl.problems;
-        total.failed += tl.failed;
-        total.nondeterministic += tl.nondeterministic;
-        total.worst = std::max(total.worst, tl.worst);
-        total.repros.insert(total.repros.end(), tl.repros.begin(), tl.repros.end());
+        total.add(tl);
       }
     }
   }
@@ -277,11 +280,7 @@ void validate_grouped(const ValidateOptions& o, const VariantRow& row,
             "%.3f\n",
             tl.failed ? "FAIL" : "ok  ", c.name.c_str(), k, dtype_name(t), tl.problems, tl.worst);
         std::fflush(stdout);
-        total.problems += tl.problems;
-        total.failed += tl.failed;
-        total.nondeterministic += tl.nondeterministic;
-        total.worst = std::max(total.worst, tl.worst);
-        total.repros.insert(total.repros.end(), tl.repros.begin(), tl.repros.end());
+        total.add(tl);
       }
     }
   }

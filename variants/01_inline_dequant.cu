@@ -25,6 +25,7 @@
 #include "variants/common/cp_async.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
+#include "variants/common/dispatch.hpp"
 #include "variants/common/dtype.cuh"
 #include "variants/common/e4m4.cuh"
 #include "variants/common/mma.cuh"
@@ -232,57 +233,20 @@ __global__ void __launch_bounds__(Config::kThreads)
 
 template <typename T>
 const void* kernel_for_type(int k, int mb) {
-  auto pick = [&](auto k_const) -> const void* {
-    constexpr int KB = decltype(k_const)::value;
-    switch (mb) {
-      case 1:
-        return reinterpret_cast<const void*>(inline_dequant_kernel<KB, 1, T>);
-      case 2:
-        return reinterpret_cast<const void*>(inline_dequant_kernel<KB, 2, T>);
-      case 3:
-        return reinterpret_cast<const void*>(inline_dequant_kernel<KB, 3, T>);
-      default:
-        return reinterpret_cast<const void*>(inline_dequant_kernel<KB, 4, T>);
-    }
-  };
-  switch (k) {
-    case 2:
-      return pick(std::integral_constant<int, 2>{});
-    case 3:
-      return pick(std::integral_constant<int, 3>{});
-    case 4:
-      return pick(std::integral_constant<int, 4>{});
-    case 5:
-      return pick(std::integral_constant<int, 5>{});
-  }
-  throw Error("inline_dequant: K = " + std::to_string(k) + " is outside 2..5");
-}
-
-template <int K>
-int stage_bytes_k(int mb) {
-  switch (mb) {
-    case 1:
-      return StageLayout<K, 1>::kBytes;
-    case 2:
-      return StageLayout<K, 2>::kBytes;
-    case 3:
-      return StageLayout<K, 3>::kBytes;
-    default:
-      return StageLayout<K, 4>::kBytes;
-  }
+  return with_k_bits(k, [&](auto k_const) {
+    return with_rows_1_to_4(mb, [&](auto mb_const) {
+      return reinterpret_cast<const void*>(
+          inline_dequant_kernel<decltype(k_const)::value, decltype(mb_const)::value, T>);
+    });
+  });
 }
 
 int stage_bytes(int k, int mb) {
-  switch (k) {
-    case 2:
-      return stage_bytes_k<2>(mb);
-    case 3:
-      return stage_bytes_k<3>(mb);
-    case 4:
-      return stage_bytes_k<4>(mb);
-    default:
-      return stage_bytes_k<5>(mb);
-  }
+  return with_k_bits(k, [&](auto k_const) {
+    return with_rows_1_to_4(mb, [&](auto mb_const) {
+      return StageLayout<decltype(k_const)::value, decltype(mb_const)::value>::kBytes;
+    });
+  });
 }
 
 struct InlineState : VariantState {

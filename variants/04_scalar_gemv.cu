@@ -29,6 +29,7 @@
 #include "variants/common/bitplane.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
+#include "variants/common/dispatch.hpp"
 #include "variants/common/dtype.cuh"
 #include "variants/common/e4m4.cuh"
 #include "variants/common/load.cuh"
@@ -348,32 +349,13 @@ __global__ void __launch_bounds__(Config::kThreads, Config::kMinBlocksPerSm)
 // The kernel for (K, rows, dtype); rows == 0 selects the grouped kernel.
 template <typename T>
 const void* kernel_for_type(int k, int rows) {
-  auto pick = [&](auto k_const) -> const void* {
+  return with_k_bits(k, [&](auto k_const) {
     constexpr int KB = decltype(k_const)::value;
-    switch (rows) {
-      case 0:
-        return reinterpret_cast<const void*>(grouped_scalar_gemv_kernel<KB, T>);
-      case 1:
-        return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 1, T>);
-      case 2:
-        return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 2, T>);
-      case 3:
-        return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 3, T>);
-      default:
-        return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 4, T>);
-    }
-  };
-  switch (k) {
-    case 2:
-      return pick(std::integral_constant<int, 2>{});
-    case 3:
-      return pick(std::integral_constant<int, 3>{});
-    case 4:
-      return pick(std::integral_constant<int, 4>{});
-    case 5:
-      return pick(std::integral_constant<int, 5>{});
-  }
-  throw Error("K = " + std::to_string(k) + " is outside 2..5");
+    if (rows == 0) return reinterpret_cast<const void*>(grouped_scalar_gemv_kernel<KB, T>);
+    return with_rows_1_to_4(rows, [&](auto r_const) {
+      return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, decltype(r_const)::value, T>);
+    });
+  });
 }
 
 const void* kernel_for(int k, int rows, DType t) {

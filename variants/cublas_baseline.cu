@@ -219,23 +219,10 @@ double measure_tensor_tflops(int n, cudaStream_t stream) {
   gpu::fill_random(DType::f16, a.get(), std::int64_t(elems), 1, stream);
   gpu::fill_random(DType::f16, b.get(), std::int64_t(elems), 2, stream);
   CublasHandle h;
-  cudaEvent_t e0, e1;
-  KBIT_CUDA_CHECK(cudaEventCreate(&e0));
-  KBIT_CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<float> ms;
-  for (int it = 0; it < 13; ++it) {
-    KBIT_CUDA_CHECK(cudaEventRecord(e0, stream));
-    gemm_rowmajor(h.get(), DType::f16, n, n, n, a.get(), b.get(), c.get(), stream);
-    KBIT_CUDA_CHECK(cudaEventRecord(e1, stream));
-    KBIT_CUDA_CHECK(cudaEventSynchronize(e1));
-    float t = 0;
-    KBIT_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
-    if (it >= 3) ms.push_back(t);  // three warm-ups
-  }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  std::sort(ms.begin(), ms.end());
-  const double med = ms[ms.size() / 2] * 1e-3;
+  const double med =
+      1e-3 * gpu::median_event_ms(stream, 3, 10, [&] {
+        gemm_rowmajor(h.get(), DType::f16, n, n, n, a.get(), b.get(), c.get(), stream);
+      });
   return 2.0 * double(n) * n * n / med / 1e12;
 }
 
