@@ -59,6 +59,7 @@ int main(int argc, char** argv) {
   codebook->add_option("name", cb_name, "nf | nf_expected | uniform");
   codebook->add_option("--k", cb_k, "bits (2..5)");
 
+  run_opts.argv.assign(argv, argv + argc);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

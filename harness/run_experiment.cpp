@@ -329,7 +329,8 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   run["ceilings"] = to_json(c.ceil);
   run["build"] = to_json(build);
   run["config"] = {{"path", cfg.path}, {"hash", config_hash(cfg.text)}, {"text", cfg.text}};
-  run["argv"] = {{"variants", opts.variants}, {"shapes", opts.shapes}, {"m", opts.m}};
+  run["argv"] = opts.argv;
+  run["overrides"] = {{"variants", opts.variants}, {"shapes", opts.shapes}, {"m", opts.m}};
   for (const VariantRow* r : rows) {
     run["variants"].push_back({{"name", r->name},
                                {"description", r->description},
