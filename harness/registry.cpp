@@ -96,13 +96,14 @@ const std::vector<VariantRow>& registry() {
        Family::gemm, gemm_support(), kTiled64x128, variants::inline_dequant_nopad_setup,
        variants::inline_dequant_nopad_run},
       {"scalar_gemv",
-       "Scalar GEMV, M=1..4: planes to registers 4 k-tiles ahead, residue-field index extraction + "
-       "shfl codebook, "
-       "split-K",
+       "Scalar GEMV, M=1..4: planes straight to registers, 4 n-tiles per thread, residue-field "
+       "index "
+       "extraction + shfl codebook, balanced stripes with split-K",
        Family::gemv, gemv_support(false), kTiled64x128, variants::scalar_gemv_setup,
        variants::scalar_gemv_run},
       {"grouped_scalar_gemv",
-       "scalar_gemv over host-computed (expert, <=4 rows, n-tile, k-chunk) items: MoE decode in "
+       "scalar_gemv over host-computed (expert, <=4 rows, 4 n-tiles, k-range) stripes: MoE decode "
+       "in "
        "one launch",
        Family::grouped, gemv_support(true), kTiled64x128, variants::grouped_scalar_gemv_setup,
        variants::grouped_scalar_gemv_run},
