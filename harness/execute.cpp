@@ -16,6 +16,18 @@ GemmArgs DeviceProblem::args(const VariantRow& row, int copy) const {
   return a;
 }
 
+OwnedProblem::OwnedProblem(const DeviceWeights& weights, const HostActivations& A,
+                           const GemmDims& d, const std::vector<float>& codebook)
+    : A_(A.bytes), C_(std::size_t(d.M * d.N) * dtype_size(d.dtype)) {
+  if (d.grouped()) offsets_ = DeviceBuffer<std::int64_t>(d.expert_offsets);
+  view_ = {&weights,
+           A_.get(),
+           C_.get(),
+           C_.bytes(),
+           d.grouped() ? offsets_.get() : nullptr,
+           gpu::make_codebook_arg(codebook, d.k_bits)};
+}
+
 namespace {
 
 // After an exception: is the context still usable? Launch errors are not sticky; an

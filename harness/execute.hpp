@@ -8,6 +8,7 @@
 
 #include "harness/check.hpp"
 #include "harness/device_weights.hpp"
+#include "harness/problem.hpp"
 #include "harness/registry.hpp"
 
 namespace kbit {
@@ -22,6 +23,20 @@ struct DeviceProblem {
   const std::int64_t* expert_offsets = nullptr;
   gpu::CodebookArg codebook{};
   GemmArgs args(const VariantRow& row, int copy) const;
+};
+
+// A problem's activations, output buffer and expert offsets on the device, owned, with the
+// DeviceProblem view over them (for one-off checks: tests, validate's MoE cases).
+class OwnedProblem {
+ public:
+  OwnedProblem(const DeviceWeights& weights, const HostActivations& A, const GemmDims& dims,
+               const std::vector<float>& codebook);
+  const DeviceProblem& view() const { return view_; }
+
+ private:
+  DeviceBuffer<unsigned char> A_, C_;
+  DeviceBuffer<std::int64_t> offsets_;
+  DeviceProblem view_;
 };
 
 struct Outcome {

@@ -262,16 +262,8 @@ void validate_grouped(const ValidateOptions& o, const VariantRow& row,
               std::vector<std::int64_t> rows(std::size_t(d.M));
               for (std::int64_t i = 0; i < d.M; ++i) rows[std::size_t(i)] = i;
               const RowReference ref = make_reference(hw, A, d, rows);
-              DeviceBuffer<unsigned char> dA(A.bytes), dC(std::size_t(d.M * d.N) * dtype_size(t));
-              DeviceBuffer<std::int64_t> doff(d.expert_offsets);
-              DeviceProblem p;
-              p.weights = &dw;
-              p.A = dA.get();
-              p.C = dC.get();
-              p.C_bytes = dC.bytes();
-              p.expert_offsets = doff.get();
-              p.codebook = gpu::make_codebook_arg(hw.codebook, k);
-              validate_problem(o, row, c, d, p, ref, splits, stream.get(), tl);
+              const OwnedProblem p(dw, A, d, hw.codebook);
+              validate_problem(o, row, c, d, p.view(), ref, splits, stream.get(), tl);
             }
           }
         }

@@ -26,17 +26,9 @@ struct Fixture {
 
 Outcome run_row(const VariantRow& row, Fixture& f, Stream& s) {
   DeviceWeights dw(f.hw, f.d.dtype, {row.layout}, 1, s.get());
-  DeviceBuffer<unsigned char> dA(f.A.bytes), dC(std::size_t(f.d.M * f.d.N) * dtype_size(f.d.dtype));
-  DeviceBuffer<std::int64_t> doff(f.d.grouped() ? f.d.expert_offsets
-                                                : std::vector<std::int64_t>{0});
-  DeviceProblem p{&dw,
-                  dA.get(),
-                  dC.get(),
-                  dC.bytes(),
-                  f.d.grouped() ? doff.get() : nullptr,
-                  gpu::make_codebook_arg(f.hw.codebook, f.d.k_bits)};
+  const OwnedProblem p(dw, f.A, f.d, f.hw.codebook);
   const auto ref = make_reference(f.hw, f.A, f.d, sample_rows(f.d.M, 1 << 20));
-  return execute_and_check(row, {}, f.d, p, &ref, s.get());
+  return execute_and_check(row, {}, f.d, p.view(), &ref, s.get());
 }
 
 }  // namespace

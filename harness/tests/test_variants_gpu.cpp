@@ -42,15 +42,8 @@ Problem grouped(int experts, int tokens, int top_k, std::int64_t N, std::int64_t
 void check_row(const VariantRow& row, const Problem& p, Stream& s) {
   if (!unsupported_reason(row, p.d).empty()) return;
   DeviceWeights dw(p.hw, p.d.dtype, {row.layout}, 1, s.get());
-  DeviceBuffer<unsigned char> dA(p.A.bytes), dC(std::size_t(p.d.M * p.d.N) * dtype_size(p.d.dtype));
-  DeviceBuffer<std::int64_t> doff(p.d.grouped() ? p.d.expert_offsets
-                                                : std::vector<std::int64_t>{0});
-  const DeviceProblem dp{&dw,
-                         dA.get(),
-                         dC.get(),
-                         dC.bytes(),
-                         p.d.grouped() ? doff.get() : nullptr,
-                         gpu::make_codebook_arg(p.hw.codebook, p.d.k_bits)};
+  const OwnedProblem owned(dw, p.A, p.d, p.hw.codebook);
+  const DeviceProblem& dp = owned.view();
   const auto ref = make_reference(p.hw, p.A, p.d, sample_rows(p.d.M, 1 << 20));
   const std::vector<SplitMode> modes =
       row.support.split_k ? std::vector<SplitMode>{SplitMode::force_off, SplitMode::force_on}
