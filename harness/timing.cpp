@@ -20,32 +20,6 @@ double percentile(std::vector<double> v, double p) {
 
 namespace {
 
-class Events {
- public:
-  Events() {
-    KBIT_CUDA_CHECK(cudaEventCreate(&start_));
-    KBIT_CUDA_CHECK(cudaEventCreate(&stop_));
-  }
-  ~Events() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  // Milliseconds of the work `body` enqueues on `stream`.
-  template <typename F>
-  double time_ms(cudaStream_t stream, F&& body) {
-    KBIT_CUDA_CHECK(cudaEventRecord(start_, stream));
-    body();
-    KBIT_CUDA_CHECK(cudaEventRecord(stop_, stream));
-    KBIT_CUDA_CHECK(cudaEventSynchronize(stop_));
-    float ms = 0;
-    KBIT_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
-    return ms;
-  }
-
- private:
-  cudaEvent_t start_ = nullptr, stop_ = nullptr;
-};
-
 // A graph of `count` launches, launch i on copy i % copies.
 class LaunchGraph {
  public:
@@ -87,7 +61,7 @@ TimingResult time_launches(const LaunchFn& launch, int copies, const TimingConfi
                            cudaStream_t stream, double graph_threshold_us) {
   TimingResult r;
   r.copies = std::max(1, copies);
-  Events ev;
+  gpu::EventTimer ev;
   r.sm_mhz_before = gpu::measure_sm_clock_mhz(stream, 100);
   // Warm-up (module load, caches of the allocator, clocks), then a rough single-launch time.
   for (int i = 0; i < std::max(1, cfg.warmup); ++i) launch(i % r.copies, stream);

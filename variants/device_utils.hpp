@@ -19,25 +19,44 @@ void fill_random(DType t, void* out, std::int64_t n, std::uint64_t seed, cudaStr
 // compares clock64() with %globaltimer. Synchronizes.
 double measure_sm_clock_mhz(cudaStream_t stream, int spin_us = 200);
 
-// Median milliseconds of `reps` timed calls of fn(), after `warmup` untimed ones, with CUDA
-// events on `stream` (for the run-level ceilings; variants are timed by harness/timing.cpp).
+// A pair of CUDA events: the milliseconds of the work a body enqueues on a stream.
+class EventTimer {
+ public:
+  EventTimer() {
+    KBIT_CUDA_CHECK(cudaEventCreate(&start_));
+    KBIT_CUDA_CHECK(cudaEventCreate(&stop_));
+  }
+  ~EventTimer() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  EventTimer(const EventTimer&) = delete;
+  EventTimer& operator=(const EventTimer&) = delete;
+  template <typename F>
+  double time_ms(cudaStream_t stream, F&& body) {
+    KBIT_CUDA_CHECK(cudaEventRecord(start_, stream));
+    body();
+    KBIT_CUDA_CHECK(cudaEventRecord(stop_, stream));
+    KBIT_CUDA_CHECK(cudaEventSynchronize(stop_));
+    float ms = 0;
+    KBIT_CUDA_CHECK(cudaEventElapsedTime(&ms, start_, stop_));
+    return ms;
+  }
+
+ private:
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+};
+
+// Median milliseconds of `reps` timed calls of fn(), after `warmup` untimed ones (for the
+// run-level ceilings; variants are timed by harness/timing.cpp).
 template <typename Fn>
 double median_event_ms(cudaStream_t stream, int warmup, int reps, Fn&& fn) {
-  cudaEvent_t e0, e1;
-  KBIT_CUDA_CHECK(cudaEventCreate(&e0));
-  KBIT_CUDA_CHECK(cudaEventCreate(&e1));
-  std::vector<float> ms;
+  EventTimer timer;
+  std::vector<double> ms;
   for (int it = 0; it < warmup + reps; ++it) {
-    KBIT_CUDA_CHECK(cudaEventRecord(e0, stream));
-    fn();
-    KBIT_CUDA_CHECK(cudaEventRecord(e1, stream));
-    KBIT_CUDA_CHECK(cudaEventSynchronize(e1));
-    float t = 0;
-    KBIT_CUDA_CHECK(cudaEventElapsedTime(&t, e0, e1));
+    const double t = timer.time_ms(stream, fn);
     if (it >= warmup) ms.push_back(t);
   }
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }
