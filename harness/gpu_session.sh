@@ -9,6 +9,9 @@
 #   sanitize:NAME          compute-sanitizer memcheck and racecheck on a quick validate
 #   sass:PATTERN           SASS of the first kernel whose mangled name matches PATTERN (regex)
 #                          and its opcode mix (harness/sass_mix.py), whole kernel and hot loop
+#   knobs:FLAGS:CONFIG[:ARGS]  rebuild kbit-harness in build-knobs/ with CMAKE_CUDA_FLAGS=FLAGS
+#                          (';' between -D flags) and run CONFIG ARGS into /tmp/knob-results
+#                          (not packed: a sweep's rows are read from the log, not committed)
 #   cmd:SHELL              any shell command (',' for spaces)
 # Logs go to $LOGS (default /tmp/gpu-logs). At the end the logs and the results/ folders the runs
 # wrote are packed into $DEST/session.tar.gz (DEST: $OUT, the device tool's folder, or .), one
@@ -52,6 +55,12 @@ for s in "$@"; do
     sass) step "sass" bash -c "for o in build/variants/CMakeFiles/kbit_gpu.dir/*.cu.o; do cuobjdump -sass \$o; done > /tmp/all.sass &&
              python3 harness/sass_mix.py '$arg' --out '$LOGS/kernel_$n.sass' < /tmp/all.sass &&
              python3 harness/sass_mix.py '$arg' --loop < /tmp/all.sass" ;;
+    knobs) flags=${arg%%:*}; rest=${arg#*:}; cfg=${rest%%:*}; x=""; [[ $rest == *:* ]] && x=${rest#*:}
+           step "knobs_${flags//[^A-Za-z0-9_]/_}" bash -c "extra=''; [ -d .deps/usr ] && extra=-DCMAKE_PREFIX_PATH=\$PWD/.deps/usr;
+             cmake -S . -B build-knobs -G Ninja \$extra -DKBIT_BUILD_TESTS=OFF -DCMAKE_CUDA_FLAGS='${flags//;/ }' >/dev/null &&
+             cmake --build build-knobs -j16 --target kbit-harness >/dev/null &&
+             ./build-knobs/harness/kbit-harness run $cfg --out-root /tmp/knob-results --no-plot --quiet $x &&
+             f=\$(ls -t /tmp/knob-results/*/*/results.csv | head -1) && python3 harness/csv_brief.py \$f" ;;
     cmd) step "cmd" bash -c "$arg" ;;
     *) echo "unknown step '$s'"; exit 2 ;;
   esac

@@ -1,11 +1,14 @@
 // Variant 04: scalar GEMV for M = 1..4 over the tiled layout (tile_k 64, tile_n 128), no
-// tensor cores. Source: seeds 002_16a44ede122cec4e.txt, reworked for the H100's instruction
-// budget (docs/variants/04_scalar_gemv.md, docs/notes.md):
+// tensor cores. Source: seeds 002_16a44ede122cec4e.txt, reworked for the H100
+// (docs/variants/04_scalar_gemv.md says what changed and what each change bought):
 //
-// * 256 threads per block; thread t owns column t/2 and k-block (t & 1) of each k-tile, in up
-//   to 4 adjacent n-tiles at once, so one load of activations serves 4 blocks.
-// * Bit-planes go straight to registers (no shared-memory round trip), kPrefetch k-tiles
-//   ahead in a register ring.
+// * 288 threads per block: 8 consumer warps and one producer warp. Consumer thread t owns
+//   column t/2 and k-block (t & 1) of each k-tile, in up to 4 adjacent n-tiles at once, so one
+//   load of activations serves 4 blocks.
+// * The producer streams each k-step (4 adjacent n-tiles: 16 KB of planes + 1 KB of absmax at
+//   K = 4, contiguous in the tiled layout) with two cp.async.bulk copies into a kStages-deep
+//   shared-memory ring on mbarriers; consumers copy their words to registers and release the
+//   stage. The bytes in flight no longer depend on the consumers' registers or progress.
 // * Index extraction by "residue fields": one shift + one select per plane builds a word
 //   holding the indices of elements r, r+F, r+2F, ... in F-bit fields; then one shift per
 //   weight feeds shfl directly (shfl reads only bits 0..4 of its lane operand, and the
@@ -27,6 +30,7 @@
 
 #include "reference/error.hpp"
 #include "variants/common/bitplane.cuh"
+#include "variants/common/bulk_copy.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/dispatch.hpp"
@@ -40,57 +44,64 @@ namespace kbit::variants {
 namespace {
 
 // Tuning knobs (docs/variants/04_scalar_gemv.md has the sweep); override with -D at configure
-// time, e.g. cmake -DCMAKE_CUDA_FLAGS="-DKBIT_GEMV_GROUP_TILES=2".
+// time, e.g. cmake -DCMAKE_CUDA_FLAGS="-DKBIT_GEMV_STAGES=3".
 #ifndef KBIT_GEMV_GROUP_TILES
 #define KBIT_GEMV_GROUP_TILES 4
 #endif
-#ifndef KBIT_GEMV_PREFETCH  // for M >= 2; M = 1 uses 1 (docs/notes.md sweep)
-#define KBIT_GEMV_PREFETCH 2
+#ifndef KBIT_GEMV_STAGES
+#define KBIT_GEMV_STAGES 4
 #endif
-#ifndef KBIT_GEMV_L2_PREFETCH
-#define KBIT_GEMV_L2_PREFETCH 0
-#endif
-#ifndef KBIT_GEMV_MIN_BLOCKS  // for M >= 2; M = 1 uses 3
-#define KBIT_GEMV_MIN_BLOCKS 2
+#ifndef KBIT_GEMV_M1_REGS  // 72: 3 blocks of 288 threads per SM; 80..112: 2 blocks
+#define KBIT_GEMV_M1_REGS 80
 #endif
 
 struct Config {
-  static constexpr int kThreads = 256;  // 8 warps: 128 columns x 2 blocks of one k-tile
-  static constexpr int kTileK = 64;     // the tiled layout this variant reads
+  static constexpr int kConsumers = 256;            // 8 warps: 128 columns x 2 blocks of one k-tile
+  static constexpr int kThreads = kConsumers + 32;  // + 1 producer warp (one lane issues copies)
+  static constexpr int kConsumerWarps = kConsumers / 32;  // arrivals that free a ring stage
+  static constexpr int kTileK = 64;                       // the tiled layout this variant reads
   static constexpr int kTileN = 128;
-  static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256: one per thread
+  static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256: one per consumer thread
   static constexpr int kGroupTiles =
-      KBIT_GEMV_GROUP_TILES;                            // n-tiles per thread: one activation load
-  static constexpr int kPrefetch = KBIT_GEMV_PREFETCH;  // k-tiles in flight per thread (ring)
-  static constexpr int kMinBlocksPerSm = KBIT_GEMV_MIN_BLOCKS;  // __launch_bounds__: caps registers
-  // M = 1 runs best with a shallower ring and 3 blocks per SM (80 registers): 64 vs 70 us on
-  // Llama3-70B gate/up; with more rows that register cap spills (148 vs 119 us at M = 4).
+      KBIT_GEMV_GROUP_TILES;  // n-tiles per thread: one activation load serves this many
+  static constexpr int kStages =
+      KBIT_GEMV_STAGES;  // k-steps of weights in flight per block (bulk-copy ring)
+  // Register cap (__maxnreg__). 9 warps per block: 112 keeps 2 blocks per SM; M = 1 needs
+  // fewer (KBIT_GEMV_M1_REGS). With more rows, a lower cap spills.
   template <int MV>
-  __host__ __device__ static constexpr int prefetch() {
-    return MV == 1 ? 1 : kPrefetch;
+  __host__ __device__ static constexpr int max_regs() {
+    return MV == 1 ? KBIT_GEMV_M1_REGS : 112;
   }
-  template <int MV>
-  __host__ __device__ static constexpr int min_blocks() {
-    return MV == 1 ? 3 : kMinBlocksPerSm;
-  }
-  static constexpr int kL2Prefetch =
-      KBIT_GEMV_L2_PREFETCH;               // weight loads' L2 fetch size (0: plain)
   static constexpr int kWindow = 16;       // k-tiles of A staged in shared memory at a time
   static constexpr int kBlockFloats = 36;  // 32 activations + 4 pad: kb = 0 and 1 hit other banks
   static constexpr int kTileFloats = 2 * kBlockFloats;
   static constexpr int kMaxRows = 4;
   static constexpr int kMinUnits = 4;  // a stripe holds at least this many k-tiles
-  static_assert(kWindow % kPrefetch == 0, "window boundaries must fall on ring boundaries");
-  static_assert(kThreads == kBlocksPerTile, "one quantization block per thread per n-tile");
+  static constexpr int kBarrierBytes =
+      128;  // 2 x kStages mbarriers, padded: the ring stays aligned
+  static_assert(kConsumers == kBlocksPerTile, "one quantization block per thread per n-tile");
+  static_assert(2 * kStages * 8 <= kBarrierBytes, "mbarriers must fit their slot");
 };
 
 template <int K>
 __host__ __device__ constexpr int tile_words() {
   return Config::kBlocksPerTile * K;
 }
-template <int MV>
-__host__ __device__ constexpr int smem_floats() {
-  return MV * Config::kWindow * Config::kTileFloats;
+// One ring stage: the planes of kGroupTiles adjacent n-tiles (contiguous in the tiled layout),
+// then their absmax codes (also contiguous). Both sizes are multiples of 16 bytes.
+template <int K>
+__host__ __device__ constexpr int stage_plane_bytes() {
+  return Config::kGroupTiles * tile_words<K>() * 4;
+}
+template <int K>
+__host__ __device__ constexpr int stage_bytes() {
+  return stage_plane_bytes<K>() + Config::kGroupTiles * Config::kBlocksPerTile;
+}
+// Dynamic shared memory: barriers, the weight ring, then the A window of `rows` rows.
+template <int K>
+__host__ __device__ constexpr int smem_bytes(int rows) {
+  return Config::kBarrierBytes + Config::kStages * stage_bytes<K>() +
+         rows * Config::kWindow * Config::kTileFloats * 4;
 }
 
 // A segment of one block's stripe: rows [row0, row0 + rows) of expert `expert` (0 when dense),
@@ -115,6 +126,61 @@ struct KernelArgs {
   int k_bits;
 };
 
+// The weight ring in shared memory: kStages stages, each with a `full` barrier (the producer's
+// bulk copies complete on it) and an `empty` barrier (each consumer warp arrives once it has
+// read the stage). Step q of the block's sequence uses stage q % kStages, phase q / kStages.
+template <int K>
+struct Ring {
+  uint32_t bars;          // shared address of full[0..S) then empty[0..S)
+  unsigned char* stages;  // generic pointer to stage 0
+
+  __device__ explicit Ring(unsigned char* smem)
+      : bars(dev::smem_addr(smem)), stages(smem + Config::kBarrierBytes) {}
+  __device__ uint32_t full(int s) const { return bars + 8 * s; }
+  __device__ uint32_t empty(int s) const { return bars + 8 * (Config::kStages + s); }
+  __device__ unsigned char* planes(int s) const { return stages + s * stage_bytes<K>(); }
+  __device__ unsigned char* codes(int s) const { return planes(s) + stage_plane_bytes<K>(); }
+  static __device__ int stage(uint32_t q) { return int(q % Config::kStages); }
+  static __device__ uint32_t parity(uint32_t q) { return (q / Config::kStages) & 1u; }
+
+  // Thread 0 initializes; every thread of the block must call (one __syncthreads).
+  __device__ void init() const {
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < Config::kStages; ++s) {
+        dev::mbar_init(full(s), 1);
+        dev::mbar_init(empty(s), Config::kConsumerWarps);
+      }
+      dev::fence_barrier_init();
+    }
+    __syncthreads();
+  }
+};
+
+// The producer (one lane of the last warp): walks the block's segments in the consumers' order
+// and copies each k-step's planes and codes into the next free stage. It runs up to kStages
+// steps ahead, so the block keeps kStages x 17 KB (K = 4) in flight whatever the consumers do.
+template <int K>
+__device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
+  uint32_t q = 0;
+  for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
+    const Segment g = a.segs[s];
+    const uint32_t plane_bytes = uint32_t(g.ntc) * tile_words<K>() * 4;
+    const uint32_t code_bytes = uint32_t(g.ntc) * Config::kBlocksPerTile;
+    const uint32_t* planes = a.packed + g.expert * a.expert_words;
+    const uint8_t* codes = a.absmax + g.expert * a.expert_bytes;
+    for (int kt = g.kt0; kt < g.kt1; ++kt, ++q) {
+      const int st = Ring<K>::stage(q);
+      dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
+      const long long tile = (long long)kt * a.n_tiles + g.nt0;
+      dev::mbar_arrive_expect_tx(ring.full(st), plane_bytes + code_bytes);
+      dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st)), planes + tile * tile_words<K>(),
+                         plane_bytes, ring.full(st));
+      dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st)), codes + tile * Config::kBlocksPerTile,
+                         code_bytes, ring.full(st));
+    }
+  }
+}
+
 // Calls fn(integral_constant<int, R>) for R = 0, 1, ...: a loop whose index is a constant.
 template <int... R, typename Fn>
 __device__ __forceinline__ void for_each_index(std::integer_sequence<int, R...>, Fn&& fn) {
@@ -135,7 +201,7 @@ __device__ void stage_a(const KernelArgs& a, int row0, int kt, int ntiles, float
   constexpr int F = dev::field_width<K>();
   const T* A = static_cast<const T*>(a.A);
   const int groups = MV * ntiles * (Config::kTileK / 8);
-  for (int g = threadIdx.x; g < groups; g += Config::kThreads) {
+  for (int g = threadIdx.x; g < groups; g += Config::kConsumers) {
     const int r = g / (ntiles * 8), rem = g % (ntiles * 8), tile = rem / 8, e0 = (rem % 8) * 8;
     const long long k = (long long)(kt + tile) * Config::kTileK + e0;
     float v[8];
@@ -163,8 +229,8 @@ __device__ void stage_a(const KernelArgs& a, int row0, int kt, int ntiles, float
 
 // One k-tile of a thread: the same k-block of G n-tiles against one set of activations.
 // acc[j][m] += s_j * sum_i cb[idx_ij] * a[m][i]. No branches inside: the G blocks' shuffle
-// and FMA chains interleave freely (an n-tile missing from the last group arrives with scale
-// code 0 and contributes 0). Two partial sums per block halve the FFMA dependency chain.
+// and FMA chains interleave freely (an n-tile missing from the last group has scale code 0
+// and contributes 0). Two partial sums per block halve the FFMA dependency chain.
 template <int K, int MV, int G>
 __device__ __forceinline__ void dot_blocks(const uint32_t (&p)[G][K], const uint32_t (&code)[G],
                                            const float* s_blk, float cb_lane, float (&acc)[G][MV]) {
@@ -246,58 +312,43 @@ __device__ void store_segment(const KernelArgs& a, const Segment g, const float 
   }
 }
 
-// One segment: the register ring keeps kPrefetch k-tiles of planes in flight.
-template <int K, int MV, typename T, int D>
-__device__ void run_segment(const KernelArgs& a, const Segment g,
-                            float* s_a) {  // g by value: registers
+// One segment of a consumer thread. q is the block's ring step, carried across segments.
+template <int K, int MV, typename T>
+__device__ void run_segment(const KernelArgs& a, const Segment g, const Ring<K>& ring, float* s_a,
+                            uint32_t& q) {  // g by value: registers
   constexpr int G = Config::kGroupTiles;
   const int t = threadIdx.x;
   const float cb_lane = dev::codebook_lane_value(a.cb, a.k_bits, t & 31);
-  const long long step_w = (long long)a.n_tiles * tile_words<K>();
-  const long long step_a = (long long)a.n_tiles * Config::kBlocksPerTile;
-  const long long tile0 = (long long)g.kt0 * a.n_tiles + g.nt0;
-  const uint32_t* wp = a.packed + g.expert * a.expert_words + tile0 * tile_words<K>() + t * K;
-  const uint8_t* ap = a.absmax + g.expert * a.expert_bytes + tile0 * Config::kBlocksPerTile + t;
   const int n = g.kt1 - g.kt0;
-  uint32_t ring[D][G][K], code[D][G];
-  auto load = [&](auto slot_const, int i) {
-    constexpr int S = decltype(slot_const)::value;
-#pragma unroll
-    for (int j = 0; j < G; ++j) {
-      // Adjacent n-tiles are adjacent in memory. An n-tile past the group reloads the first
-      // one (valid memory) and gets scale code 0, so the hot loop needs no branch.
-      const int jj = j < g.ntc ? j : 0;
-      dev::load_planes_stream<K, Config::kL2Prefetch>(wp + i * step_w + jj * tile_words<K>(),
-                                                      ring[S][j]);
-      const uint32_t c =
-          dev::ld_stream_u8<Config::kL2Prefetch>(ap + i * step_a + jj * Config::kBlocksPerTile);
-      code[S][j] = j < g.ntc ? c : 0u;
-    }
-  };
-  for_each_index(std::make_integer_sequence<int, D>{}, [&](auto s_const) {
-    constexpr int S = decltype(s_const)::value;
-    if (S < n) load(s_const, S);
-  });
   float acc[G][MV];
 #pragma unroll
   for (int j = 0; j < G; ++j)
 #pragma unroll
     for (int m = 0; m < MV; ++m) acc[j][m] = 0.0f;
-  for (int base = 0; base < n; base += D) {
-    for_each_index(std::make_integer_sequence<int, D>{}, [&](auto s_const) {
-      constexpr int S = decltype(s_const)::value;
-      const int i = base + S;
-      if (i >= n) return;  // uniform over the block
-      if (i % Config::kWindow == 0) {
-        __syncthreads();  // nobody still reads the previous window
-        stage_a<K, MV, T>(a, g.row0, g.kt0 + i, min(Config::kWindow, n - i), s_a);
-        __syncthreads();
-      }
-      const float* s_blk =
-          s_a + (i % Config::kWindow) * Config::kTileFloats + (t & 1) * Config::kBlockFloats;
-      dot_blocks<K, MV, G>(ring[S], code[S], s_blk, cb_lane, acc);
-      if (i + D < n) load(s_const, i + D);
-    });
+  for (int i = 0; i < n; ++i, ++q) {
+    if (i % Config::kWindow == 0) {
+      dev::named_barrier_sync<1, Config::kConsumers>();  // nobody still reads the old window
+      stage_a<K, MV, T>(a, g.row0, g.kt0 + i, min(Config::kWindow, n - i), s_a);
+      dev::named_barrier_sync<1, Config::kConsumers>();
+    }
+    const int st = Ring<K>::stage(q);
+    dev::mbar_wait(ring.full(st), Ring<K>::parity(q));
+    // Copy this thread's planes and codes to registers, then free the stage at once: the
+    // producer refills it while this warp computes.
+    uint32_t p[G][K], code[G];
+    const uint32_t* planes = reinterpret_cast<const uint32_t*>(ring.planes(st));
+#pragma unroll
+    for (int j = 0; j < G; ++j) {
+      dev::load_planes<K>(planes + (j * Config::kBlocksPerTile + t) * K, p[j]);
+      // n-tiles past the group hold stale bits: any bits are valid indices, and scale 0 zeroes
+      // them.
+      code[j] = j < g.ntc ? ring.codes(st)[j * Config::kBlocksPerTile + t] : 0u;
+    }
+    __syncwarp();
+    if ((t & 31) == 0) dev::mbar_arrive(ring.empty(st));
+    const float* s_blk =
+        s_a + (i % Config::kWindow) * Config::kTileFloats + (t & 1) * Config::kBlockFloats;
+    dot_blocks<K, MV, G>(p, code, s_blk, cb_lane, acc);
   }
   // The two threads of a column (lanes t, t^1) hold its two k-blocks.
 #pragma unroll
@@ -307,38 +358,54 @@ __device__ void run_segment(const KernelArgs& a, const Segment g,
   store_segment<MV, G, T>(a, g, acc);
 }
 
+// Shared-memory carve-up common to both kernels; returns true in the consumer threads (the
+// producer lane streams the ring and returns false once it has issued every copy).
+template <int K>
+__device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
+  ring.init();
+  if (threadIdx.x < Config::kConsumers) return true;
+  if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
+  return false;
+}
+
 // Dense: every segment has MV rows.
 template <int K, int MV, typename T>
-__global__ void __launch_bounds__(Config::kThreads, Config::min_blocks<MV>())
+__global__ void __maxnreg__(Config::max_regs<MV>())
     scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
-  extern __shared__ float4 smem4[];
-  float* s_a = reinterpret_cast<float*>(smem4);
-  for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
-    const Segment g = a.segs[s];  // a copy: a reference into global memory reloads in the hot loop
-    run_segment<K, MV, T, Config::prefetch<MV>()>(a, g, s_a);
-  }
+  extern __shared__ __align__(128) unsigned char smem[];
+  Ring<K> ring(smem);
+  float* s_a =
+      reinterpret_cast<float*>(smem + Config::kBarrierBytes + Config::kStages * stage_bytes<K>());
+  if (!start_block<K>(a, ring)) return;
+  uint32_t q = 0;
+  for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s)
+    run_segment<K, MV, T>(a, a.segs[s], ring, s_a, q);
 }
 
 // Grouped: a segment's row count (1..4) picks the unrolled body.
 template <int K, typename T>
-__global__ void __launch_bounds__(Config::kThreads, Config::kMinBlocksPerSm)
+__global__ void __maxnreg__(Config::max_regs<Config::kMaxRows>())
     grouped_scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
-  extern __shared__ float4 smem4[];
-  float* s_a = reinterpret_cast<float*>(smem4);
+  extern __shared__ __align__(128) unsigned char smem[];
+  Ring<K> ring(smem);
+  float* s_a =
+      reinterpret_cast<float*>(smem + Config::kBarrierBytes + Config::kStages * stage_bytes<K>());
+  if (!start_block<K>(a, ring)) return;
+  uint32_t q = 0;
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
     const Segment g = a.segs[s];
     switch (g.rows) {
       case 1:
-        run_segment<K, 1, T, Config::kPrefetch>(a, g, s_a);
+        run_segment<K, 1, T>(a, g, ring, s_a, q);
         break;
       case 2:
-        run_segment<K, 2, T, Config::kPrefetch>(a, g, s_a);
+        run_segment<K, 2, T>(a, g, ring, s_a, q);
         break;
       case 3:
-        run_segment<K, 3, T, Config::kPrefetch>(a, g, s_a);
+        run_segment<K, 3, T>(a, g, ring, s_a, q);
         break;
       default:
-        run_segment<K, 4, T, Config::kPrefetch>(a, g, s_a);
+        run_segment<K, 4, T>(a, g, ring, s_a, q);
         break;
     }
   }
@@ -367,6 +434,7 @@ struct GemvState : VariantState {
   GemmDims dims;
   const void* kernel = nullptr;
   int grid = 0, smem_bytes = 0, n_tiles = 0, k_tiles = 0, units_per_block = 0, split_tiles = 0;
+  int blocks_per_sm = 0;
   DeviceBuffer<Segment> segs;
   DeviceBuffer<int> first_seg;
   DeviceBuffer<float> ws;
@@ -374,8 +442,9 @@ struct GemvState : VariantState {
   std::string describe() const override {
     return "tile 64x128, " + std::to_string(Config::kGroupTiles) + " n-tiles/thread, stripes of " +
            std::to_string(units_per_block) + " (n-group, k-tile) units over " +
-           std::to_string(grid) + " blocks, " + std::to_string(split_tiles) +
-           " tiles split, prefetch " + std::to_string(Config::kPrefetch);
+           std::to_string(grid) + " blocks, " + std::to_string(split_tiles) + " tiles split, " +
+           std::to_string(Config::kStages) + "-stage bulk-copy ring, " +
+           std::to_string(blocks_per_sm) + " blocks/SM";
   }
   std::int64_t extra_additions() const override { return dims.K_dim / 32 + 2 * (k_tiles + 1); }
 };
@@ -435,10 +504,25 @@ int stripe_units(long long units, int k_tiles, int slots, SplitMode mode) {
   return int(std::max<long long>(per, std::min(k_tiles, Config::kMinUnits)));
 }
 
+// The weight ring is fed by cp.async.bulk and mbarrier transaction counts: sm_90 and newer.
+void require_bulk_copy(const char* who) {
+  int dev = 0, major = 0, minor = 0;
+  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
+  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+  if (major < 9)
+    throw Error(std::string(who) + ": needs compute capability 9.0 or newer (cp.async.bulk); " +
+                "this device is " + std::to_string(major) + "." + std::to_string(minor));
+}
+
 void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
           const VariantOptions& o) {
+  require_bulk_copy(rows_template == 0 ? "grouped_scalar_gemv" : "scalar_gemv");
   s.kernel = kernel_for(s.dims.k_bits, rows_template, s.dims.dtype);
-  s.smem_bytes = smem_floats<1>() * 4 * (rows_template == 0 ? Config::kMaxRows : rows_template);
+  s.smem_bytes = with_k_bits(s.dims.k_bits, [&](auto k_const) {
+    return smem_bytes<decltype(k_const)::value>(rows_template == 0 ? Config::kMaxRows
+                                                                   : rows_template);
+  });
   KBIT_CUDA_CHECK(
       cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem_bytes));
   int per_sm = 0, dev = 0, sms = 0;
@@ -446,6 +530,7 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
                                                                 s.smem_bytes));
   KBIT_CUDA_CHECK(cudaGetDevice(&dev));
   KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  s.blocks_per_sm = per_sm;
   if (tiles.empty()) return;  // grouped problem with no rows at all: nothing to launch
   const long long units = (long long)tiles.size() * s.k_tiles;
   build_stripes(s, tiles, stripe_units(units, s.k_tiles, std::max(1, per_sm) * sms, o.split_k));

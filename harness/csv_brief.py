@@ -1,0 +1,26 @@
+#!/usr/bin/env python3
+"""One line per row of a results.csv: the columns a tuning log needs.
+
+    python3 harness/csv_brief.py results/NAME/RUN/results.csv
+"""
+import csv
+import sys
+
+
+def main(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    print(f"{'shape':28} {'M':>3} {'K':>2} {'variant':22} {'us':>9} {'floor':>7} "
+          f"{'%floor':>7} {'speedup':>7} check  config")
+    for r in rows:
+        frac = float(r["frac_of_floor"] or 0) * 100
+        print(f"{r['shape']:28} {r['M']:>3} {r['k_bits']:>2} {r['variant']:22} "
+              f"{float(r['median_us'] or 0):9.2f} {float(r['floor_us'] or 0):7.2f} "
+              f"{frac:6.1f}% {float(r['speedup_vs_baseline'] or 0):7.2f} {r['check']:6} "
+              f"{r['config']}{(' ERROR ' + r['error']) if r['error'] else ''}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: csv_brief.py results.csv")
+    main(sys.argv[1])

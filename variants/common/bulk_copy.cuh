@@ -1,0 +1,96 @@
+// Hopper bulk copies (cp.async.bulk, the non-tensor TMA) and the mbarriers that track them:
+// the producer/consumer ring of the streaming kernels. PTX ISA 8.0, sm_90. On older targets the
+// wrappers trap (setup refuses those devices first; see device_has_bulk_copy below).
+#pragma once
+#include <cstdint>
+
+#include "variants/common/cp_async.cuh"  // smem_addr
+
+namespace kbit::dev {
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#define KBIT_NO_BULK_COPY 1
+#endif
+
+// Initializes an mbarrier that completes a phase after `count` arrivals (plus any expected
+// transaction bytes). One thread; fence_barrier_init + a block barrier publish it.
+__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
+#ifdef KBIT_NO_BULK_COPY
+  __trap();
+#else
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+#endif
+}
+
+// Makes the initialized barriers visible to the async proxy (the bulk copies complete on them).
+__device__ __forceinline__ void fence_barrier_init() {
+#ifdef KBIT_NO_BULK_COPY
+  __trap();
+#else
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+#endif
+}
+
+// One arrival that also announces `bytes` of copies that will complete on this phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+#ifdef KBIT_NO_BULK_COPY
+  __trap();
+#else
+  asm volatile(
+      "{ .reg .b64 st; mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }" ::"r"(bar),
+      "r"(bytes)
+      : "memory");
+#endif
+}
+
+// One plain arrival (release: this thread's earlier shared-memory reads are done).
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+#ifdef KBIT_NO_BULK_COPY
+  __trap();
+#else
+  asm volatile("{ .reg .b64 st; mbarrier.arrive.shared::cta.b64 st, [%0]; }" ::"r"(bar) : "memory");
+#endif
+}
+
+// Waits until the phase of parity `parity` has completed. try_wait suspends the warp in
+// hardware for a while before returning false, so the loop does not burn issue slots.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+#ifdef KBIT_NO_BULK_COPY
+  __trap();
+#else
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+        "selp.u32 %0, 1, 0, p; }"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+#endif
+}
+
+// Global -> shared copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) by the
+// TMA engine, completing `bytes` transactions on `bar`. One thread issues it; no registers
+// hold the data, so a ring of several stages costs no occupancy.
+__device__ __forceinline__ void bulk_copy_g2s(uint32_t dst, const void* src, uint32_t bytes,
+                                              uint32_t bar) {
+#ifdef KBIT_NO_BULK_COPY
+  __trap();
+#else
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+#endif
+}
+
+// A block barrier over the first `threads` threads only (named barrier `id`, not 0): the
+// consumer warps synchronize without waiting for the producer warp.
+template <int Id, int Threads>
+__device__ __forceinline__ void named_barrier_sync() {
+  asm volatile("bar.sync %0, %1;" ::"n"(Id), "n"(Threads) : "memory");
+}
+
+}  // namespace kbit::dev
