@@ -5,7 +5,8 @@
 #   build                  configure + build (header libraries from .deps/usr when present)
 #   test                   ctest, GPU tests included
 #   validate:NAME[:ARGS]   kbit-harness validate --variant NAME ARGS (ARGS: ',' for spaces)
-#   run:CONFIG             kbit-harness run CONFIG --no-plot (plot here with harness/plot.py)
+#   run:CONFIG[ ARGS]      kbit-harness run CONFIG ARGS --no-plot, then its rows in brief
+#                          (harness/csv_brief.py); plot here with harness/plot.py
 #   sanitize:NAME          compute-sanitizer memcheck and racecheck on a quick validate
 #   sass:PATTERN           SASS of the first kernel whose mangled name matches PATTERN (regex)
 #                          and its opcode mix (harness/sass_mix.py), whole kernel and hot loop
@@ -48,7 +49,8 @@ for s in "$@"; do
     test) step test ctest --preset default -j4 ;;
     validate) v=${arg%%:*}; x=""; [[ $arg == *:* ]] && x=${arg#*:}
               step "validate_$v" $H validate --variant $v $x ;;
-    run) step "run_$(basename ${arg%.toml})" $H run $arg --no-plot ;;
+    run) step "run_$(basename ${arg%.toml})" bash -c "$H run $arg --no-plot --quiet &&
+           python3 harness/csv_brief.py \$(ls -t results/*/*/results.csv | head -1)" ;;
     sanitize) c="--cases n200_k96 n1000_k2080 moe_e8_n200_k96 --quick --no-seed-shapes"
               step "memcheck_$arg" compute-sanitizer --tool memcheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 4
               step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 3 ;;
