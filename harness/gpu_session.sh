@@ -14,11 +14,12 @@
 #                          (';' between -D flags) and run CONFIG ARGS into /tmp/knob-results
 #                          (not packed: a sweep's rows are read from the log, not committed)
 #   cmd:SHELL              any shell command (',' for spaces)
-# Logs go to $LOGS (default /tmp/gpu-logs). At the end the logs and the results/ folders the runs
+# Each step runs under timeout $STEP_TIMEOUT (rc 124: it hung or ran long). Logs go to $LOGS (default /tmp/gpu-logs). At the end the logs and the results/ folders the runs
 # wrote are packed into $DEST/session.tar.gz (DEST: $OUT, the device tool's folder, or .), one
 # file, so that a tool that returns few files returns all of it; unpack it in the repo root.
 set -u
 LOGS=${LOGS:-/tmp/gpu-logs}
+STEP_TIMEOUT=${STEP_TIMEOUT:-300}  # seconds per step: a hung kernel costs one step, not the call
 DEST=${DEST:-${OUT:-.}}
 mkdir -p "$LOGS" "$DEST"
 cd "$(dirname "$0")/.."
@@ -35,7 +36,7 @@ step() {  # name, command...
   local log="$LOGS/$(printf %02d $n)_${name//[^A-Za-z0-9_.-]/_}.log"
   local t0=$(date +%s)
   echo "=== [$n] $name" | tee -a "$LOGS/session.log"
-  ( "$@" ) >"$log" 2>&1
+  timeout -k 10 "$STEP_TIMEOUT" "$@" >"$log" 2>&1
   local rc=$? t=$(( $(date +%s) - t0 ))
   tail -n 25 "$log"
   summary+=("$(printf '%-44s rc=%-3s %4ss' "$name" "$rc" "$t")")
