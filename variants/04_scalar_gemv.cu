@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "reference/error.hpp"
+#include "variants/common/barrier.cuh"
 #include "variants/common/bitplane.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/cuda_check.hpp"
@@ -299,7 +300,8 @@ __device__ void store_segment(const KernelArgs& a, const Segment g, const float 
         dev::splitk::add(a.ws, (long long)(g.row0 + m) * a.N + column(j), acc[j][m]);
     }
   }
-  if (!dev::splitk::arrive_is_last(a.counters + g.tile_id, g.contributors)) return;
+  if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
+    return;
 #pragma unroll
   for (int j = 0; j < G; ++j) {
     if (j < g.ntc && even && column(j) < a.N) {
@@ -327,9 +329,9 @@ __device__ void run_segment(const KernelArgs& a, const Segment g, const Ring<K>&
     for (int m = 0; m < MV; ++m) acc[j][m] = 0.0f;
   for (int i = 0; i < n; ++i, ++q) {
     if (i % Config::kWindow == 0) {
-      dev::named_barrier_sync<1, Config::kConsumers>();  // nobody still reads the old window
+      dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
       stage_a<K, MV, T>(a, g.row0, g.kt0 + i, min(Config::kWindow, n - i), s_a);
-      dev::named_barrier_sync<1, Config::kConsumers>();
+      dev::sync_threads<Config::kConsumers>();
     }
     const int st = Ring<K>::stage(q);
     dev::mbar_wait(ring.full(st), Ring<K>::parity(q));

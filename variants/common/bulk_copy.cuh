@@ -86,11 +86,4 @@ __device__ __forceinline__ void bulk_copy_g2s(uint32_t dst, const void* src, uin
 #endif
 }
 
-// A block barrier over the first `threads` threads only (named barrier `id`, not 0): the
-// consumer warps synchronize without waiting for the producer warp.
-template <int Id, int Threads>
-__device__ __forceinline__ void named_barrier_sync() {
-  asm volatile("bar.sync %0, %1;" ::"n"(Id), "n"(Threads) : "memory");
-}
-
 }  // namespace kbit::dev

@@ -9,6 +9,8 @@
 #pragma once
 #include <cstdint>
 
+#include "variants/common/barrier.cuh"
+
 namespace kbit::dev::splitk {
 
 // One contribution (RED.ADD.F32 at L2: the result is not read back).
@@ -16,18 +18,20 @@ __device__ __forceinline__ void add(float* ws, std::int64_t idx, float v) {
   atomicAdd(ws + idx, v);
 }
 
-// Called by every thread of the block after its adds. True, in every thread, for the block
-// that arrives last of `contributors`; that block also resets the counter.
+// Called after its adds by every thread that holds outputs: the whole block (Threads = 0), or
+// the first Threads threads (the consumer warps of a kernel with a producer warp). True, in
+// each of them, for the block that arrives last of `contributors`; it also resets the counter.
+template <int Threads = 0>
 __device__ __forceinline__ bool arrive_is_last(int* counter, int contributors) {
   __shared__ int s_last;
   __threadfence();  // make this block's adds visible before the counter moves
-  __syncthreads();
+  sync_threads<Threads>();
   if (threadIdx.x == 0) {
     const int prev = atomicAdd(counter, 1);
     s_last = prev == contributors - 1;
     if (s_last) *counter = 0;  // every contributor has arrived: safe to reset
   }
-  __syncthreads();
+  sync_threads<Threads>();
   const bool last = s_last;
   if (last) __threadfence();  // order the reads below after the other blocks' adds
   return last;

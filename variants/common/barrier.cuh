@@ -1,0 +1,19 @@
+// Block barriers that a warp-specialized kernel can use: its producer warp must never be
+// waited for by the consumers' barriers (it may itself be waiting on them through a ring).
+#pragma once
+
+namespace kbit::dev {
+
+// Barrier over the first `Threads` threads of the block (a multiple of 32). Threads == 0 means
+// the whole block (__syncthreads); otherwise named barrier 1 (0 is __syncthreads').
+template <int Threads>
+__device__ __forceinline__ void sync_threads() {
+  if constexpr (Threads == 0) {
+    __syncthreads();
+  } else {
+    static_assert(Threads % 32 == 0, "named barriers count whole warps");
+    asm volatile("bar.sync 1, %0;" ::"n"(Threads) : "memory");
+  }
+}
+
+}  // namespace kbit::dev
