@@ -91,13 +91,15 @@ BuildInfo query_build() {
   BuildInfo b;
   // safe.directory: the tree may belong to another user (a copied checkout on a GPU machine).
   const std::string git = "git -c safe.directory='*' -C '" + source_dir() + "' ";
-  b.git_sha = run_command(git + "rev-parse --short=12 HEAD 2>/dev/null");
-  if (!b.git_sha.empty()) {
-    b.dirty = !run_command(git + "status --porcelain --untracked-files=no 2>/dev/null").empty();
-  } else if (const char* env = std::getenv("KBIT_GIT_SHA")) {
-    b.git_sha = env;  // a copy of the tree without .git (the GPU machine) passes it in
+  if (const char* env = std::getenv("KBIT_GIT_SHA"); env && *env) {
+    // Set by whoever copied the tree (the GPU machine's copy may carry a stale .git): an
+    // explicit sha wins over what git finds there.
+    b.git_sha = env;
     const char* d = std::getenv("KBIT_GIT_DIRTY");
     b.dirty = d && std::string(d) == "1";
+  } else if (b.git_sha = run_command(git + "rev-parse --short=12 HEAD 2>/dev/null");
+             !b.git_sha.empty()) {
+    b.dirty = !run_command(git + "status --porcelain --untracked-files=no 2>/dev/null").empty();
   } else {
     b.git_sha = "unknown";
   }
