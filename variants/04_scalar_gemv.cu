@@ -456,40 +456,25 @@ struct OutTile {
   int expert, row0, rows, nt0, ntc;
 };
 
-// Cuts the (tile, k-tile) units into stripes of `per` units, one per block. Units are ordered
-// in k-bands of `per` k-tiles: band-major, then tile, then k-tile. Where per divides k_tiles
-// every stripe is one (tile, band) cell, so at any moment the blocks read the same few k-rows of
-// the [k_tile][n_tile] layout, each row a contiguous run of memory (DRAM row hits); otherwise
-// only the last, narrower band has stripes that straddle tiles.
+// Cuts units (tile-major, k-tile minor) into stripes of `per` units, one per block.
 void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
   const long long units = (long long)tiles.size() * s.k_tiles;
   s.grid = int((units + per - 1) / per);
   s.units_per_block = per;
   std::vector<Segment> segs;
   std::vector<int> first(std::size_t(s.grid) + 1, 0), contributors(tiles.size(), 0);
-  const int band = std::min(per, s.k_tiles);
-  int block = 0;
-  long long filled = 0;  // units in the current block's stripe
-  for (int kb = 0; kb < s.k_tiles; kb += band) {
-    const int kb_end = std::min(s.k_tiles, kb + band);
-    for (std::size_t ti = 0; ti < tiles.size(); ++ti) {
-      for (int kt = kb; kt < kb_end;) {
-        if (filled == per) {  // next block
-          first[std::size_t(++block)] = int(segs.size());
-          filled = 0;
-        }
-        const int kt1 = int(std::min<long long>(kb_end, kt + (per - filled)));
-        const OutTile& o = tiles[ti];
-        segs.push_back({o.expert, o.row0, o.rows, o.nt0, o.ntc, kt, kt1, int(ti), 0});
-        ++contributors[ti];
-        filled += kt1 - kt;
-        kt = kt1;
-      }
+  for (int b = 0; b < s.grid; ++b) {
+    first[std::size_t(b)] = int(segs.size());
+    for (long long u = (long long)b * per, end = std::min(units, (long long)(b + 1) * per);
+         u < end;) {
+      const int ti = int(u / s.k_tiles), kt0 = int(u % s.k_tiles);
+      const int kt1 = int(std::min<long long>(s.k_tiles, kt0 + (end - u)));
+      const OutTile& o = tiles[std::size_t(ti)];
+      segs.push_back({o.expert, o.row0, o.rows, o.nt0, o.ntc, kt0, kt1, ti, 0});
+      ++contributors[std::size_t(ti)];
+      u += kt1 - kt0;
     }
   }
-  if (block + 1 != s.grid)
-    throw Error("scalar_gemv: stripes filled " + std::to_string(block + 1) + " blocks, expected " +
-                std::to_string(s.grid) + " (internal error)");
   first[std::size_t(s.grid)] = int(segs.size());
   s.split_tiles = 0;
   for (auto& g : segs) g.contributors = contributors[std::size_t(g.tile_id)];
