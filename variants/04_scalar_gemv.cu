@@ -59,8 +59,7 @@ namespace {
 struct Config {
   static constexpr int kConsumers = 256;            // 8 warps: 128 columns x 2 blocks of one k-tile
   static constexpr int kThreads = kConsumers + 32;  // + 1 producer warp (one lane issues copies)
-  static constexpr int kConsumerWarps = kConsumers / 32;  // arrivals that free a ring stage
-  static constexpr int kTileK = 64;                       // the tiled layout this variant reads
+  static constexpr int kTileK = 64;                 // the tiled layout this variant reads
   static constexpr int kTileN = 128;
   static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256: one per consumer thread
   static constexpr int kGroupTiles =
@@ -128,7 +127,7 @@ struct KernelArgs {
 };
 
 // The weight ring in shared memory: kStages stages, each with a `full` barrier (the producer's
-// bulk copies complete on it) and an `empty` barrier (each consumer warp arrives once it has
+// bulk copies complete on it) and an `empty` barrier (each consumer thread arrives once it has
 // read the stage). Step q of the block's sequence uses stage q % kStages, phase q / kStages.
 template <int K>
 struct Ring {
@@ -149,7 +148,7 @@ struct Ring {
     if (threadIdx.x == 0) {
       for (int s = 0; s < Config::kStages; ++s) {
         dev::mbar_init(full(s), 1);
-        dev::mbar_init(empty(s), Config::kConsumerWarps);
+        dev::mbar_init(empty(s), Config::kConsumers);
       }
       dev::fence_barrier_init();
     }
@@ -346,8 +345,7 @@ __device__ void run_segment(const KernelArgs& a, const Segment g, const Ring<K>&
       // them.
       code[j] = j < g.ntc ? ring.codes(st)[j * Config::kBlocksPerTile + t] : 0u;
     }
-    __syncwarp();
-    if ((t & 31) == 0) dev::mbar_arrive(ring.empty(st));
+    dev::mbar_arrive(ring.empty(st));  // every consumer thread: its own reads are done
     const float* s_blk =
         s_a + (i % Config::kWindow) * Config::kTileFloats + (t & 1) * Config::kBlockFloats;
     dot_blocks<K, MV, G>(p, code, s_blk, cb_lane, acc);
