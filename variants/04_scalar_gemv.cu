@@ -55,6 +55,9 @@ namespace {
 #ifndef KBIT_GEMV_M1_REGS  // 72: 3 blocks of 288 threads per SM; 80..112: 2 blocks
 #define KBIT_GEMV_M1_REGS 80
 #endif
+#ifndef KBIT_GEMV_ROWS_REGS  // M >= 2 and grouped: 96 = 2 blocks per SM (spills a little at M = 4)
+#define KBIT_GEMV_ROWS_REGS 112
+#endif
 
 struct Config {
   static constexpr int kConsumers = 256;            // 8 warps: 128 columns x 2 blocks of one k-tile
@@ -66,11 +69,11 @@ struct Config {
       KBIT_GEMV_GROUP_TILES;  // n-tiles per thread: one activation load serves this many
   static constexpr int kStages =
       KBIT_GEMV_STAGES;  // k-steps of weights in flight per block (bulk-copy ring)
-  // Register cap (__maxnreg__). 9 warps per block: 112 keeps 2 blocks per SM; M = 1 needs
-  // fewer (KBIT_GEMV_M1_REGS). With more rows, a lower cap spills.
+  // Register cap (__maxnreg__). Warps are allocated in pairs, so a block of 9 warps holds 10
+  // warps' registers: <= 96 fits 2 blocks per SM, 104..128 only 1. M = 1 needs 80.
   template <int MV>
   __host__ __device__ static constexpr int max_regs() {
-    return MV == 1 ? KBIT_GEMV_M1_REGS : 112;
+    return MV == 1 ? KBIT_GEMV_M1_REGS : KBIT_GEMV_ROWS_REGS;
   }
   static constexpr int kWindow = 16;       // k-tiles of A staged in shared memory at a time
   static constexpr int kBlockFloats = 36;  // 32 activations + 4 pad: kb = 0 and 1 hit other banks
