@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include <cuda_runtime_api.h>
+
 #include "reference/error.hpp"
 #include "variants/baselines.hpp"
 #include "variants/gemm_variants.hpp"
@@ -46,6 +48,7 @@ Support gemv_support(bool grouped) {
   s.dense = !grouped;
   s.grouped = grouped;
   s.split_k = true;
+  s.min_sm = 90;  // the weight ring is fed by cp.async.bulk on mbarriers
   return s;
 }
 
@@ -96,15 +99,14 @@ const std::vector<VariantRow>& registry() {
        Family::gemm, gemm_support(), kTiled64x128, variants::inline_dequant_nopad_setup,
        variants::inline_dequant_nopad_run},
       {"scalar_gemv",
-       "Scalar GEMV, M=1..4: planes straight to registers, 4 n-tiles per thread, residue-field "
-       "index "
-       "extraction + shfl codebook, balanced stripes with split-K",
+       "Scalar GEMV, M=1..4 (sm_90): producer warp streams planes by cp.async.bulk into a 2-stage "
+       "mbarrier ring, 4 n-tiles per thread, residue-field index extraction + shfl codebook, "
+       "balanced stripes with split-K",
        Family::gemv, gemv_support(false), kTiled64x128, variants::scalar_gemv_setup,
        variants::scalar_gemv_run},
       {"grouped_scalar_gemv",
-       "scalar_gemv over host-computed (expert, <=4 rows, 4 n-tiles, k-range) stripes: MoE decode "
-       "in "
-       "one launch",
+       "scalar_gemv over host-computed (expert, <=4 rows, 4 n-tiles, k-range) stripes: MoE "
+       "decode in one launch",
        Family::grouped, gemv_support(true), kTiled64x128, variants::grouped_scalar_gemv_setup,
        variants::grouped_scalar_gemv_run},
   };
@@ -134,8 +136,32 @@ std::vector<const VariantRow*> match_variants(const std::vector<std::string>& pa
   return out;
 }
 
+// Compute capability x 10 of the current device, 0 when there is none (CPU-only machines: no
+// variant runs there, so nothing is refused for it).
+int current_device_sm() {
+  static const int sm = [] {
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+      cudaGetLastError();  // clear the sticky "no device" error for later callers
+      return 0;
+    }
+    return major * 10 + minor;
+  }();
+  return sm;
+}
+
 std::string unsupported_reason(const VariantRow& row, const GemmDims& d) {
+  return unsupported_reason(row, d, current_device_sm());
+}
+
+std::string unsupported_reason(const VariantRow& row, const GemmDims& d, int device_sm) {
   const Support& s = row.support;
+  if (device_sm > 0 && device_sm < s.min_sm)
+    return "needs compute capability " + std::to_string(s.min_sm / 10) + "." +
+           std::to_string(s.min_sm % 10) + " or newer; this device is " +
+           std::to_string(device_sm / 10) + "." + std::to_string(device_sm % 10);
   if (d.grouped() && !s.grouped) return "grouped (MoE) problems are not supported";
   if (!d.grouped() && !s.dense) return "dense problems are not supported (grouped only)";
   if (std::find(s.k_bits.begin(), s.k_bits.end(), d.k_bits) == s.k_bits.end())
@@ -174,6 +200,8 @@ std::string describe_shape_rules(const Support& s) {
   std::string r = "K_dim%" + std::to_string(s.k_dim_multiple);
   if (s.n_multiple > 1) r += " N%" + std::to_string(s.n_multiple);
   r += s.dense && s.grouped ? " dense+moe" : s.grouped ? " moe" : " dense";
+  if (s.min_sm > 0)
+    r += " sm>=" + std::to_string(s.min_sm / 10) + "." + std::to_string(s.min_sm % 10);
   return r;
 }
 

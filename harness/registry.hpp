@@ -24,6 +24,7 @@ struct Support {
   bool dense = true;                 // C = A W^T problems
   bool grouped = false;              // MoE problems (E experts)
   bool split_k = false;  // honours VariantOptions::split_k (validate runs it forced on and off)
+  int min_sm = 0;        // compute capability x 10 the kernels need (90: cp.async.bulk); 0 any
 };
 
 struct VariantRow {
@@ -44,6 +45,8 @@ const VariantRow& find_variant(std::string_view name);
 std::vector<const VariantRow*> match_variants(const std::vector<std::string>& patterns);
 // Empty when the row supports the problem, otherwise why not ("M = 16 is above 4").
 std::string unsupported_reason(const VariantRow& row, const GemmDims& dims);
+// The same against a device of compute capability device_sm / 10 (0: none known, not checked).
+std::string unsupported_reason(const VariantRow& row, const GemmDims& dims, int device_sm);
 // Human-readable summaries of a row's support, for `list` and run.json.
 std::string describe_k_bits(const Support& s);
 std::string describe_dtypes(const Support& s);

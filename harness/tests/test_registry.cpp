@@ -45,6 +45,11 @@ TEST_CASE("unsupported problems say why", "[registry]") {
   GemmDims d;
   d.M = 16, d.N = 100, d.K_dim = 64, d.k_bits = 4, d.dtype = DType::f16;
   CHECK(unsupported_reason(row, d) == "M = 16 is outside 1..4");
+  row.support.min_sm = 90;
+  CHECK(unsupported_reason(row, d, 89) ==
+        "needs compute capability 9.0 or newer; this device is 8.9");
+  CHECK(unsupported_reason(row, d, 90) == "M = 16 is outside 1..4");
+  row.support.min_sm = 0;
   d.M = 2;
   CHECK(unsupported_reason(row, d).empty());
   d.k_bits = 3;
