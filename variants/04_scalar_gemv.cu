@@ -71,6 +71,7 @@ struct Config {
       KBIT_GEMV_STAGES;  // k-steps of weights in flight per block (bulk-copy ring)
   // Register cap (__maxnreg__). Warps are allocated in pairs, so a block of 9 warps holds 10
   // warps' registers: <= 96 fits 2 blocks per SM, 104..128 only 1. M = 1 needs 80.
+  // MV = 0 is the grouped kernel (up to 4 rows).
   template <int MV>
   __host__ __device__ static constexpr int max_regs() {
     return MV == 1 ? KBIT_GEMV_M1_REGS : KBIT_GEMV_ROWS_REGS;
@@ -233,18 +234,22 @@ __device__ void stage_a(const KernelArgs& a, int row0, int kt, int ntiles, float
 // One k-tile of a thread: the same k-block of G n-tiles against one set of activations.
 // acc[j][m] += s_j * sum_i cb[idx_ij] * a[m][i]. No branches inside: the G blocks' shuffle
 // and FMA chains interleave freely (an n-tile missing from the last group has scale code 0
-// and contributes 0). Two partial sums per block halve the FFMA dependency chain.
+// and contributes 0). At M = 1 two partial sums per block halve the FFMA dependency chain; with
+// more rows the rows' chains interleave already and a second sum would only cost registers.
 template <int K, int MV, int G>
 __device__ __forceinline__ void dot_blocks(const uint32_t (&p)[G][K], const uint32_t (&code)[G],
                                            const float* s_blk, float cb_lane, float (&acc)[G][MV]) {
   constexpr int F = dev::field_width<K>();
   constexpr int T = 32 / F;  // weights per residue class
   constexpr int kRowStride = Config::kWindow * Config::kTileFloats;
-  float part[G][MV][2];
+  constexpr int P = MV == 1 ? 2 : 1;  // partial sums per (block, row)
+  float part[G][MV][P];
 #pragma unroll
   for (int j = 0; j < G; ++j)
 #pragma unroll
-    for (int m = 0; m < MV; ++m) part[j][m][0] = part[j][m][1] = 0.0f;
+    for (int m = 0; m < MV; ++m)
+#pragma unroll
+      for (int h = 0; h < P; ++h) part[j][m][h] = 0.0f;
   auto residue = [&](auto r_const) {
     constexpr int R = decltype(r_const)::value;
     float a[MV][T];
@@ -264,7 +269,7 @@ __device__ __forceinline__ void dot_blocks(const uint32_t (&p)[G][K], const uint
         // shfl reads bits 0..4 of the lane operand: the field sits there after one shift.
         const float w = __shfl_sync(dev::kFullMask, cb_lane, int(fields >> (F * q)));
 #pragma unroll
-        for (int m = 0; m < MV; ++m) part[j][m][q & 1] = fmaf(w, a[m][q], part[j][m][q & 1]);
+        for (int m = 0; m < MV; ++m) part[j][m][q % P] = fmaf(w, a[m][q], part[j][m][q % P]);
       }
     }
   };
@@ -273,7 +278,8 @@ __device__ __forceinline__ void dot_blocks(const uint32_t (&p)[G][K], const uint
   for (int j = 0; j < G; ++j) {
     const float s = dev::decode_e4m4(code[j]);
 #pragma unroll
-    for (int m = 0; m < MV; ++m) acc[j][m] = fmaf(s, part[j][m][0] + part[j][m][1], acc[j][m]);
+    for (int m = 0; m < MV; ++m)
+      acc[j][m] = fmaf(s, P == 2 ? part[j][m][0] + part[j][m][P - 1] : part[j][m][0], acc[j][m]);
   }
 }
 
@@ -318,8 +324,9 @@ __device__ void store_segment(const KernelArgs& a, const Segment g, const float 
 
 // One segment of a consumer thread. q is the block's ring step, carried across segments.
 template <int K, int MV, typename T>
-__device__ void run_segment(const KernelArgs& a, const Segment g, const Ring<K>& ring, float* s_a,
-                            uint32_t& q) {  // g by value: registers
+__device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
+                                            const Ring<K>& ring, float* s_a,
+                                            uint32_t& q) {  // g by value: registers
   constexpr int G = Config::kGroupTiles;
   const int t = threadIdx.x;
   const float cb_lane = dev::codebook_lane_value(a.cb, a.k_bits, t & 31);
@@ -361,8 +368,24 @@ __device__ void run_segment(const KernelArgs& a, const Segment g, const Ring<K>&
   store_segment<MV, G, T>(a, g, acc);
 }
 
-// Shared-memory carve-up common to both kernels; returns true in the consumer threads (the
-// producer lane streams the ring and returns false once it has issued every copy).
+// A segment of the grouped kernel: its row count (1..4) picks the unrolled body.
+template <int K, typename T>
+__device__ void run_rows(const KernelArgs& a, const Segment g, const Ring<K>& ring, float* s_a,
+                         uint32_t& q) {
+  switch (g.rows) {
+    case 1:
+      return run_segment<K, 1, T>(a, g, ring, s_a, q);
+    case 2:
+      return run_segment<K, 2, T>(a, g, ring, s_a, q);
+    case 3:
+      return run_segment<K, 3, T>(a, g, ring, s_a, q);
+    default:
+      return run_segment<K, 4, T>(a, g, ring, s_a, q);
+  }
+}
+
+// Initializes the ring; returns true in the consumer threads (the producer lane streams the
+// ring and returns false once it has issued every copy; the rest of its warp leaves at once).
 template <int K>
 __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   ring.init();
@@ -371,7 +394,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   return false;
 }
 
-// Dense: every segment has MV rows.
+// MV = 1..4: dense, every segment has MV rows. MV = 0: grouped (scalar_gemv's MoE row).
 template <int K, int MV, typename T>
 __global__ void __maxnreg__(Config::max_regs<MV>())
     scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
@@ -381,36 +404,11 @@ __global__ void __maxnreg__(Config::max_regs<MV>())
       reinterpret_cast<float*>(smem + Config::kBarrierBytes + Config::kStages * stage_bytes<K>());
   if (!start_block<K>(a, ring)) return;
   uint32_t q = 0;
-  for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s)
-    run_segment<K, MV, T>(a, a.segs[s], ring, s_a, q);
-}
-
-// Grouped: a segment's row count (1..4) picks the unrolled body.
-template <int K, typename T>
-__global__ void __maxnreg__(Config::max_regs<Config::kMaxRows>())
-    grouped_scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
-  extern __shared__ __align__(128) unsigned char smem[];
-  Ring<K> ring(smem);
-  float* s_a =
-      reinterpret_cast<float*>(smem + Config::kBarrierBytes + Config::kStages * stage_bytes<K>());
-  if (!start_block<K>(a, ring)) return;
-  uint32_t q = 0;
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
-    const Segment g = a.segs[s];
-    switch (g.rows) {
-      case 1:
-        run_segment<K, 1, T>(a, g, ring, s_a, q);
-        break;
-      case 2:
-        run_segment<K, 2, T>(a, g, ring, s_a, q);
-        break;
-      case 3:
-        run_segment<K, 3, T>(a, g, ring, s_a, q);
-        break;
-      default:
-        run_segment<K, 4, T>(a, g, ring, s_a, q);
-        break;
-    }
+    if constexpr (MV == 0)
+      run_rows<K, T>(a, a.segs[s], ring, s_a, q);
+    else
+      run_segment<K, MV, T>(a, a.segs[s], ring, s_a, q);
   }
 }
 
@@ -421,7 +419,7 @@ template <typename T>
 const void* kernel_for_type(int k, int rows) {
   return with_k_bits(k, [&](auto k_const) {
     constexpr int KB = decltype(k_const)::value;
-    if (rows == 0) return reinterpret_cast<const void*>(grouped_scalar_gemv_kernel<KB, T>);
+    if (rows == 0) return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 0, T>);
     return with_rows_1_to_4(rows, [&](auto r_const) {
       return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, decltype(r_const)::value, T>);
     });
