@@ -14,9 +14,10 @@
 #                          (';' between -D flags) and run CONFIG ARGS into /tmp/knob-results
 #                          (not packed: a sweep's rows are read from the log, not committed)
 #   cmd:SHELL              any shell command (',' for spaces)
-# Each step runs under timeout $STEP_TIMEOUT (rc 124: it hung or ran long). Logs go to $LOGS (default /tmp/gpu-logs). At the end the logs and the results/ folders the runs
-# wrote are packed into $DEST/session.tar.gz (DEST: $OUT, the device tool's folder, or .), one
-# file, so that a tool that returns few files returns all of it; unpack it in the repo root.
+# Each step runs under timeout $STEP_TIMEOUT (rc 124: it hung or ran long). Logs go to $LOGS
+# (default /tmp/gpu-logs). At the end the logs and the results/ folders the runs wrote are
+# packed into $DEST/session.tar.gz (DEST: $OUT, the device tool's folder, or .), one file, so
+# that a tool that returns few files returns all of it; unpack it in the repo root.
 set -u
 LOGS=${LOGS:-/tmp/gpu-logs}
 STEP_TIMEOUT=${STEP_TIMEOUT:-300}  # seconds per step: a hung kernel costs one step, not the call

@@ -1,6 +1,7 @@
 // Hopper bulk copies (cp.async.bulk, the non-tensor TMA) and the mbarriers that track them:
 // the producer/consumer ring of the streaming kernels. PTX ISA 8.0, sm_90. On older targets the
-// wrappers trap (setup refuses those devices first; see device_has_bulk_copy below).
+// wrappers trap; those devices never get here (the registry's Support::min_sm, and the
+// variant's own setup check, refuse them first).
 #pragma once
 #include <cstdint>
 
