@@ -99,13 +99,14 @@ const std::vector<VariantRow>& registry() {
        Family::gemm, gemm_support(), kTiled64x128, variants::inline_dequant_nopad_setup,
        variants::inline_dequant_nopad_run},
       {"scalar_gemv",
-       "Scalar GEMV, M=1..4 (sm_90): producer warp streams planes by cp.async.bulk into a 2-stage "
-       "mbarrier ring, 4 n-tiles per thread, residue-field index extraction + shfl codebook, "
-       "balanced stripes with split-K",
+       "GEMV, M=1..4 (sm_90): producer warp streams (n-tile, 4 k-tile) units by cp.async.bulk "
+       "into a 2-stage mbarrier ring; residue-field index pairs -> 64 KB pair table (PRMT+LDS) -> "
+       "mma.m16n8k16 with one block per MMA column (scale after the MMA); balanced stripes with "
+       "split-K",
        Family::gemv, gemv_support(false), kTiled64x128, variants::scalar_gemv_setup,
        variants::scalar_gemv_run},
       {"grouped_scalar_gemv",
-       "scalar_gemv over host-computed (expert, <=4 rows, 4 n-tiles, k-range) stripes: MoE "
+       "scalar_gemv over host-computed (expert, <=4 rows, n-tile, k-range) stripes: MoE "
        "decode in one launch",
        Family::grouped, gemv_support(true), kTiled64x128, variants::grouped_scalar_gemv_setup,
        variants::grouped_scalar_gemv_run},

@@ -1,23 +1,28 @@
-// Variant 04: scalar GEMV for M = 1..4 over the tiled layout (tile_k 64, tile_n 128), no
-// tensor cores. Source: seeds 002_16a44ede122cec4e.txt, reworked for the H100
-// (docs/variants/04_scalar_gemv.md says what changed and what each change bought):
+// Variant 04: GEMV for M = 1..4 over the tiled layout (tile_k 64, tile_n 128). Source: seeds
+// 002_16a44ede122cec4e.txt ("scalar GEMV"), reworked for the H100 twice; the registry name
+// stays. docs/variants/04_scalar_gemv.md says what changed and what each change bought:
 //
-// * 288 threads per block: 8 consumer warps and one producer warp. Consumer thread t owns
-//   column t/2 and k-block (t & 1) of each k-tile, in up to 4 adjacent n-tiles at once, so one
-//   load of activations serves 4 blocks.
-// * The producer streams each k-step (4 adjacent n-tiles: 16 KB of planes + 1 KB of absmax at
-//   K = 4, contiguous in the tiled layout) with two cp.async.bulk copies into a kStages-deep
-//   shared-memory ring on mbarriers; consumers copy their words to registers and release the
-//   stage. The bytes in flight no longer depend on the consumers' registers or progress.
-// * Index extraction by "residue fields": one shift + one select per plane builds a word
-//   holding the indices of elements r, r+F, r+2F, ... in F-bit fields; then one shift per
-//   weight feeds shfl directly (shfl reads only bits 0..4 of its lane operand, and the
-//   codebook is replicated over the lanes so the don't-care bits are harmless).
-// * The scale is applied once per block of 32 (acc += s * sum(cb[idx] * a)); A is staged in
-//   shared memory as fp32, permuted so that a residue class is contiguous.
-// * Work is cut on the host into equal contiguous stripes of (n-tile group, k-tile) units,
-//   one stripe per resident block (Marlin's stripes): no tail wave; a stripe that ends inside
-//   a tile reduces through the self-cleaning split-K workspace (variants/common/splitk.cuh).
+// * 288 threads per block: 8 consumer warps and one producer warp. A work unit is one n-tile
+//   (128 columns) x 4 k-tiles (256 k); the producer streams each unit (4 x 4 KB of planes +
+//   4 x 256 B of absmax at K = 4) with cp.async.bulk into a kStages-deep shared-memory ring on
+//   mbarriers.
+// * Dequantize by table, multiply on tensor cores (v6). Residue fields put two codebook
+//   indices in each byte of a word (one shift + one select per plane for 8 weights); one PRMT
+//   + one LDS of a 64 KB pair table (variants/common/pair_lut.cuh) turn a byte into the two
+//   weights as an fp16/bf16 pair, which is an mma.m16n8k16 A-operand register as it stands.
+//   The seed's per-weight shfl + FFMA (v1-v5: 4.3 thread-instructions per weight) becomes
+//   ~2.3: 1 PRMT + 1 LDS per two weights, 1/8 HMMA per weight.
+// * The per-block scale rides on the MMA's N dimension. Consumer warp w owns columns
+//   16w..16w+15 of the unit (the MMA's 16 rows: g and g+8, g = lane/4); lane t = lane%4 of a
+//   quad owns k-tile t of the unit, both of its k-blocks. The B operand holds the activations
+//   of block (k-tile t', k-block kb) only in MMA column t' (+4 for the second row of A), zeros
+//   elsewhere, so C column t' is the unscaled sum of one quantization block: the scale is one
+//   FFMA per block on the MMA result, and the accumulation stays fp32.
+// * The k order inside a block is permuted consistently for A and B (pair (R, q) = elements
+//   R + 8q and R + 8q + 4); A is staged in shared memory in that order.
+// * Work is cut on the host into equal contiguous stripes of (n-tile, k-unit) units, one stripe
+//   per resident block (Marlin's stripes): no tail wave; a stripe that ends inside a tile
+//   reduces through the self-cleaning split-K workspace (variants/common/splitk.cuh).
 //
 // grouped_scalar_gemv runs the same segments over (expert, rows <= 4) pairs: MoE decode in
 // one launch.
@@ -36,83 +41,72 @@
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/dispatch.hpp"
 #include "variants/common/dtype.cuh"
-#include "variants/common/e4m4.cuh"
 #include "variants/common/load.cuh"
+#include "variants/common/mma.cuh"
+#include "variants/common/pair_lut.cuh"
 #include "variants/common/splitk.cuh"
 #include "variants/gemv_variants.hpp"
 
 namespace kbit::variants {
 namespace {
 
-// Tuning knobs (docs/variants/04_scalar_gemv.md has the sweep); override with -D at configure
+// Tuning knobs (docs/variants/04_scalar_gemv.md has the sweeps); override with -D at configure
 // time, e.g. cmake -DCMAKE_CUDA_FLAGS="-DKBIT_GEMV_STAGES=3".
-#ifndef KBIT_GEMV_GROUP_TILES
-#define KBIT_GEMV_GROUP_TILES 4
-#endif
-#ifndef KBIT_GEMV_STAGES  // 2 beat 3 and 4 on the H100 (docs/notes.md)
+#ifndef KBIT_GEMV_STAGES  // 2 beat 3 and 4 on the H100 (docs/notes.md, v5)
 #define KBIT_GEMV_STAGES 2
 #endif
-#ifndef KBIT_GEMV_M1_REGS  // 72: 3 blocks of 288 threads per SM; 80..112: 2 blocks
-#define KBIT_GEMV_M1_REGS 80
+#ifndef KBIT_GEMV_MAX_REGS  // 96: 2 blocks of 288 threads per SM (9 warps allocate as 10)
+#define KBIT_GEMV_MAX_REGS 96
 #endif
-#ifndef KBIT_GEMV_ROWS_REGS  // M >= 2 and grouped: 96 = 2 blocks per SM (spills a little at M = 4)
-#define KBIT_GEMV_ROWS_REGS 112
+#ifndef KBIT_GEMV_DIAG_NO_MATH  // 1: consumers only drain the ring (timing of the stream alone;
+#define KBIT_GEMV_DIAG_NO_MATH 0  // results are wrong, never commit a run of it)
 #endif
 
 struct Config {
-  static constexpr int kConsumers = 256;            // 8 warps: 128 columns x 2 blocks of one k-tile
+  static constexpr int kConsumers = 256;            // 8 warps x 16 columns = one n-tile
   static constexpr int kThreads = kConsumers + 32;  // + 1 producer warp (one lane issues copies)
   static constexpr int kTileK = 64;                 // the tiled layout this variant reads
   static constexpr int kTileN = 128;
-  static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256: one per consumer thread
-  static constexpr int kGroupTiles =
-      KBIT_GEMV_GROUP_TILES;  // n-tiles per thread: one activation load serves this many
-  static constexpr int kStages =
-      KBIT_GEMV_STAGES;  // k-steps of weights in flight per block (bulk-copy ring)
-  // Register cap (__maxnreg__). Warps are allocated in pairs, so a block of 9 warps holds 10
-  // warps' registers: <= 96 fits 2 blocks per SM, 104..128 only 1. M = 1 needs 80.
-  // MV = 0 is the grouped kernel (up to 4 rows).
-  template <int MV>
-  __host__ __device__ static constexpr int max_regs() {
-    return MV == 1 ? KBIT_GEMV_M1_REGS : KBIT_GEMV_ROWS_REGS;
-  }
-  static constexpr int kWindow = 16;       // k-tiles of A staged in shared memory at a time
-  static constexpr int kBlockFloats = 36;  // 32 activations + 4 pad: kb = 0 and 1 hit other banks
-  static constexpr int kTileFloats = 2 * kBlockFloats;
+  static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256 blocks of 32 per tile
+  static constexpr int kUnitTiles = 4;  // k-tiles per unit: quad lane t owns k-tile t
+  static constexpr int kUnitK = kUnitTiles * kTileK;
+  static constexpr int kStages = KBIT_GEMV_STAGES;  // units in flight per block (bulk-copy ring)
+  static constexpr int kMaxRegs = KBIT_GEMV_MAX_REGS;
+  static constexpr int kKtStride = 144;    // bytes of staged A per (row, k-tile): 2 x 16 pairs
+                                           // + 16 pad, so the quads' B loads hit other banks
+  static constexpr int kUnitStride = kUnitTiles * kKtStride;  // staged A per (row, unit)
+  static constexpr int kWindow = 4;        // units of A staged at a time
   static constexpr int kMaxRows = 4;
-  static constexpr int kMinUnits = 4;  // a stripe holds at least this many k-tiles
-  static constexpr int kBarrierBytes =
-      128;  // 2 x kStages mbarriers, padded: the ring stays aligned
-  static_assert(kConsumers == kBlocksPerTile, "one quantization block per thread per n-tile");
+  static constexpr int kBarrierBytes = 128;  // 2 x kStages mbarriers, padded
   static_assert(2 * kStages * 8 <= kBarrierBytes, "mbarriers must fit their slot");
+  static_assert(kConsumers / 32 * 16 == kTileN, "one n-tile per unit");
 };
 
 template <int K>
 __host__ __device__ constexpr int tile_words() {
   return Config::kBlocksPerTile * K;
 }
-// One ring stage: the planes of kGroupTiles adjacent n-tiles (contiguous in the tiled layout),
-// then their absmax codes (also contiguous). Both sizes are multiples of 16 bytes.
+// One ring stage: the planes of the unit's 4 k-tiles, then their absmax codes.
 template <int K>
 __host__ __device__ constexpr int stage_plane_bytes() {
-  return Config::kGroupTiles * tile_words<K>() * 4;
+  return Config::kUnitTiles * tile_words<K>() * 4;
 }
 template <int K>
 __host__ __device__ constexpr int stage_bytes() {
-  return stage_plane_bytes<K>() + Config::kGroupTiles * Config::kBlocksPerTile;
+  return stage_plane_bytes<K>() + Config::kUnitTiles * Config::kBlocksPerTile;
 }
-// Dynamic shared memory: barriers, the weight ring, then the A window of `rows` rows.
+// Dynamic shared memory: barriers, the pair table, the weight ring, the A window (`rows` rows).
 template <int K>
 __host__ __device__ constexpr int smem_bytes(int rows) {
-  return Config::kBarrierBytes + Config::kStages * stage_bytes<K>() +
-         rows * Config::kWindow * Config::kTileFloats * 4;
+  return Config::kBarrierBytes + dev::pair_lut::kBytes + Config::kStages * stage_bytes<K>() +
+         rows * Config::kWindow * Config::kUnitStride;
 }
 
 // A segment of one block's stripe: rows [row0, row0 + rows) of expert `expert` (0 when dense),
-// n-tiles [nt0, nt0 + ntc) (ntc <= kGroupTiles), k-tiles [kt0, kt1). Its output tile is
-// tile_id; contributors > 1 means other blocks' stripes cover the rest of its k-range.
+// n-tile nt, k-units [u0, u1). Its output tile is tile_id; contributors > 1 means other
+// blocks' stripes cover the rest of its k-range.
 struct Segment {
-  int expert, row0, rows, nt0, ntc, kt0, kt1, tile_id, contributors;
+  int expert, row0, rows, nt, u0, u1, tile_id, contributors;
 };
 
 struct KernelArgs {
@@ -121,13 +115,12 @@ struct KernelArgs {
   const uint32_t* packed;
   const uint8_t* absmax;
   long long expert_words, expert_bytes;  // per-expert strides of the tiled weights
-  int N, K_dim, n_tiles;
+  int N, K_dim, n_tiles, k_tiles;
   const Segment* segs;   // every block's segments, in block order
   const int* first_seg;  // block b runs segs[first_seg[b] .. first_seg[b+1])
   float* ws;             // split-K workspace [rows of C][N], zero between calls
   int* counters;         // one per output tile, zero between calls
   float cb[32];
-  int k_bits;
 };
 
 // The weight ring in shared memory: kStages stages, each with a `full` barrier (the producer's
@@ -138,8 +131,8 @@ struct Ring {
   uint32_t bars;          // shared address of full[0..S) then empty[0..S)
   unsigned char* stages;  // generic pointer to stage 0
 
-  __device__ explicit Ring(unsigned char* smem)
-      : bars(dev::smem_addr(smem)), stages(smem + Config::kBarrierBytes) {}
+  __device__ Ring(unsigned char* smem, int offset)
+      : bars(dev::smem_addr(smem)), stages(smem + offset) {}
   __device__ uint32_t full(int s) const { return bars + 8 * s; }
   __device__ uint32_t empty(int s) const { return bars + 8 * (Config::kStages + s); }
   __device__ unsigned char* planes(int s) const { return stages + s * stage_bytes<K>(); }
@@ -161,26 +154,29 @@ struct Ring {
 };
 
 // The producer (one lane of the last warp): walks the block's segments in the consumers' order
-// and copies each k-step's planes and codes into the next free stage. It runs up to kStages
-// steps ahead, so the block keeps kStages x 17 KB (K = 4) in flight whatever the consumers do.
+// and copies each unit's planes and codes (per k-tile: one contiguous chunk of each) into the
+// next free stage. k-tiles past the end of K are not copied: their A is zero.
 template <int K>
 __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
+  constexpr uint32_t kPlaneBytes = tile_words<K>() * 4, kCodeBytes = Config::kBlocksPerTile;
   uint32_t q = 0;
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
     const Segment g = a.segs[s];
-    const uint32_t plane_bytes = uint32_t(g.ntc) * tile_words<K>() * 4;
-    const uint32_t code_bytes = uint32_t(g.ntc) * Config::kBlocksPerTile;
     const uint32_t* planes = a.packed + g.expert * a.expert_words;
     const uint8_t* codes = a.absmax + g.expert * a.expert_bytes;
-    for (int kt = g.kt0; kt < g.kt1; ++kt, ++q) {
+    for (int u = g.u0; u < g.u1; ++u, ++q) {
       const int st = Ring<K>::stage(q);
+      const int kt0 = u * Config::kUnitTiles;
+      const int nk = min(Config::kUnitTiles, a.k_tiles - kt0);
       dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
-      const long long tile = (long long)kt * a.n_tiles + g.nt0;
-      dev::mbar_arrive_expect_tx(ring.full(st), plane_bytes + code_bytes);
-      dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st)), planes + tile * tile_words<K>(),
-                         plane_bytes, ring.full(st));
-      dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st)), codes + tile * Config::kBlocksPerTile,
-                         code_bytes, ring.full(st));
+      dev::mbar_arrive_expect_tx(ring.full(st), uint32_t(nk) * (kPlaneBytes + kCodeBytes));
+      for (int i = 0; i < nk; ++i) {
+        const long long tile = (long long)(kt0 + i) * a.n_tiles + g.nt;
+        dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st) + i * kPlaneBytes),
+                           planes + tile * tile_words<K>(), kPlaneBytes, ring.full(st));
+        dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st) + i * kCodeBytes),
+                           codes + tile * Config::kBlocksPerTile, kCodeBytes, ring.full(st));
+      }
     }
   }
 }
@@ -191,224 +187,306 @@ __device__ __forceinline__ void for_each_index(std::integer_sequence<int, R...>,
   (fn(std::integral_constant<int, R>{}), ...);
 }
 
-// Position of element j of a block after the residue permutation: residue class r = j % F
-// is contiguous, element r + F*q at r*(32/F) + q.
-template <int F>
-__device__ __forceinline__ int permuted(int j) {
-  return (j % F) * (32 / F) + j / F;
+// Byte offset of pair p of (row m, unit u, k-tile kt, k-block kb) in the staged A window.
+__device__ __forceinline__ int a_offset(int m, int u, int kt, int kb, int p) {
+  return (m * Config::kWindow + u) * Config::kUnitStride + kt * Config::kKtStride + kb * 64 +
+         p * 4;
 }
 
-// Stages rows [row0, row0 + MV) of A, k-tiles [kt, kt + ntiles), into shared memory as fp32:
-// [row][tile][kb][36]. Elements past K_dim (padding of the last k-tile) are zero.
-template <int K, int MV, typename T>
-__device__ void stage_a(const KernelArgs& a, int row0, int kt, int ntiles, float* s_a) {
-  constexpr int F = dev::field_width<K>();
+// Stages rows [row0, row0 + MV) of A, units [u, u + nunits), into shared memory as 16-bit
+// pairs in the MMA's k order: pair (R, q) of a block = elements (R + 8q, R + 8q + 4), stored
+// at p = 4R + q. Elements past K_dim are zero (they meet the unit's uncopied k-tiles).
+template <int MV, typename T>
+__device__ void stage_a(const KernelArgs& a, int row0, int u, int nunits, unsigned char* s_a) {
   const T* A = static_cast<const T*>(a.A);
-  const int groups = MV * ntiles * (Config::kTileK / 8);
-  for (int g = threadIdx.x; g < groups; g += Config::kConsumers) {
-    const int r = g / (ntiles * 8), rem = g % (ntiles * 8), tile = rem / 8, e0 = (rem % 8) * 8;
-    const long long k = (long long)(kt + tile) * Config::kTileK + e0;
-    float v[8];
-    if (k < a.K_dim) {
-      const uint4 raw =
-          __ldg(reinterpret_cast<const uint4*>(A + (long long)(row0 + r) * a.K_dim + k));
-      const uint32_t w[4] = {raw.x, raw.y, raw.z, raw.w};
+  constexpr int kGroups = Config::kUnitK / 8;  // 8 elements (one uint4) per group
+  const int groups = MV * nunits * kGroups;
+  for (int gi = threadIdx.x; gi < groups; gi += Config::kConsumers) {
+    const int m = gi / (nunits * kGroups), rem = gi % (nunits * kGroups);
+    const int un = rem / kGroups, e0 = (rem % kGroups) * 8;  // element of the unit
+    const long long k = (long long)(u + un) * Config::kUnitK + e0;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (k < a.K_dim)  // K_dim is a multiple of 32: a group is all in or all out
+      v = __ldg(reinterpret_cast<const uint4*>(A + (long long)(row0 + m) * a.K_dim + k));
+    const int kt = e0 / 64, kb = (e0 / 32) % 2, q = (e0 % 32) / 8;
+    // Elements e0 + r and e0 + 4 + r form pair R = r: low halves of (x, z), then high halves.
+    const uint32_t pr[4] = {__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632),
+                            __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632)};
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float2 f = dev::unpack2<T>(w[i]);
-        v[2 * i] = f.x, v[2 * i + 1] = f.y;
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < 8; ++i) v[i] = 0.0f;
-    }
-    float* dst = s_a + (r * Config::kWindow + tile) * Config::kTileFloats;
-#pragma unroll
-    for (int i = 0; i < 8; ++i) {
-      const int e = e0 + i;
-      dst[(e / 32) * Config::kBlockFloats + permuted<F>(e % 32)] = v[i];
-    }
+    for (int r = 0; r < 4; ++r)
+      *reinterpret_cast<uint32_t*>(s_a + a_offset(m, un, kt, kb, 4 * r + q)) = pr[r];
   }
 }
 
-// One k-tile of a thread: the same k-block of G n-tiles against one set of activations.
-// acc[j][m] += s_j * sum_i cb[idx_ij] * a[m][i]. No branches inside: the G blocks' shuffle
-// and FMA chains interleave freely (an n-tile missing from the last group has scale code 0
-// and contributes 0). At M = 1 two partial sums per block halve the FFMA dependency chain; with
-// more rows the rows' chains interleave already and a second sum would only cost registers.
-template <int K, int MV, int G>
-__device__ __forceinline__ void dot_blocks(const uint32_t (&p)[G][K], const uint32_t (&code)[G],
-                                           const float* s_blk, float cb_lane, float (&acc)[G][MV]) {
-  constexpr int F = dev::field_width<K>();
-  constexpr int T = 32 / F;  // weights per residue class
-  constexpr int kRowStride = Config::kWindow * Config::kTileFloats;
-  constexpr int P = MV == 1 ? 2 : 1;  // partial sums per (block, row)
-  float part[G][MV][P];
+// What a consumer thread needs of one unit: its k-tile's planes of columns g and g+8 (both
+// k-blocks) and the absmax codes of the blocks whose MMA sums it holds.
+template <int K>
+struct UnitRegs {
+  uint32_t p[2][2][K];  // [column lo/hi][kb][plane]
+  uint32_t codes[2][2];  // [column lo/hi][k-tile 2(t&1) + i]: kb 0 in byte 0, kb 1 in byte 1
+};
+
+// Per-thread constants of the consumer role.
+struct Lane {
+  int lane, g, t;        // lane, MMA row group g = lane/4, quad lane t = lane%4
+  int col_lo;            // column of MMA row g in the unit; row g+8 is col_lo + 8
+  uint32_t pair_col, scale_col;
+  __device__ Lane() {
+    lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+    col_lo = (threadIdx.x >> 5) * 16 + g;
+    pair_col = dev::pair_lut::pair_column(lane);
+    scale_col = dev::pair_lut::scale_column(lane);
+  }
+};
+
+template <int K>
+__device__ __forceinline__ void read_unit(const Lane& l, const unsigned char* planes,
+                                          const unsigned char* codes, UnitRegs<K>& r) {
+  constexpr int kTileBytes = tile_words<K>() * 4;
 #pragma unroll
-  for (int j = 0; j < G; ++j)
+  for (int h = 0; h < 2; ++h) {
+    const int col = l.col_lo + 8 * h;
+    const uint32_t* src =
+        reinterpret_cast<const uint32_t*>(planes + l.t * kTileBytes) + col * 2 * K;
+    dev::load_planes<K>(src, r.p[h][0]);
+    dev::load_planes<K>(src + K, r.p[h][1]);
 #pragma unroll
-    for (int m = 0; m < MV; ++m)
+    for (int i = 0; i < 2; ++i)
+      r.codes[h][i] = *reinterpret_cast<const uint16_t*>(
+          codes + (2 * (l.t & 1) + i) * Config::kBlocksPerTile + col * 2);
+  }
+}
+
+// The 16 B-operand registers of one k-block for MMA set s (rows 2s, 2s+1): pairs 0..15 of
+// block (k-tile t', kb) of row 2s + lane/16 in the lanes of MMA column t' (+4). The other
+// lanes never load: their registers keep the zeros the segment started with.
+template <int MV>
+__device__ __forceinline__ void load_b(const Lane& l, const unsigned char* s_a, int u, int kb,
+                                       int s, uint32_t (&b)[16]) {
+  const int m = 2 * s + (l.lane >> 4);
+  if ((l.g & 3) != l.t || m >= MV) return;
 #pragma unroll
-      for (int h = 0; h < P; ++h) part[j][m][h] = 0.0f;
-  auto residue = [&](auto r_const) {
-    constexpr int R = decltype(r_const)::value;
-    float a[MV][T];
-#pragma unroll
-    for (int m = 0; m < MV; ++m) {
-#pragma unroll
-      for (int q = 0; q < T; q += 4) {
-        const float4 v = *reinterpret_cast<const float4*>(s_blk + m * kRowStride + R * T + q);
-        a[m][q] = v.x, a[m][q + 1] = v.y, a[m][q + 2] = v.z, a[m][q + 3] = v.w;
-      }
+  for (int i = 0; i < 4; ++i) {
+    const uint4 v = *reinterpret_cast<const uint4*>(s_a + a_offset(m, u, l.t, kb, 4 * i));
+    b[4 * i] = v.x, b[4 * i + 1] = v.y, b[4 * i + 2] = v.z, b[4 * i + 3] = v.w;
+  }
+}
+
+// The residue words of a block: F = 4 fields (two indices per byte) for K <= 4, F = 8 for K = 5.
+template <int K>
+struct Residues {
+  static constexpr int kWords = K <= 4 ? 4 : 8;
+  uint32_t w[kWords];
+  __device__ __forceinline__ explicit Residues(const uint32_t (&p)[K]) {
+    if constexpr (K == 3 || K == 4) {
+      dev::residue_nibbles<K>(p, w);
+    } else {
+      constexpr int F = K <= 4 ? 4 : 8;
+      for_each_index(std::make_integer_sequence<int, kWords>{}, [&](auto r_const) {
+        w[decltype(r_const)::value] = dev::residue_fields<K, decltype(r_const)::value, F>(p);
+      });
     }
+  }
+  // The weight pair (elements R + 8Q, R + 8Q + 4): byte Q of word R (K <= 4), or byte Q of
+  // words R and R + 4 (K = 5).
+  template <int R, int Q>
+  __device__ __forceinline__ uint32_t pair(const unsigned char* lut, uint32_t col) const {
+    if constexpr (K <= 4)
+      return dev::pair_lut::pair<Q>(lut, w[R], col);
+    else
+      return dev::pair_lut::pair_split<Q>(lut, w[R], w[R + 4], col);
+  }
+};
+
+// The 8 MMAs of one k-block: A rows g / g+8 = columns lo / hi, k-slots = this thread's pairs.
+// MMA i takes pairs 2i (slots 2t, 2t+1) and 2i+1 (slots 2t+8, 2t+9); pair p = 4R + q.
+template <int K, int S, typename T>
+__device__ __forceinline__ void mma_block(const Lane& l, const unsigned char* lut,
+                                          const uint32_t (&plo)[K], const uint32_t (&phi)[K],
+                                          const uint32_t (&b)[S][16], float (&c)[S][4]) {
+  const Residues<K> lo(plo), hi(phi);
+  auto mma_pair = [&](auto i_const) {  // MMA i = 2R + h: pairs (R, 2h) and (R, 2h + 1)
+    constexpr int I = decltype(i_const)::value, R = I / 2, Q = 2 * (I % 2);
+    const uint32_t a[4] = {lo.template pair<R, Q>(lut, l.pair_col),
+                           hi.template pair<R, Q>(lut, l.pair_col),
+                           lo.template pair<R, Q + 1>(lut, l.pair_col),
+                           hi.template pair<R, Q + 1>(lut, l.pair_col)};
 #pragma unroll
-    for (int j = 0; j < G; ++j) {
-      const uint32_t fields = dev::residue_fields<K, R>(p[j]);
-#pragma unroll
-      for (int q = 0; q < T; ++q) {
-        // shfl reads bits 0..4 of the lane operand: the field sits there after one shift.
-        const float w = __shfl_sync(dev::kFullMask, cb_lane, int(fields >> (F * q)));
-#pragma unroll
-        for (int m = 0; m < MV; ++m) part[j][m][q % P] = fmaf(w, a[m][q], part[j][m][q % P]);
-      }
+    for (int s = 0; s < S; ++s) {
+      const uint32_t bb[2] = {b[s][2 * I], b[s][2 * I + 1]};
+      dev::mma_m16n8k16<T>(c[s], a, bb);
     }
   };
-  for_each_index(std::make_integer_sequence<int, F>{}, residue);
-#pragma unroll
-  for (int j = 0; j < G; ++j) {
-    const float s = dev::decode_e4m4(code[j]);
-#pragma unroll
-    for (int m = 0; m < MV; ++m)
-      acc[j][m] = fmaf(s, P == 2 ? part[j][m][0] + part[j][m][P - 1] : part[j][m][0], acc[j][m]);
-  }
+  for_each_index(std::make_integer_sequence<int, 8>{}, mma_pair);
 }
 
-// Writes (or, split, reduces) a segment's [rows x ntc*128] output; even lanes own columns.
-template <int MV, int G, typename T>
-__device__ void store_segment(const KernelArgs& a, const Segment g, const float (&acc)[G][MV]) {
-  T* C = static_cast<T*>(a.C);
-  const bool even = (threadIdx.x & 1) == 0;
-  auto column = [&](int j) { return (g.nt0 + j) * Config::kTileN + (threadIdx.x >> 1); };
-  if (g.contributors == 1) {
-#pragma unroll
-    for (int j = 0; j < G; ++j) {
-      if (j < g.ntc && even && column(j) < a.N) {
-#pragma unroll
-        for (int m = 0; m < MV; ++m)
-          C[(long long)(g.row0 + m) * a.N + column(j)] = dev::from_float<T>(acc[j][m]);
-      }
-    }
+// One unit of a consumer thread: two k-blocks of MMAs, each followed by the scale FFMAs.
+// acc[s][h] is this thread's share of output (row 2s + t/2, column lo / hi).
+template <int K, int MV, typename T>
+__device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
+                                         const unsigned char* lut, const unsigned char* s_a,
+                                         int u, uint32_t (&b)[(MV + 1) / 2][16],
+                                         float (&acc)[(MV + 1) / 2][2]) {
+  constexpr int S = (MV + 1) / 2;
+  if constexpr (KBIT_GEMV_DIAG_NO_MATH) {
+    acc[0][0] += __uint_as_float((r.p[0][0][0] ^ r.p[1][1][K - 1] ^ r.codes[0][0]) & 0x3fffffffu);
     return;
   }
 #pragma unroll
-  for (int j = 0; j < G; ++j) {
-    if (j < g.ntc && even && column(j) < a.N) {
+  for (int kb = 0; kb < 2; ++kb) {
 #pragma unroll
-      for (int m = 0; m < MV; ++m)
-        dev::splitk::add(a.ws, (long long)(g.row0 + m) * a.N + column(j), acc[j][m]);
+    for (int s = 0; s < S; ++s) load_b<MV>(l, s_a, u, kb, s, b[s]);
+    float c[S][4];
+#pragma unroll
+    for (int s = 0; s < S; ++s) c[s][0] = c[s][1] = c[s][2] = c[s][3] = 0.0f;
+    mma_block<K, S, T>(l, lut, r.p[0][kb], r.p[1][kb], b, c);
+    // C column 2t + i of row lo/hi is the block of k-tile 2(t&1) + i (for row 2s + t/2).
+    float sc[2][2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      sc[h][0] = kb == 0 ? dev::pair_lut::scale<0>(lut, r.codes[h][0], l.scale_col)
+                         : dev::pair_lut::scale<1>(lut, r.codes[h][0], l.scale_col);
+      sc[h][1] = kb == 0 ? dev::pair_lut::scale<0>(lut, r.codes[h][1], l.scale_col)
+                         : dev::pair_lut::scale<1>(lut, r.codes[h][1], l.scale_col);
+    }
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      acc[s][0] = fmaf(sc[0][0], c[s][0], fmaf(sc[0][1], c[s][1], acc[s][0]));
+      acc[s][1] = fmaf(sc[1][0], c[s][2], fmaf(sc[1][1], c[s][3], acc[s][1]));
     }
   }
+}
+
+// Writes (or, split, reduces) a segment's [rows x 128] output. Lanes t and t^1 hold the two
+// halves of one row's sum; lane t = 0 / 2 of a quad writes row 2s / 2s + 1.
+template <int MV, typename T>
+__device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment g,
+                              float (&acc)[(MV + 1) / 2][2]) {
+  constexpr int S = (MV + 1) / 2;
+#pragma unroll
+  for (int s = 0; s < S; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) acc[s][h] += __shfl_xor_sync(dev::kFullMask, acc[s][h], 1);
+  T* C = static_cast<T*>(a.C);
+  const bool writer = (l.t & 1) == 0;
+  auto column = [&](int h) { return g.nt * Config::kTileN + l.col_lo + 8 * h; };
+  auto row = [&](int s) { return 2 * s + (l.t >> 1); };
+  auto owns = [&](int s, int h) { return writer && row(s) < MV && column(h) < a.N; };
+  auto index = [&](int s, int h) { return (long long)(g.row0 + row(s)) * a.N + column(h); };
+  if (g.contributors == 1) {
+#pragma unroll
+    for (int s = 0; s < S; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        if (owns(s, h)) C[index(s, h)] = dev::from_float<T>(acc[s][h]);
+    return;
+  }
+#pragma unroll
+  for (int s = 0; s < S; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+      if (owns(s, h)) dev::splitk::add(a.ws, index(s, h), acc[s][h]);
   if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
     return;
 #pragma unroll
-  for (int j = 0; j < G; ++j) {
-    if (j < g.ntc && even && column(j) < a.N) {
+  for (int s = 0; s < S; ++s)
 #pragma unroll
-      for (int m = 0; m < MV; ++m) {
-        const long long idx = (long long)(g.row0 + m) * a.N + column(j);
-        C[idx] = dev::from_float<T>(dev::splitk::take(a.ws, idx));
-      }
-    }
-  }
+    for (int h = 0; h < 2; ++h)
+      if (owns(s, h)) C[index(s, h)] = dev::from_float<T>(dev::splitk::take(a.ws, index(s, h)));
 }
+
+// The block's dynamic shared memory: barriers, the pair table, the ring, the A window. The
+// regions are addressed from the symbol itself, so every table lookup's base is a uniform
+// register (LDS [R+UR]) rather than one more IADD per lookup.
+extern __shared__ __align__(128) unsigned char g_smem[];
+
+template <int K>
+struct Smem {
+  static constexpr int kLut = Config::kBarrierBytes;
+  static constexpr int kRing = kLut + dev::pair_lut::kBytes;
+  static constexpr int kA = kRing + Config::kStages * stage_bytes<K>();
+  static __device__ unsigned char* lut() { return g_smem + kLut; }
+  static __device__ unsigned char* s_a() { return g_smem + kA; }
+};
 
 // One segment of a consumer thread. q is the block's ring step, carried across segments.
 template <int K, int MV, typename T>
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
-                                            const Ring<K>& ring, float* s_a,
-                                            uint32_t& q) {  // g by value: registers
-  constexpr int G = Config::kGroupTiles;
-  const int t = threadIdx.x;
-  const float cb_lane = dev::codebook_lane_value(a.cb, a.k_bits, t & 31);
-  const int n = g.kt1 - g.kt0;
-  float acc[G][MV];
+                                            const Ring<K>& ring, uint32_t& q) {  // g by value: registers
+  constexpr int S = (MV + 1) / 2;
+  const Lane l;
+  const int n = g.u1 - g.u0;
+  float acc[S][2];
+  uint32_t b[S][16];  // B operands; zero for good in the lanes that never load them
 #pragma unroll
-  for (int j = 0; j < G; ++j)
+  for (int s = 0; s < S; ++s) {
+    acc[s][0] = acc[s][1] = 0.0f;
 #pragma unroll
-    for (int m = 0; m < MV; ++m) acc[j][m] = 0.0f;
+    for (int j = 0; j < 16; ++j) b[s][j] = 0u;
+  }
   for (int i = 0; i < n; ++i, ++q) {
     if (i % Config::kWindow == 0) {
       dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
-      stage_a<K, MV, T>(a, g.row0, g.kt0 + i, min(Config::kWindow, n - i), s_a);
-      dev::sync_threads<Config::kConsumers>();
+      stage_a<MV, T>(a, g.row0, g.u0 + i, min(Config::kWindow, n - i), Smem<K>::s_a());
+      dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
     }
     const int st = Ring<K>::stage(q);
     dev::mbar_wait(ring.full(st), Ring<K>::parity(q));
     // Copy this thread's planes and codes to registers, then free the stage at once: the
     // producer refills it while this warp computes.
-    uint32_t p[G][K], code[G];
-    const uint32_t* planes = reinterpret_cast<const uint32_t*>(ring.planes(st));
-#pragma unroll
-    for (int j = 0; j < G; ++j) {
-      dev::load_planes<K>(planes + (j * Config::kBlocksPerTile + t) * K, p[j]);
-      // n-tiles past the group hold stale bits: any bits are valid indices, and scale 0 zeroes
-      // them.
-      code[j] = j < g.ntc ? ring.codes(st)[j * Config::kBlocksPerTile + t] : 0u;
-    }
+    UnitRegs<K> r;
+    read_unit<K>(l, ring.planes(st), ring.codes(st), r);
     dev::mbar_arrive(ring.empty(st));  // every consumer thread: its own reads are done
-    const float* s_blk =
-        s_a + (i % Config::kWindow) * Config::kTileFloats + (t & 1) * Config::kBlockFloats;
-    dot_blocks<K, MV, G>(p, code, s_blk, cb_lane, acc);
+    dot_unit<K, MV, T>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % Config::kWindow, b, acc);
   }
-  // The two threads of a column (lanes t, t^1) hold its two k-blocks.
-#pragma unroll
-  for (int j = 0; j < G; ++j)
-#pragma unroll
-    for (int m = 0; m < MV; ++m) acc[j][m] += __shfl_xor_sync(dev::kFullMask, acc[j][m], 1);
-  store_segment<MV, G, T>(a, g, acc);
+  store_segment<MV, T>(a, l, g, acc);
 }
 
 // A segment of the grouped kernel: its row count (1..4) picks the unrolled body.
 template <int K, typename T>
-__device__ void run_rows(const KernelArgs& a, const Segment g, const Ring<K>& ring, float* s_a,
+__device__ void run_rows(const KernelArgs& a, const Segment g, const Ring<K>& ring,
                          uint32_t& q) {
   switch (g.rows) {
     case 1:
-      return run_segment<K, 1, T>(a, g, ring, s_a, q);
+      return run_segment<K, 1, T>(a, g, ring, q);
     case 2:
-      return run_segment<K, 2, T>(a, g, ring, s_a, q);
+      return run_segment<K, 2, T>(a, g, ring, q);
     case 3:
-      return run_segment<K, 3, T>(a, g, ring, s_a, q);
+      return run_segment<K, 3, T>(a, g, ring, q);
     default:
-      return run_segment<K, 4, T>(a, g, ring, s_a, q);
+      return run_segment<K, 4, T>(a, g, ring, q);
   }
 }
 
-// Initializes the ring; returns true in the consumer threads (the producer lane streams the
-// ring and returns false once it has issued every copy; the rest of its warp leaves at once).
-template <int K>
+// Initializes the ring; returns true in the consumer threads, which also build the pair table
+// (published by the first A-window barrier). The producer lane streams the ring and returns
+// false once it has issued every copy; the rest of its warp leaves at once.
+template <int K, typename T>
 __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   ring.init();
-  if (threadIdx.x < Config::kConsumers) return true;
+  // The warp index through a shuffle: the compiler then knows the role branch is warp-uniform
+  // and keeps block-wide constants (the table's base) in uniform registers (CUTLASS's
+  // canonical_warp_idx_sync).
+  const int warp = __shfl_sync(dev::kFullMask, int(threadIdx.x) / 32, 0);
+  if (warp < Config::kConsumers / 32) {
+    dev::pair_lut::build<K, T>(Smem<K>::lut(), a.cb, threadIdx.x, Config::kConsumers);
+    return true;
+  }
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
   return false;
 }
 
 // MV = 1..4: dense, every segment has MV rows. MV = 0: grouped (scalar_gemv's MoE row).
 template <int K, int MV, typename T>
-__global__ void __maxnreg__(Config::max_regs<MV>())
-    scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
-  extern __shared__ __align__(128) unsigned char smem[];
-  Ring<K> ring(smem);
-  float* s_a =
-      reinterpret_cast<float*>(smem + Config::kBarrierBytes + Config::kStages * stage_bytes<K>());
-  if (!start_block<K>(a, ring)) return;
+__global__ void __maxnreg__(Config::kMaxRegs) scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
+  const Ring<K> ring(g_smem, Smem<K>::kRing);
+  if (!start_block<K, T>(a, ring)) return;
   uint32_t q = 0;
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
     if constexpr (MV == 0)
-      run_rows<K, T>(a, a.segs[s], ring, s_a, q);
+      run_rows<K, T>(a, a.segs[s], ring, q);
     else
-      run_segment<K, MV, T>(a, a.segs[s], ring, s_a, q);
+      run_segment<K, MV, T>(a, a.segs[s], ring, q);
   }
 }
 
@@ -434,30 +512,33 @@ const void* kernel_for(int k, int rows, DType t) {
 struct GemvState : VariantState {
   GemmDims dims;
   const void* kernel = nullptr;
-  int grid = 0, smem_bytes = 0, n_tiles = 0, k_tiles = 0, units_per_block = 0, split_tiles = 0;
+  int grid = 0, smem_bytes = 0, n_tiles = 0, k_tiles = 0, k_units = 0, units_per_block = 0,
+      split_tiles = 0;
   int blocks_per_sm = 0;
   DeviceBuffer<Segment> segs;
   DeviceBuffer<int> first_seg;
   DeviceBuffer<float> ws;
   DeviceBuffer<int> counters;
   std::string describe() const override {
-    return "tile 64x128, " + std::to_string(Config::kGroupTiles) + " n-tiles/thread, stripes of " +
-           std::to_string(units_per_block) + " (n-group, k-tile) units over " +
-           std::to_string(grid) + " blocks, " + std::to_string(split_tiles) + " tiles split, " +
-           std::to_string(Config::kStages) + "-stage bulk-copy ring, " +
+    return "units of 1 n-tile x " + std::to_string(Config::kUnitTiles) +
+           " k-tiles, pair table + mma.m16n8k16, stripes of " + std::to_string(units_per_block) +
+           " units over " + std::to_string(grid) + " blocks, " + std::to_string(split_tiles) +
+           " tiles split, " + std::to_string(Config::kStages) + "-stage bulk-copy ring, " +
            std::to_string(blocks_per_sm) + " blocks/SM";
   }
-  std::int64_t extra_additions() const override { return dims.K_dim / 32 + 2 * (k_tiles + 1); }
+  // Per-block scale steps (one per block of 32, and the zero-initialised MMA sum), split-K
+  // partial sums (one per unit at most) and the two-lane reduction.
+  std::int64_t extra_additions() const override { return dims.K_dim / 32 + 2 * (k_units + 1); }
 };
 
-// An output tile before striping: rows of one expert, a group of up to 4 n-tiles.
+// An output tile before striping: rows of one expert, one n-tile.
 struct OutTile {
-  int expert, row0, rows, nt0, ntc;
+  int expert, row0, rows, nt;
 };
 
-// Cuts units (tile-major, k-tile minor) into stripes of `per` units, one per block.
+// Cuts units (tile-major, k-unit minor) into stripes of `per` units, one per block.
 void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
-  const long long units = (long long)tiles.size() * s.k_tiles;
+  const long long units = (long long)tiles.size() * s.k_units;
   s.grid = int((units + per - 1) / per);
   s.units_per_block = per;
   std::vector<Segment> segs;
@@ -466,12 +547,12 @@ void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
     first[std::size_t(b)] = int(segs.size());
     for (long long u = (long long)b * per, end = std::min(units, (long long)(b + 1) * per);
          u < end;) {
-      const int ti = int(u / s.k_tiles), kt0 = int(u % s.k_tiles);
-      const int kt1 = int(std::min<long long>(s.k_tiles, kt0 + (end - u)));
+      const int ti = int(u / s.k_units), u0 = int(u % s.k_units);
+      const int u1 = int(std::min<long long>(s.k_units, u0 + (end - u)));
       const OutTile& o = tiles[std::size_t(ti)];
-      segs.push_back({o.expert, o.row0, o.rows, o.nt0, o.ntc, kt0, kt1, ti, 0});
+      segs.push_back({o.expert, o.row0, o.rows, o.nt, u0, u1, ti, 0});
       ++contributors[std::size_t(ti)];
-      u += kt1 - kt0;
+      u += u1 - u0;
     }
   }
   first[std::size_t(s.grid)] = int(segs.size());
@@ -491,18 +572,17 @@ void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
   KBIT_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-// Stripe length: one stripe per resident block (balanced, no tail wave), never below
-// kMinUnits k-tiles; split-K forced off keeps whole tiles, forced on splits every tile.
-int stripe_units(long long units, int k_tiles, int slots, SplitMode mode) {
+// Stripe length: one stripe per resident block (balanced, no tail wave); split-K forced off
+// keeps whole tiles, forced on splits every tile of 2 or more units.
+int stripe_units(long long units, int k_units, int slots, SplitMode mode) {
   if (mode == SplitMode::force_off) {
-    const long long tiles = units / k_tiles;
+    const long long tiles = units / k_units;
     return int((tiles + std::min<long long>(tiles, slots) - 1) /
                std::min<long long>(tiles, slots)) *
-           k_tiles;
+           k_units;
   }
-  if (mode == SplitMode::force_on && k_tiles >= 2) return (k_tiles + 1) / 2;
-  const long long per = (units + slots - 1) / slots;
-  return int(std::max<long long>(per, std::min(k_tiles, Config::kMinUnits)));
+  if (mode == SplitMode::force_on && k_units >= 2) return (k_units + 1) / 2;
+  return int(std::max<long long>(1, (units + slots - 1) / slots));
 }
 
 // The weight ring is fed by cp.async.bulk and mbarrier transaction counts: sm_90 and newer.
@@ -518,7 +598,8 @@ void require_bulk_copy(const char* who) {
 
 void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
           const VariantOptions& o) {
-  require_bulk_copy(rows_template == 0 ? "grouped_scalar_gemv" : "scalar_gemv");
+  const char* who = rows_template == 0 ? "grouped_scalar_gemv" : "scalar_gemv";
+  require_bulk_copy(who);
   s.kernel = kernel_for(s.dims.k_bits, rows_template, s.dims.dtype);
   s.smem_bytes = with_k_bits(s.dims.k_bits, [&](auto k_const) {
     return smem_bytes<decltype(k_const)::value>(rows_template == 0 ? Config::kMaxRows
@@ -529,12 +610,16 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   int per_sm = 0, dev = 0, sms = 0;
   KBIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s.kernel, Config::kThreads,
                                                                 s.smem_bytes));
+  if (per_sm < 1)
+    throw Error(std::string(who) + ": a block of " + std::to_string(Config::kThreads) +
+                " threads with " + std::to_string(s.smem_bytes) +
+                " bytes of shared memory does not fit on this device");
   KBIT_CUDA_CHECK(cudaGetDevice(&dev));
   KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   s.blocks_per_sm = per_sm;
   if (tiles.empty()) return;  // grouped problem with no rows at all: nothing to launch
-  const long long units = (long long)tiles.size() * s.k_tiles;
-  build_stripes(s, tiles, stripe_units(units, s.k_tiles, std::max(1, per_sm) * sms, o.split_k));
+  const long long units = (long long)tiles.size() * s.k_units;
+  build_stripes(s, tiles, stripe_units(units, s.k_units, per_sm * sms, o.split_k));
 }
 
 KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
@@ -548,12 +633,12 @@ KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
   a.N = int(d.N);
   a.K_dim = int(d.K_dim);
   a.n_tiles = s.n_tiles;
+  a.k_tiles = s.k_tiles;
   a.segs = s.segs.get();
   a.first_seg = s.first_seg.get();
   a.ws = s.ws.get();
   a.counters = s.counters.get();
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
-  a.k_bits = g.codebook.k_bits;
   return a;
 }
 
@@ -563,6 +648,9 @@ void launch(const GemvState& s, const GemmDims& d, const GemmArgs& g, cudaStream
       !(g.w.layout.tiles == TileConfig{Config::kTileK, Config::kTileN}))
     throw Error(std::string(who) + ": needs the tiled 64x128 layout, got " +
                 layout_name(g.w.layout));
+  if (g.codebook.k_bits != d.k_bits)
+    throw Error(std::string(who) + ": codebook has K = " + std::to_string(g.codebook.k_bits) +
+                ", the problem K = " + std::to_string(d.k_bits));
   if (s.grid == 0) return;
   KernelArgs a = make_args(s, d, g);
   void* params[] = {&a};
@@ -585,13 +673,13 @@ std::unique_ptr<GemvState> new_state(const GemmDims& d) {
   s->dims = d;
   s->n_tiles = int((d.N + Config::kTileN - 1) / Config::kTileN);
   s->k_tiles = int((d.K_dim + Config::kTileK - 1) / Config::kTileK);
+  s->k_units = (s->k_tiles + Config::kUnitTiles - 1) / Config::kUnitTiles;
   return s;
 }
 
-// The output tiles of `rows` rows starting at row0: groups of up to 4 n-tiles.
+// The output tiles of `rows` rows starting at row0: one per n-tile.
 void add_tiles(std::vector<OutTile>& out, int expert, int row0, int rows, int n_tiles) {
-  for (int nt = 0; nt < n_tiles; nt += Config::kGroupTiles)
-    out.push_back({expert, row0, rows, nt, std::min(Config::kGroupTiles, n_tiles - nt)});
+  for (int nt = 0; nt < n_tiles; ++nt) out.push_back({expert, row0, rows, nt});
 }
 
 }  // namespace
