@@ -169,6 +169,7 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       const int kt0 = u * Config::kUnitTiles;
       const int nk = min(Config::kUnitTiles, a.k_tiles - kt0);
       dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
+      dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
       dev::mbar_arrive_expect_tx(ring.full(st), uint32_t(nk) * (kPlaneBytes + kCodeBytes));
       for (int i = 0; i < nk; ++i) {
         const long long tile = (long long)(kt0 + i) * a.n_tiles + g.nt;
@@ -357,11 +358,27 @@ __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
   }
 }
 
-// Writes (or, split, reduces) a segment's [rows x 128] output. Lanes t and t^1 hold the two
-// halves of one row's sum; lane t = 0 / 2 of a quad writes row 2s / 2s + 1.
+// The end of a split tile: after this block's adds, the last of its contributors converts the
+// fp32 sums of the tile's [rows x 128] outputs and writes C (all consumer threads take part).
+template <typename T>
+__device__ void finish_split(const KernelArgs& a, const Segment g) {
+  if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
+    return;
+  T* C = static_cast<T*>(a.C);
+  for (int i = threadIdx.x; i < g.rows * Config::kTileN; i += Config::kConsumers) {
+    const int col = g.nt * Config::kTileN + i % Config::kTileN;
+    const long long idx = (long long)(g.row0 + i / Config::kTileN) * a.N + col;
+    if (col < a.N) C[idx] = dev::from_float<T>(dev::splitk::take(a.ws, idx));
+  }
+}
+
+// Writes (or, split, adds) a segment's [rows x 128] output. Lanes t and t^1 hold the two
+// halves of one row's sum; lane t = 0 / 2 of a quad writes row 2s / 2s + 1. `defer`: a split
+// segment only adds; the caller finishes it later (finish_split), so that the first segment
+// of a stripe does not stall the block in the middle of its stream.
 template <int MV, typename T>
 __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment g,
-                              float (&acc)[(MV + 1) / 2][2]) {
+                              float (&acc)[(MV + 1) / 2][2], bool defer) {
   constexpr int S = (MV + 1) / 2;
 #pragma unroll
   for (int s = 0; s < S; ++s)
@@ -373,26 +390,17 @@ __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment 
   auto row = [&](int s) { return 2 * s + (l.t >> 1); };
   auto owns = [&](int s, int h) { return writer && row(s) < MV && column(h) < a.N; };
   auto index = [&](int s, int h) { return (long long)(g.row0 + row(s)) * a.N + column(h); };
-  if (g.contributors == 1) {
-#pragma unroll
-    for (int s = 0; s < S; ++s)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        if (owns(s, h)) C[index(s, h)] = dev::from_float<T>(acc[s][h]);
-    return;
-  }
 #pragma unroll
   for (int s = 0; s < S; ++s)
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-      if (owns(s, h)) dev::splitk::add(a.ws, index(s, h), acc[s][h]);
-  if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
-    return;
-#pragma unroll
-  for (int s = 0; s < S; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      if (owns(s, h)) C[index(s, h)] = dev::from_float<T>(dev::splitk::take(a.ws, index(s, h)));
+    for (int h = 0; h < 2; ++h) {
+      if (!owns(s, h)) continue;
+      if (g.contributors == 1)
+        C[index(s, h)] = dev::from_float<T>(acc[s][h]);
+      else
+        dev::splitk::add(a.ws, index(s, h), acc[s][h]);
+    }
+  if (g.contributors > 1 && !defer) finish_split<T>(a, g);
 }
 
 // The block's dynamic shared memory: barriers, the pair table, the ring, the A window. The
@@ -412,7 +420,8 @@ struct Smem {
 // One segment of a consumer thread. q is the block's ring step, carried across segments.
 template <int K, int MV, typename T>
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
-                                            const Ring<K>& ring, uint32_t& q) {  // g by value: registers
+                                            const Ring<K>& ring, uint32_t& q,
+                                            bool defer) {  // g by value: registers
   constexpr int S = (MV + 1) / 2;
   const Lane l;
   const int n = g.u1 - g.u0;
@@ -424,37 +433,49 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
 #pragma unroll
     for (int j = 0; j < 16; ++j) b[s][j] = 0u;
   }
+  // Unit i+1 is copied to registers (and its stage freed) before unit i is computed, so the
+  // producer keeps kStages units in flight however long the math takes. K = 5 has no registers
+  // to spare for it (spills): it reads each unit just before computing it.
+  constexpr bool kPrefetch = K <= 4;
+  auto fetch = [&](uint32_t step, UnitRegs<K>& r) {
+    const int st = Ring<K>::stage(step);
+    dev::mbar_wait(ring.full(st), Ring<K>::parity(step));
+    read_unit<K>(l, ring.planes(st), ring.codes(st), r);
+    dev::mbar_arrive(ring.empty(st));  // every consumer thread: its own reads are done
+  };
+  UnitRegs<K> next;
+  fetch(q, next);
   for (int i = 0; i < n; ++i, ++q) {
     if (i % Config::kWindow == 0) {
       dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
       stage_a<MV, T>(a, g.row0, g.u0 + i, min(Config::kWindow, n - i), Smem<K>::s_a());
       dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
     }
-    const int st = Ring<K>::stage(q);
-    dev::mbar_wait(ring.full(st), Ring<K>::parity(q));
-    // Copy this thread's planes and codes to registers, then free the stage at once: the
-    // producer refills it while this warp computes.
-    UnitRegs<K> r;
-    read_unit<K>(l, ring.planes(st), ring.codes(st), r);
-    dev::mbar_arrive(ring.empty(st));  // every consumer thread: its own reads are done
-    dot_unit<K, MV, T>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % Config::kWindow, b, acc);
+    if constexpr (kPrefetch) {
+      const UnitRegs<K> r = next;
+      if (i + 1 < n) fetch(q + 1, next);
+      dot_unit<K, MV, T>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % Config::kWindow, b, acc);
+    } else {
+      if (i > 0) fetch(q, next);
+      dot_unit<K, MV, T>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % Config::kWindow, b, acc);
+    }
   }
-  store_segment<MV, T>(a, l, g, acc);
+  store_segment<MV, T>(a, l, g, acc, defer);
 }
 
 // A segment of the grouped kernel: its row count (1..4) picks the unrolled body.
 template <int K, typename T>
-__device__ void run_rows(const KernelArgs& a, const Segment g, const Ring<K>& ring,
-                         uint32_t& q) {
+__device__ void run_rows(const KernelArgs& a, const Segment g, const Ring<K>& ring, uint32_t& q,
+                         bool defer) {
   switch (g.rows) {
     case 1:
-      return run_segment<K, 1, T>(a, g, ring, q);
+      return run_segment<K, 1, T>(a, g, ring, q, defer);
     case 2:
-      return run_segment<K, 2, T>(a, g, ring, q);
+      return run_segment<K, 2, T>(a, g, ring, q, defer);
     case 3:
-      return run_segment<K, 3, T>(a, g, ring, q);
+      return run_segment<K, 3, T>(a, g, ring, q, defer);
     default:
-      return run_segment<K, 4, T>(a, g, ring, q);
+      return run_segment<K, 4, T>(a, g, ring, q, defer);
   }
 }
 
@@ -482,12 +503,17 @@ __global__ void __maxnreg__(Config::kMaxRegs) scalar_gemv_kernel(const __grid_co
   const Ring<K> ring(g_smem, Smem<K>::kRing);
   if (!start_block<K, T>(a, ring)) return;
   uint32_t q = 0;
-  for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
+  const int first = a.first_seg[blockIdx.x], last = a.first_seg[blockIdx.x + 1];
+  for (int s = first; s < last; ++s) {
+    // Only a stripe's first and last segments can be split; the first one's completion waits
+    // until the stream is done.
+    const bool defer = s == first && s + 1 < last;
     if constexpr (MV == 0)
-      run_rows<K, T>(a, a.segs[s], ring, q);
+      run_rows<K, T>(a, a.segs[s], ring, q, defer);
     else
-      run_segment<K, MV, T>(a, a.segs[s], ring, q);
+      run_segment<K, MV, T>(a, a.segs[s], ring, q, defer);
   }
+  if (last - first > 1 && a.segs[first].contributors > 1) finish_split<T>(a, a.segs[first]);
 }
 
 // ---------------------------------------------------------------- host side

@@ -53,6 +53,18 @@ __device__ __forceinline__ void mbar_arrive(uint32_t bar) {
 #endif
 }
 
+// Orders this thread's view of shared memory (generic proxy), including the consumers' reads
+// it acquired through an mbarrier wait, before its later bulk copies (async proxy). Without it
+// a refill may land before the consumers' LDS of the previous contents are performed: a WAR
+// race that racecheck cannot see and that v6 of scalar_gemv hit (wrong columns, only at speed).
+__device__ __forceinline__ void fence_proxy_async_shared() {
+#ifdef KBIT_NO_BULK_COPY
+  __trap();
+#else
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+#endif
+}
+
 // Waits until the phase of parity `parity` has completed. try_wait suspends the warp in
 // hardware for a while before returning false, so the loop does not burn issue slots.
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
