@@ -86,14 +86,26 @@ template <int K>
 __host__ __device__ constexpr int tile_words() {
   return Config::kBlocksPerTile * K;
 }
-// One ring stage: the planes of the unit's 4 k-tiles, then their absmax codes.
+// One ring stage: the planes of the unit's 4 k-tiles, then their absmax codes. The k-tile
+// chunks are staggered (pads below) so that the 4 lanes of a quad, which read the same column
+// of 4 different k-tiles, hit different banks: with chunks 4 KB apart every plane LDS.128 was a
+// 4-way conflict (a third of all shared-memory wavefronts, Nsight Compute).
+__host__ __device__ constexpr int plane_pad(int t) { return t == 0 ? 0 : t == 1 ? 16 : t == 2 ? 64 : 80; }
+__host__ __device__ constexpr int code_pad(int t) { return t < 2 ? 0 : 16; }
+template <int K>
+__host__ __device__ constexpr int plane_chunk(int t) {  // byte offset of k-tile t's planes
+  return t * tile_words<K>() * 4 + plane_pad(t);
+}
+__host__ __device__ constexpr int code_chunk(int t) {  // byte offset of k-tile t's codes
+  return t * Config::kBlocksPerTile + code_pad(t);
+}
 template <int K>
 __host__ __device__ constexpr int stage_plane_bytes() {
-  return Config::kUnitTiles * tile_words<K>() * 4;
+  return plane_chunk<K>(Config::kUnitTiles);
 }
 template <int K>
 __host__ __device__ constexpr int stage_bytes() {
-  return stage_plane_bytes<K>() + Config::kUnitTiles * Config::kBlocksPerTile;
+  return stage_plane_bytes<K>() + code_chunk(Config::kUnitTiles);
 }
 // Dynamic shared memory: barriers, the pair table, the weight ring, the A window (`rows` rows).
 template <int K>
@@ -173,9 +185,9 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       dev::mbar_arrive_expect_tx(ring.full(st), uint32_t(nk) * (kPlaneBytes + kCodeBytes));
       for (int i = 0; i < nk; ++i) {
         const long long tile = (long long)(kt0 + i) * a.n_tiles + g.nt;
-        dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st) + i * kPlaneBytes),
+        dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st) + plane_chunk<K>(i)),
                            planes + tile * tile_words<K>(), kPlaneBytes, ring.full(st));
-        dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st) + i * kCodeBytes),
+        dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st) + code_chunk(i)),
                            codes + tile * Config::kBlocksPerTile, kCodeBytes, ring.full(st));
       }
     }
@@ -243,18 +255,21 @@ struct Lane {
 template <int K>
 __device__ __forceinline__ void read_unit(const Lane& l, const unsigned char* planes,
                                           const unsigned char* codes, UnitRegs<K>& r) {
-  constexpr int kTileBytes = tile_words<K>() * 4;
+  const int chunk = l.t == 0 ? plane_chunk<K>(0)
+                    : l.t == 1 ? plane_chunk<K>(1)
+                    : l.t == 2 ? plane_chunk<K>(2)
+                               : plane_chunk<K>(3);
+  const int kt0 = 2 * (l.t & 1);  // the k-tiles whose block sums this thread scales
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int col = l.col_lo + 8 * h;
-    const uint32_t* src =
-        reinterpret_cast<const uint32_t*>(planes + l.t * kTileBytes) + col * 2 * K;
+    const uint32_t* src = reinterpret_cast<const uint32_t*>(planes + chunk) + col * 2 * K;
     dev::load_planes<K>(src, r.p[h][0]);
     dev::load_planes<K>(src + K, r.p[h][1]);
 #pragma unroll
     for (int i = 0; i < 2; ++i)
-      r.codes[h][i] = *reinterpret_cast<const uint16_t*>(
-          codes + (2 * (l.t & 1) + i) * Config::kBlocksPerTile + col * 2);
+      r.codes[h][i] =
+          *reinterpret_cast<const uint16_t*>(codes + code_chunk(kt0 + i) + col * 2);
   }
 }
 
