@@ -11,7 +11,7 @@
 //   + one LDS of a 64 KB pair table (variants/common/pair_lut.cuh) turn a byte into the two
 //   weights as an fp16/bf16 pair, which is an mma.m16n8k16 A-operand register as it stands.
 //   The seed's per-weight shfl + FFMA (v1-v5: 4.3 thread-instructions per weight) becomes
-//   ~2.3: 1 PRMT + 1 LDS per two weights, 1/8 HMMA per weight.
+//   2.05 (SASS): 1 PRMT + 1 LDS per two weights, 1/8 HMMA per weight.
 // * The per-block scale rides on the MMA's N dimension. Consumer warp w owns columns
 //   16w..16w+15 of the unit (the MMA's 16 rows: g and g+8, g = lane/4); lane t = lane%4 of a
 //   quad owns k-tile t of the unit, both of its k-blocks. The B operand holds the activations
@@ -58,7 +58,7 @@ namespace {
 #ifndef KBIT_GEMV_MAX_REGS  // 96: 2 blocks of 288 threads per SM (9 warps allocate as 10)
 #define KBIT_GEMV_MAX_REGS 96
 #endif
-#ifndef KBIT_GEMV_DIAG_NO_MATH  // 1: consumers only drain the ring (timing of the stream alone;
+#ifndef KBIT_GEMV_DIAG_NO_MATH    // 1: consumers only drain the ring (timing of the stream alone;
 #define KBIT_GEMV_DIAG_NO_MATH 0  // results are wrong, never commit a run of it)
 #endif
 
@@ -72,10 +72,10 @@ struct Config {
   static constexpr int kUnitK = kUnitTiles * kTileK;
   static constexpr int kStages = KBIT_GEMV_STAGES;  // units in flight per block (bulk-copy ring)
   static constexpr int kMaxRegs = KBIT_GEMV_MAX_REGS;
-  static constexpr int kKtStride = 144;    // bytes of staged A per (row, k-tile): 2 x 16 pairs
-                                           // + 16 pad, so the quads' B loads hit other banks
+  static constexpr int kKtStride = 144;  // bytes of staged A per (row, k-tile): 2 x 16 pairs
+                                         // + 16 pad, so the quads' B loads hit other banks
   static constexpr int kUnitStride = kUnitTiles * kKtStride;  // staged A per (row, unit)
-  static constexpr int kWindow = 4;        // units of A staged at a time
+  static constexpr int kWindow = 4;                           // units of A staged at a time
   static constexpr int kMaxRows = 4;
   static constexpr int kBarrierBytes = 128;  // 2 x kStages mbarriers, padded
   static_assert(2 * kStages * 8 <= kBarrierBytes, "mbarriers must fit their slot");
@@ -90,8 +90,12 @@ __host__ __device__ constexpr int tile_words() {
 // chunks are staggered (pads below) so that the 4 lanes of a quad, which read the same column
 // of 4 different k-tiles, hit different banks: with chunks 4 KB apart every plane LDS.128 was a
 // 4-way conflict (a third of all shared-memory wavefronts, Nsight Compute).
-__host__ __device__ constexpr int plane_pad(int t) { return t == 0 ? 0 : t == 1 ? 16 : t == 2 ? 64 : 80; }
-__host__ __device__ constexpr int code_pad(int t) { return t < 2 ? 0 : 16; }
+__host__ __device__ constexpr int plane_pad(int t) {
+  return t == 0 ? 0 : t == 1 ? 16 : t == 2 ? 64 : 80;
+}
+__host__ __device__ constexpr int code_pad(int t) {
+  return t < 2 ? 0 : 16;
+}
 template <int K>
 __host__ __device__ constexpr int plane_chunk(int t) {  // byte offset of k-tile t's planes
   return t * tile_words<K>() * 4 + plane_pad(t);
@@ -202,8 +206,7 @@ __device__ __forceinline__ void for_each_index(std::integer_sequence<int, R...>,
 
 // Byte offset of pair p of (row m, unit u, k-tile kt, k-block kb) in the staged A window.
 __device__ __forceinline__ int a_offset(int m, int u, int kt, int kb, int p) {
-  return (m * Config::kWindow + u) * Config::kUnitStride + kt * Config::kKtStride + kb * 64 +
-         p * 4;
+  return (m * Config::kWindow + u) * Config::kUnitStride + kt * Config::kKtStride + kb * 64 + p * 4;
 }
 
 // Stages rows [row0, row0 + MV) of A, units [u, u + nunits), into shared memory as 16-bit
@@ -235,14 +238,14 @@ __device__ void stage_a(const KernelArgs& a, int row0, int u, int nunits, unsign
 // k-blocks) and the absmax codes of the blocks whose MMA sums it holds.
 template <int K>
 struct UnitRegs {
-  uint32_t p[2][2][K];  // [column lo/hi][kb][plane]
+  uint32_t p[2][2][K];   // [column lo/hi][kb][plane]
   uint32_t codes[2][2];  // [column lo/hi][k-tile 2(t&1) + i]: kb 0 in byte 0, kb 1 in byte 1
 };
 
 // Per-thread constants of the consumer role.
 struct Lane {
-  int lane, g, t;        // lane, MMA row group g = lane/4, quad lane t = lane%4
-  int col_lo;            // column of MMA row g in the unit; row g+8 is col_lo + 8
+  int lane, g, t;  // lane, MMA row group g = lane/4, quad lane t = lane%4
+  int col_lo;      // column of MMA row g in the unit; row g+8 is col_lo + 8
   uint32_t pair_col, scale_col;
   __device__ Lane() {
     lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
@@ -255,7 +258,7 @@ struct Lane {
 template <int K>
 __device__ __forceinline__ void read_unit(const Lane& l, const unsigned char* planes,
                                           const unsigned char* codes, UnitRegs<K>& r) {
-  const int chunk = l.t == 0 ? plane_chunk<K>(0)
+  const int chunk = l.t == 0   ? plane_chunk<K>(0)
                     : l.t == 1 ? plane_chunk<K>(1)
                     : l.t == 2 ? plane_chunk<K>(2)
                                : plane_chunk<K>(3);
@@ -268,8 +271,7 @@ __device__ __forceinline__ void read_unit(const Lane& l, const unsigned char* pl
     dev::load_planes<K>(src + K, r.p[h][1]);
 #pragma unroll
     for (int i = 0; i < 2; ++i)
-      r.codes[h][i] =
-          *reinterpret_cast<const uint16_t*>(codes + code_chunk(kt0 + i) + col * 2);
+      r.codes[h][i] = *reinterpret_cast<const uint16_t*>(codes + code_chunk(kt0 + i) + col * 2);
   }
 }
 
@@ -323,10 +325,9 @@ __device__ __forceinline__ void mma_block(const Lane& l, const unsigned char* lu
   const Residues<K> lo(plo), hi(phi);
   auto mma_pair = [&](auto i_const) {  // MMA i = 2R + h: pairs (R, 2h) and (R, 2h + 1)
     constexpr int I = decltype(i_const)::value, R = I / 2, Q = 2 * (I % 2);
-    const uint32_t a[4] = {lo.template pair<R, Q>(lut, l.pair_col),
-                           hi.template pair<R, Q>(lut, l.pair_col),
-                           lo.template pair<R, Q + 1>(lut, l.pair_col),
-                           hi.template pair<R, Q + 1>(lut, l.pair_col)};
+    const uint32_t a[4] = {
+        lo.template pair<R, Q>(lut, l.pair_col), hi.template pair<R, Q>(lut, l.pair_col),
+        lo.template pair<R, Q + 1>(lut, l.pair_col), hi.template pair<R, Q + 1>(lut, l.pair_col)};
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       const uint32_t bb[2] = {b[s][2 * I], b[s][2 * I + 1]};
@@ -340,8 +341,8 @@ __device__ __forceinline__ void mma_block(const Lane& l, const unsigned char* lu
 // acc[s][h] is this thread's share of output (row 2s + t/2, column lo / hi).
 template <int K, int MV, typename T>
 __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
-                                         const unsigned char* lut, const unsigned char* s_a,
-                                         int u, uint32_t (&b)[(MV + 1) / 2][16],
+                                         const unsigned char* lut, const unsigned char* s_a, int u,
+                                         uint32_t (&b)[(MV + 1) / 2][16],
                                          float (&acc)[(MV + 1) / 2][2]) {
   constexpr int S = (MV + 1) / 2;
   if constexpr (KBIT_GEMV_DIAG_NO_MATH) {
@@ -514,7 +515,8 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
 
 // MV = 1..4: dense, every segment has MV rows. MV = 0: grouped (scalar_gemv's MoE row).
 template <int K, int MV, typename T>
-__global__ void __maxnreg__(Config::kMaxRegs) scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
+__global__ void __maxnreg__(Config::kMaxRegs)
+    scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   const Ring<K> ring(g_smem, Smem<K>::kRing);
   if (!start_block<K, T>(a, ring)) return;
   uint32_t q = 0;

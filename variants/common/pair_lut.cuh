@@ -51,7 +51,9 @@ __device__ void build(unsigned char* lut, const float (&cb)[32], int tid, int nt
 }
 
 // This lane's column of the pair half (4 * lane) and of the scale half (4 * lane + 128).
-__device__ __forceinline__ uint32_t pair_column(int lane) { return uint32_t(lane) * 4u; }
+__device__ __forceinline__ uint32_t pair_column(int lane) {
+  return uint32_t(lane) * 4u;
+}
 __device__ __forceinline__ uint32_t scale_column(int lane) {
   return uint32_t(lane) * 4u + kScaleHalf;
 }
