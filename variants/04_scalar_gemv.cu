@@ -55,19 +55,15 @@ namespace {
 #ifndef KBIT_GEMV_STAGES  // 2 beat 3 and 4 on the H100 (docs/notes.md, v5)
 #define KBIT_GEMV_STAGES 2
 #endif
-#ifndef KBIT_GEMV_UNIT_NTILES  // n-tiles per unit: 1 = 8 consumer warps, 2 blocks per SM;
-#define KBIT_GEMV_UNIT_NTILES 1  // 2 = 16 consumer warps, one block per SM sharing one table
-#endif
-#ifndef KBIT_GEMV_MAX_REGS  // 96: 2 blocks of 288 threads per SM (9 warps allocate as 10);
-#define KBIT_GEMV_MAX_REGS (KBIT_GEMV_UNIT_NTILES == 1 ? 96 : 112)  // 112: one block of 544
+#ifndef KBIT_GEMV_MAX_REGS  // 96: 2 blocks of 288 threads per SM (9 warps allocate as 10)
+#define KBIT_GEMV_MAX_REGS 96
 #endif
 #ifndef KBIT_GEMV_DIAG_NO_MATH    // 1: consumers only drain the ring (timing of the stream alone;
 #define KBIT_GEMV_DIAG_NO_MATH 0  // results are wrong, never commit a run of it)
 #endif
 
 struct Config {
-  static constexpr int kUnitN = KBIT_GEMV_UNIT_NTILES;  // n-tiles per unit, 8 warps each
-  static constexpr int kConsumers = 256 * kUnitN;       // 8 warps x 16 columns = one n-tile
+  static constexpr int kConsumers = 256;            // 8 warps x 16 columns = one n-tile
   static constexpr int kThreads = kConsumers + 32;  // + 1 producer warp (one lane issues copies)
   static constexpr int kTileK = 64;                 // the tiled layout this variant reads
   static constexpr int kTileN = 128;
@@ -83,7 +79,7 @@ struct Config {
   static constexpr int kMaxRows = 4;
   static constexpr int kBarrierBytes = 128;  // 2 x kStages mbarriers, padded
   static_assert(2 * kStages * 8 <= kBarrierBytes, "mbarriers must fit their slot");
-  static_assert(kConsumers / 32 * 16 == kTileN * kUnitN, "8 consumer warps per n-tile");
+  static_assert(kConsumers / 32 * 16 == kTileN, "one n-tile per unit");
 };
 
 template <int K>
@@ -102,10 +98,10 @@ __host__ __device__ constexpr int code_pad(int t) {
 }
 template <int K>
 __host__ __device__ constexpr int plane_chunk(int t) {  // byte offset of k-tile t's planes
-  return t * Config::kUnitN * tile_words<K>() * 4 + plane_pad(t);
+  return t * tile_words<K>() * 4 + plane_pad(t);
 }
 __host__ __device__ constexpr int code_chunk(int t) {  // byte offset of k-tile t's codes
-  return t * Config::kUnitN * Config::kBlocksPerTile + code_pad(t);
+  return t * Config::kBlocksPerTile + code_pad(t);
 }
 template <int K>
 __host__ __device__ constexpr int stage_plane_bytes() {
@@ -123,10 +119,10 @@ __host__ __device__ constexpr int smem_bytes(int rows) {
 }
 
 // A segment of one block's stripe: rows [row0, row0 + rows) of expert `expert` (0 when dense),
-// n-tiles [nt, nt + ntc) (ntc <= kUnitN), k-units [u0, u1). Its output tile is tile_id;
-// contributors > 1 means other blocks' stripes cover the rest of its k-range.
+// n-tile nt, k-units [u0, u1). Its output tile is tile_id; contributors > 1 means other
+// blocks' stripes cover the rest of its k-range.
 struct Segment {
-  int expert, row0, rows, nt, ntc, u0, u1, tile_id, contributors;
+  int expert, row0, rows, nt, u0, u1, tile_id, contributors;
 };
 
 struct KernelArgs {
@@ -178,27 +174,25 @@ struct Ring {
 // next free stage. k-tiles past the end of K are not copied: their A is zero.
 template <int K>
 __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
-  constexpr uint32_t kTilePlanes = tile_words<K>() * 4, kTileCodes = Config::kBlocksPerTile;
+  constexpr uint32_t kPlaneBytes = tile_words<K>() * 4, kCodeBytes = Config::kBlocksPerTile;
   uint32_t q = 0;
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
     const Segment g = a.segs[s];
     const uint32_t* planes = a.packed + g.expert * a.expert_words;
     const uint8_t* codes = a.absmax + g.expert * a.expert_bytes;
-    const uint32_t plane_bytes = uint32_t(g.ntc) * kTilePlanes;  // adjacent n-tiles: contiguous
-    const uint32_t code_bytes = uint32_t(g.ntc) * kTileCodes;
     for (int u = g.u0; u < g.u1; ++u, ++q) {
       const int st = Ring<K>::stage(q);
       const int kt0 = u * Config::kUnitTiles;
       const int nk = min(Config::kUnitTiles, a.k_tiles - kt0);
       dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
       dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
-      dev::mbar_arrive_expect_tx(ring.full(st), uint32_t(nk) * (plane_bytes + code_bytes));
+      dev::mbar_arrive_expect_tx(ring.full(st), uint32_t(nk) * (kPlaneBytes + kCodeBytes));
       for (int i = 0; i < nk; ++i) {
         const long long tile = (long long)(kt0 + i) * a.n_tiles + g.nt;
         dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st) + plane_chunk<K>(i)),
-                           planes + tile * tile_words<K>(), plane_bytes, ring.full(st));
+                           planes + tile * tile_words<K>(), kPlaneBytes, ring.full(st));
         dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st) + code_chunk(i)),
-                           codes + tile * Config::kBlocksPerTile, code_bytes, ring.full(st));
+                           codes + tile * Config::kBlocksPerTile, kCodeBytes, ring.full(st));
       }
     }
   }
@@ -251,13 +245,11 @@ struct UnitRegs {
 // Per-thread constants of the consumer role.
 struct Lane {
   int lane, g, t;  // lane, MMA row group g = lane/4, quad lane t = lane%4
-  int col_lo;      // column of MMA row g in its n-tile; row g+8 is col_lo + 8
-  int nt_off;      // which n-tile of the unit this warp works on
+  int col_lo;      // column of MMA row g in the unit; row g+8 is col_lo + 8
   uint32_t pair_col, scale_col;
   __device__ Lane() {
     lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    col_lo = ((threadIdx.x >> 5) % 8) * 16 + g;
-    nt_off = (threadIdx.x >> 5) / 8;
+    col_lo = (threadIdx.x >> 5) * 16 + g;
     pair_col = dev::pair_lut::pair_column(lane);
     scale_col = dev::pair_lut::scale_column(lane);
   }
@@ -271,8 +263,6 @@ __device__ __forceinline__ void read_unit(const Lane& l, const unsigned char* pl
                     : l.t == 2 ? plane_chunk<K>(2)
                                : plane_chunk<K>(3);
   const int kt0 = 2 * (l.t & 1);  // the k-tiles whose block sums this thread scales
-  planes += l.nt_off * tile_words<K>() * 4;  // this warp's n-tile inside each k-tile chunk
-  codes += l.nt_off * Config::kBlocksPerTile;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int col = l.col_lo + 8 * h;
@@ -385,16 +375,15 @@ __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
 }
 
 // The end of a split tile: after this block's adds, the last of its contributors converts the
-// fp32 sums of the tile's [rows x ntc*128] outputs and writes C (all consumer threads help).
+// fp32 sums of the tile's [rows x 128] outputs and writes C (all consumer threads take part).
 template <typename T>
 __device__ void finish_split(const KernelArgs& a, const Segment g) {
   if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
     return;
   T* C = static_cast<T*>(a.C);
-  const int width = g.ntc * Config::kTileN;
-  for (int i = threadIdx.x; i < g.rows * width; i += Config::kConsumers) {
-    const int col = g.nt * Config::kTileN + i % width;
-    const long long idx = (long long)(g.row0 + i / width) * a.N + col;
+  for (int i = threadIdx.x; i < g.rows * Config::kTileN; i += Config::kConsumers) {
+    const int col = g.nt * Config::kTileN + i % Config::kTileN;
+    const long long idx = (long long)(g.row0 + i / Config::kTileN) * a.N + col;
     if (col < a.N) C[idx] = dev::from_float<T>(dev::splitk::take(a.ws, idx));
   }
 }
@@ -413,11 +402,9 @@ __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment 
     for (int h = 0; h < 2; ++h) acc[s][h] += __shfl_xor_sync(dev::kFullMask, acc[s][h], 1);
   T* C = static_cast<T*>(a.C);
   const bool writer = (l.t & 1) == 0;
-  auto column = [&](int h) { return (g.nt + l.nt_off) * Config::kTileN + l.col_lo + 8 * h; };
+  auto column = [&](int h) { return g.nt * Config::kTileN + l.col_lo + 8 * h; };
   auto row = [&](int s) { return 2 * s + (l.t >> 1); };
-  auto owns = [&](int s, int h) {  // (a unit's missing n-tile holds stale planes: not stored)
-    return writer && row(s) < MV && l.nt_off < g.ntc && column(h) < a.N;
-  };
+  auto owns = [&](int s, int h) { return writer && row(s) < MV && column(h) < a.N; };
   auto index = [&](int s, int h) { return (long long)(g.row0 + row(s)) * a.N + column(h); };
 #pragma unroll
   for (int s = 0; s < S; ++s)
@@ -576,8 +563,7 @@ struct GemvState : VariantState {
   DeviceBuffer<float> ws;
   DeviceBuffer<int> counters;
   std::string describe() const override {
-    return "units of " + std::to_string(Config::kUnitN) + " n-tile x " +
-           std::to_string(Config::kUnitTiles) +
+    return "units of 1 n-tile x " + std::to_string(Config::kUnitTiles) +
            " k-tiles, pair table + mma.m16n8k16, stripes of " + std::to_string(units_per_block) +
            " units over " + std::to_string(grid) + " blocks, " + std::to_string(split_tiles) +
            " tiles split, " + std::to_string(Config::kStages) + "-stage bulk-copy ring, " +
@@ -588,9 +574,9 @@ struct GemvState : VariantState {
   std::int64_t extra_additions() const override { return dims.K_dim / 32 + 2 * (k_units + 1); }
 };
 
-// An output tile before striping: rows of one expert, kUnitN n-tiles (fewer at the end).
+// An output tile before striping: rows of one expert, one n-tile.
 struct OutTile {
-  int expert, row0, rows, nt, ntc;
+  int expert, row0, rows, nt;
 };
 
 // Cuts units (tile-major, k-unit minor) into stripes of `per` units, one per block.
@@ -607,7 +593,7 @@ void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
       const int ti = int(u / s.k_units), u0 = int(u % s.k_units);
       const int u1 = int(std::min<long long>(s.k_units, u0 + (end - u)));
       const OutTile& o = tiles[std::size_t(ti)];
-      segs.push_back({o.expert, o.row0, o.rows, o.nt, o.ntc, u0, u1, ti, 0});
+      segs.push_back({o.expert, o.row0, o.rows, o.nt, u0, u1, ti, 0});
       ++contributors[std::size_t(ti)];
       u += u1 - u0;
     }
@@ -734,10 +720,9 @@ std::unique_ptr<GemvState> new_state(const GemmDims& d) {
   return s;
 }
 
-// The output tiles of `rows` rows starting at row0: groups of kUnitN n-tiles.
+// The output tiles of `rows` rows starting at row0: one per n-tile.
 void add_tiles(std::vector<OutTile>& out, int expert, int row0, int rows, int n_tiles) {
-  for (int nt = 0; nt < n_tiles; nt += Config::kUnitN)
-    out.push_back({expert, row0, rows, nt, std::min(Config::kUnitN, n_tiles - nt)});
+  for (int nt = 0; nt < n_tiles; ++nt) out.push_back({expert, row0, rows, nt});
 }
 
 }  // namespace
