@@ -58,6 +58,9 @@ namespace {
 #ifndef KBIT_GEMV_MAX_REGS  // 96: 2 blocks of 288 threads per SM (9 warps allocate as 10)
 #define KBIT_GEMV_MAX_REGS 96
 #endif
+#ifndef KBIT_GEMV_ALIGN_SLACK  // % more units per block allowed to align stripes on k-bands
+#define KBIT_GEMV_ALIGN_SLACK 20
+#endif
 #ifndef KBIT_GEMV_DIAG_NO_MATH    // 1: consumers only drain the ring (timing of the stream alone;
 #define KBIT_GEMV_DIAG_NO_MATH 0  // results are wrong, never commit a run of it)
 #endif
@@ -616,7 +619,10 @@ void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
 }
 
 // Stripe length: one stripe per resident block (balanced, no tail wave); split-K forced off
-// keeps whole tiles, forced on splits every tile of 2 or more units.
+// keeps whole tiles, forced on splits every tile of 2 or more units. Automatic: rounded up to
+// a divisor of k_units when that costs at most KBIT_GEMV_ALIGN_SLACK percent more units per
+// block, so that every stripe is one k-band of one tile (the blocks walk the same k-rows at
+// the same time and no stripe spans two tiles).
 int stripe_units(long long units, int k_units, int slots, SplitMode mode) {
   if (mode == SplitMode::force_off) {
     const long long tiles = units / k_units;
@@ -625,7 +631,11 @@ int stripe_units(long long units, int k_units, int slots, SplitMode mode) {
            k_units;
   }
   if (mode == SplitMode::force_on && k_units >= 2) return (k_units + 1) / 2;
-  return int(std::max<long long>(1, (units + slots - 1) / slots));
+  const int per = int(std::max<long long>(1, (units + slots - 1) / slots));
+  const int limit = per + per * KBIT_GEMV_ALIGN_SLACK / 100;
+  for (int d = per; d <= std::min(limit, k_units); ++d)
+    if (k_units % d == 0) return d;
+  return per;
 }
 
 // The weight ring is fed by cp.async.bulk and mbarrier transaction counts: sm_90 and newer.
