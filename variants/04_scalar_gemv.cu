@@ -6,8 +6,8 @@
 //   (128 columns) x 4 k-tiles (256 k); the producer streams each unit (4 x 4 KB of planes +
 //   4 x 256 B of absmax at K = 4) with cp.async.bulk into a kStages-deep shared-memory ring on
 //   mbarriers.
-// * Dequantize by table, multiply on tensor cores (v6). Residue fields put two codebook
-//   indices in each byte of a word (one shift + one select per plane for 8 weights); one PRMT
+// * Dequantize by table, multiply on tensor cores (v6). Residue words put two codebook
+//   indices in each byte (K = 3, 4: one 4x4 bit transpose of a block's planes); one PRMT
 //   + one LDS of a 64 KB pair table (variants/common/pair_lut.cuh) turn a byte into the two
 //   weights as an fp16/bf16 pair, which is an mma.m16n8k16 A-operand register as it stands.
 //   The seed's per-weight shfl + FFMA (v1-v5: 4.3 thread-instructions per weight) becomes
@@ -21,8 +21,9 @@
 // * The k order inside a block is permuted consistently for A and B (pair (R, q) = elements
 //   R + 8q and R + 8q + 4); A is staged in shared memory in that order.
 // * Work is cut on the host into equal contiguous stripes of (n-tile, k-unit) units, one stripe
-//   per resident block (Marlin's stripes): no tail wave; a stripe that ends inside a tile
-//   reduces through the self-cleaning split-K workspace (variants/common/splitk.cuh).
+//   per resident block (Marlin's stripes), rounded to k-bands of a tile where that is cheap:
+//   no tail wave; a stripe that ends inside a tile reduces through the self-cleaning split-K
+//   workspace (variants/common/splitk.cuh).
 //
 // grouped_scalar_gemv runs the same segments over (expert, rows <= 4) pairs: MoE decode in
 // one launch.
