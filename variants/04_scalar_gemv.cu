@@ -297,13 +297,13 @@ __device__ __forceinline__ void load_b(const Lane& l, const unsigned char* s_a, 
 // The residue words of a block: F = 4 fields (two indices per byte) for K <= 4, F = 8 for K = 5.
 template <int K>
 struct Residues {
-  static constexpr int kWords = K <= 4 ? 4 : 8;
+  static constexpr int F = dev::pair_lut::field_bits<K>();  // the table reads F-bit indices
+  static constexpr int kWords = F;                          // residue classes of a block
   uint32_t w[kWords];
   __device__ __forceinline__ explicit Residues(const uint32_t (&p)[K]) {
     if constexpr (K == 3 || K == 4) {
       dev::residue_nibbles<K>(p, w);
     } else {
-      constexpr int F = K <= 4 ? 4 : 8;
       for_each_index(std::make_integer_sequence<int, kWords>{}, [&](auto r_const) {
         w[decltype(r_const)::value] = dev::residue_fields<K, decltype(r_const)::value, F>(p);
       });
