@@ -23,6 +23,8 @@ const char* family_name(Family f) {
       return "grouped";
     case Family::baseline:
       return "baseline";
+    case Family::probe:
+      return "probe";
   }
   return "?";
 }
@@ -49,6 +51,12 @@ Support gemv_support(bool grouped) {
   s.grouped = grouped;
   s.split_k = true;
   s.min_sm = 90;  // the weight ring is fed by cp.async.bulk on mbarriers
+  return s;
+}
+
+Support probe_support(int min_sm) {
+  Support s;  // dense only; reads whatever K the weights have
+  s.min_sm = min_sm;
   return s;
 }
 
@@ -87,6 +95,16 @@ const std::vector<VariantRow>& registry() {
        {LayoutKind::dequantized, {}},
        variants::cublas_grouped_setup,
        variants::cublas_grouped_run},
+      {"read_ldg",
+       "probe: reads the tiled weights + A with 16-byte loads (8 in flight per thread), writes C "
+       "= 0; the shape's streaming ceiling, no GEMM",
+       Family::probe, probe_support(0), kTiled64x128, variants::read_ldg_setup,
+       variants::read_probe_run},
+      {"read_bulk",
+       "probe: streams the tiled weights + A by cp.async.bulk (16 KB chunks, 4-stage ring per "
+       "block) into shared memory, writes C = 0; no GEMM",
+       Family::probe, probe_support(90), kTiled64x128, variants::read_bulk_setup,
+       variants::read_probe_run},
       {"inline_dequant",
        "Phase-1 fused MMA (m16n8k16): planes + E4M4 by cp.async, inline bit extraction + shfl "
        "codebook per "

@@ -11,7 +11,8 @@
 
 namespace kbit {
 
-enum class Family { gemm, gemv, grouped, baseline };
+// probe: reads the problem's bytes and computes nothing (a streaming ceiling); never checked.
+enum class Family { gemm, gemv, grouped, baseline, probe };
 const char* family_name(Family f);
 
 struct Support {

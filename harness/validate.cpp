@@ -282,6 +282,9 @@ void validate_grouped(const ValidateOptions& o, const VariantRow& row,
 
 int validate_variant(const ValidateOptions& o) {
   const VariantRow& row = find_variant(o.variant);
+  if (row.family == Family::probe)
+    throw Error("variant '" + o.variant +
+                "' is a probe: it computes no GEMM, so there is nothing to validate");
   for (int k : o.k_bits) check_k_bits(k);
   if (!cuda_device_available()) {
     std::cerr << "kbit-harness validate: no CUDA device; nothing was validated (exit "

@@ -24,6 +24,17 @@ std::unique_ptr<VariantState> cublas_grouped_setup(const GemmDims& dims,
 void cublas_grouped_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
                         cudaStream_t stream);
 
+// Read probes (registry family "probe", variants/read_probe.cu): read the problem's bytes
+// (tiled kbit weights + A), write C = 0, compute nothing. Their time is the shape's practical
+// streaming ceiling under the same timing, never checked.
+std::unique_ptr<VariantState> read_ldg_setup(const GemmDims& dims, const VariantOptions& opts);
+std::unique_ptr<VariantState> read_bulk_setup(const GemmDims& dims, const VariantOptions& opts);
+void read_probe_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
+                    cudaStream_t stream);
+// read_ldg's record of what it read (synchronizes): the XOR of every 32-bit word of the planes,
+// the absmax codes and A, for tests. 0 from read_bulk (nothing reads its ring).
+std::uint32_t read_probe_checksum(VariantState* state);
+
 // Dense fp16 tensor-core rate of this device in TFLOP/s: the median of timed cuBLAS
 // n x n x n products on random data (the harness's flops ceiling).
 double measure_tensor_tflops(int n, cudaStream_t stream);

@@ -36,6 +36,8 @@ TEST_CASE("variants are matched by name and glob, in registry order", "[registry
                     Catch::Contains("'no_such_variant'") && Catch::Contains("cublas_fp16"));
   CHECK_THROWS_AS(find_variant("nope"), Error);
   CHECK(find_variant("cublas_fp16").family == Family::baseline);
+  CHECK(find_variant("read_ldg").family == Family::probe);
+  CHECK(std::string(family_name(Family::probe)) == "probe");
 }
 
 TEST_CASE("unsupported problems say why", "[registry]") {

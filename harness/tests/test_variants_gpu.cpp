@@ -4,10 +4,13 @@
 // without touching this file. The full sweep is `kbit-harness validate --variant NAME`.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "harness/execute.hpp"
 #include "harness/registry.hpp"
 #include "reference/codebook.hpp"
 #include "reference/gemm_ref.hpp"
+#include "variants/baselines.hpp"
 #include "variants/tests/gpu_test_util.hpp"
 
 using namespace kbit;
@@ -74,7 +77,8 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;
   for (const auto& row : registry()) {
-    if (row.family == Family::baseline || !row.support.dense) continue;
+    if (row.family == Family::baseline || row.family == Family::probe || !row.support.dense)
+      continue;
     for (int k = 2; k <= 5; ++k) {
       for (DType t : {DType::f16, DType::bf16}) {
         for (std::int64_t M : {1, 3, 4, 17, 64}) {
@@ -90,7 +94,8 @@ TEST_CASE("every grouped variant passes MoE problems with empty experts", "[gpu]
   KBIT_REQUIRE_GPU();
   Stream s;
   for (const auto& row : registry()) {
-    if (row.family == Family::baseline || !row.support.grouped) continue;
+    if (row.family == Family::baseline || row.family == Family::probe || !row.support.grouped)
+      continue;
     for (int k : {2, 4, 5}) {
       for (DType t : {DType::f16, DType::bf16}) {
         check_row(row, grouped(16, 3, 4, 200, 96, k, t), s);
@@ -115,4 +120,48 @@ TEST_CASE("variants refuse problems outside their support before launching", "[g
   g.expert_offsets = {0, 3, 4, 9};
   CHECK_THROWS_WITH(find_variant("grouped_scalar_gemv").setup(g, {}),
                     Catch::Contains("past the end of A"));
+}
+
+// XOR of a buffer's bytes taken as little-endian 32-bit words (its size a multiple of 4).
+static std::uint32_t xor_words(const unsigned char* p, std::size_t bytes) {
+  std::uint32_t x = 0;
+  for (std::size_t i = 0; i < bytes; i += 4)
+    x ^= std::uint32_t(p[i]) | std::uint32_t(p[i + 1]) << 8 | std::uint32_t(p[i + 2]) << 16 |
+         std::uint32_t(p[i + 3]) << 24;
+  return x;
+}
+
+TEST_CASE("read probes write C = 0 and read_ldg reads every word", "[gpu][variants]") {
+  KBIT_REQUIRE_GPU();
+  Stream s;
+  for (const char* name : {"read_ldg", "read_bulk"}) {
+    const VariantRow& row = find_variant(name);
+    REQUIRE(row.family == Family::probe);
+    for (int k : {3, 4}) {
+      const Problem p = dense(3, 257, 2080, k, DType::bf16);
+      if (!unsupported_reason(row, p.d).empty()) continue;  // read_bulk below sm_90
+      INFO(name << " K=" << k);
+      DeviceWeights dw(p.hw, p.d.dtype, {row.layout}, 1, s.get());
+      const OwnedProblem owned(dw, p.A, p.d, p.hw.codebook);
+      const DeviceProblem& dp = owned.view();
+      const Outcome o = execute_and_check(row, {}, p.d, dp, nullptr, s.get());
+      REQUIRE(o.error.empty());
+      std::vector<unsigned char> c(dp.C_bytes);
+      KBIT_CUDA_CHECK(cudaMemcpy(c.data(), dp.C, c.size(), cudaMemcpyDeviceToHost));
+      CHECK(std::all_of(c.begin(), c.end(), [](unsigned char b) { return b == 0; }));  // was 0xFF
+      if (row.name != "read_ldg") continue;
+      const WeightView w = dp.args(row, 0).w;
+      std::vector<unsigned char> planes(std::size_t(w.geo.packed_words()) * 4),
+          codes(std::size_t(w.geo.absmax_bytes()));
+      KBIT_CUDA_CHECK(cudaMemcpy(planes.data(), w.packed, planes.size(), cudaMemcpyDeviceToHost));
+      KBIT_CUDA_CHECK(cudaMemcpy(codes.data(), w.absmax, codes.size(), cudaMemcpyDeviceToHost));
+      const std::uint32_t want = xor_words(planes.data(), planes.size()) ^
+                                 xor_words(codes.data(), codes.size()) ^
+                                 xor_words(p.A.bytes.data(), p.A.bytes.size());
+      CHECK(variants::read_probe_checksum(o.state.get()) == want);
+    }
+    GemmDims g;
+    g.M = 1, g.N = 256, g.K_dim = 256, g.k_bits = 4, g.dtype = DType::f32;
+    CHECK_THROWS_WITH(row.setup(g, {}), Catch::Contains("fp32"));
+  }
 }
