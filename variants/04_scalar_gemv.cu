@@ -67,6 +67,8 @@ namespace {
 #endif
 
 struct Config {
+  // Shared memory of the pair table; the stream-only diagnostic needs none (room for stages).
+  static constexpr int kLutBytes = KBIT_GEMV_DIAG_NO_MATH ? 0 : dev::pair_lut::kBytes;
   static constexpr int kConsumers = 256;            // 8 warps x 16 columns = one n-tile
   static constexpr int kThreads = kConsumers + 32;  // + 1 producer warp (one lane issues copies)
   static constexpr int kTileK = 64;                 // the tiled layout this variant reads
@@ -118,7 +120,7 @@ __host__ __device__ constexpr int stage_bytes() {
 // Dynamic shared memory: barriers, the pair table, the weight ring, the A window (`rows` rows).
 template <int K>
 __host__ __device__ constexpr int smem_bytes(int rows) {
-  return Config::kBarrierBytes + dev::pair_lut::kBytes + Config::kStages * stage_bytes<K>() +
+  return Config::kBarrierBytes + Config::kLutBytes + Config::kStages * stage_bytes<K>() +
          rows * Config::kWindow * Config::kUnitStride;
 }
 
@@ -431,7 +433,7 @@ extern __shared__ __align__(128) unsigned char g_smem[];
 template <int K>
 struct Smem {
   static constexpr int kLut = Config::kBarrierBytes;
-  static constexpr int kRing = kLut + dev::pair_lut::kBytes;
+  static constexpr int kRing = kLut + Config::kLutBytes;
   static constexpr int kA = kRing + Config::kStages * stage_bytes<K>();
   static __device__ unsigned char* lut() { return g_smem + kLut; }
   static __device__ unsigned char* s_a() { return g_smem + kA; }
@@ -510,7 +512,8 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   // canonical_warp_idx_sync).
   const int warp = __shfl_sync(dev::kFullMask, int(threadIdx.x) / 32, 0);
   if (warp < Config::kConsumers / 32) {
-    dev::pair_lut::build<K, T>(Smem<K>::lut(), a.cb, threadIdx.x, Config::kConsumers);
+    if constexpr (!KBIT_GEMV_DIAG_NO_MATH)
+      dev::pair_lut::build<K, T>(Smem<K>::lut(), a.cb, threadIdx.x, Config::kConsumers);
     return true;
   }
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);

@@ -15,6 +15,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "reference/error.hpp"
@@ -26,26 +28,21 @@
 namespace kbit::variants {
 namespace {
 
-#ifndef KBIT_PROBE_BULK_CHUNK  // bytes per cp.async.bulk (a multiple of 16)
-#define KBIT_PROBE_BULK_CHUNK 16384
-#endif
-#ifndef KBIT_PROBE_BULK_STAGES  // chunks in flight per block
-#define KBIT_PROBE_BULK_STAGES 4
-#endif
-
 struct LdgConfig {
   static constexpr int kThreads = 512;
   static constexpr int kUnroll = 8;  // 16-byte loads in flight per thread: 64 KB per block
 };
 
+// The defaults; the environment variable KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED]"
+// (bytes, chunks in flight per block, 0 = as many blocks as fit, 1 = one contiguous stripe per
+// block instead of round-robin chunks) overrides them for a sweep of what the stream needs
+// (chunk size, bytes in flight per SM, order) without rebuilding.
 struct BulkConfig {
   static constexpr int kThreads = 32;  // lane 0 streams; the warp writes its share of C
-  static constexpr int kChunk = KBIT_PROBE_BULK_CHUNK;
-  static constexpr int kStages = KBIT_PROBE_BULK_STAGES;
-  static constexpr int kBarrierBytes = 128;
-  static constexpr int kSmem = kBarrierBytes + kStages * kChunk;
-  static_assert(kChunk % 16 == 0, "cp.async.bulk moves multiples of 16 bytes");
-  static_assert(kStages * 8 <= kBarrierBytes, "mbarriers must fit their slot");
+  static constexpr int kChunk = 16384;
+  static constexpr int kStages = 4;
+  static constexpr int kMaxStages = 16;
+  static constexpr int kBarrierBytes = 8 * kMaxStages;
 };
 
 struct Span {
@@ -54,7 +51,9 @@ struct Span {
 };
 
 struct ProbeArgs {
-  Span span[3];  // packed planes, absmax codes, activations
+  Span span[3];       // packed planes, absmax codes, activations
+  int chunk, stages;  // read_bulk's ring
+  int striped;        // read_bulk: 0 deals chunks round-robin, 1 gives each block one stripe
   unsigned short* C;
   long long c_elems;  // 16-bit elements of C, all written with zero
   unsigned* sink;     // read_ldg: one XOR of all words read per block
@@ -106,36 +105,59 @@ __global__ void __launch_bounds__(LdgConfig::kThreads) read_ldg_kernel(ProbeArgs
 
 __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
-  using C = BulkConfig;
   write_zero_c(a, (long long)blockIdx.x * blockDim.x + threadIdx.x,
                (long long)gridDim.x * blockDim.x);
   if (threadIdx.x != 0) return;
-  const uint32_t bars = dev::smem_addr(smem), ring = bars + C::kBarrierBytes;
-  for (int s = 0; s < C::kStages; ++s) dev::mbar_init(bars + 8 * s, 1);
+  const uint32_t bars = dev::smem_addr(smem), ring = bars + BulkConfig::kBarrierBytes;
+  const uint32_t S = uint32_t(a.stages);
+  for (uint32_t s = 0; s < S; ++s) dev::mbar_init(bars + 8 * s, 1);
   dev::fence_barrier_init();
-  uint32_t q = 0;  // chunks issued by this block; chunk q uses stage q % kStages
+  uint32_t q = 0;  // chunks issued by this block; chunk q uses stage q % S
   for (int s = 0; s < 3; ++s) {
-    const long long chunks = (a.span[s].bytes + C::kChunk - 1) / C::kChunk;
-    for (long long c = blockIdx.x; c < chunks; c += gridDim.x, ++q) {
-      const uint32_t st = q % C::kStages, bar = bars + 8 * st;
-      if (q >= C::kStages) dev::mbar_wait(bar, (q / C::kStages - 1) & 1u);  // stage has landed
-      const long long left = a.span[s].bytes - c * C::kChunk;
-      const uint32_t bytes = uint32_t(left < C::kChunk ? left : C::kChunk);
+    const long long chunks = (a.span[s].bytes + a.chunk - 1) / a.chunk;
+    const long long per = (chunks + gridDim.x - 1) / gridDim.x;  // striped: chunks per block
+    const long long c0 = a.striped ? blockIdx.x * per : blockIdx.x;
+    const long long c1 = a.striped ? (c0 + per < chunks ? c0 + per : chunks) : chunks;
+    const long long step = a.striped ? 1 : gridDim.x;
+    for (long long c = c0; c < c1; c += step, ++q) {
+      const uint32_t st = q % S, bar = bars + 8 * st;
+      if (q >= S) dev::mbar_wait(bar, (q / S - 1) & 1u);  // the stage's last copy has landed
+      const long long left = a.span[s].bytes - c * a.chunk;
+      const uint32_t bytes = uint32_t(left < a.chunk ? left : a.chunk);
       dev::mbar_arrive_expect_tx(bar, bytes);
-      dev::bulk_copy_g2s(ring + st * C::kChunk, a.span[s].p + c * C::kChunk, bytes, bar);
+      dev::bulk_copy_g2s(ring + st * a.chunk, a.span[s].p + c * a.chunk, bytes, bar);
     }
   }
-  for (uint32_t r = q > C::kStages ? q - C::kStages : 0; r < q; ++r)  // drain the ring
-    dev::mbar_wait(bars + 8 * (r % C::kStages), (r / C::kStages) & 1u);
+  for (uint32_t r = q > S ? q - S : 0; r < q; ++r)  // drain the ring
+    dev::mbar_wait(bars + 8 * (r % S), (r / S) & 1u);
 }
 
 struct ProbeState : VariantState {
   DeviceBuffer<unsigned> sink;  // one word per block
-  int grid = 0, smem = 0, threads = 0;
+  int grid = 0, smem = 0, threads = 0, chunk = 0, stages = 0, striped = 0;
   void (*kernel)(ProbeArgs) = nullptr;
   std::string what;
   std::string describe() const override { return what; }
 };
+
+// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED]": each checked against its limit.
+void parse_bulk_env(const char* env, ProbeState& s, int& blocks_per_sm) {
+  int chunk = 0, stages = 0, blocks = 0, striped = 0;
+  const int n = std::sscanf(env, "%d,%d,%d,%d", &chunk, &stages, &blocks, &striped);
+  if (n < 3)
+    throw Error(std::string("KBIT_PROBE_BULK='") + env +
+                "' is not CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED]");
+  if (striped != 0 && striped != 1)
+    throw Error("KBIT_PROBE_BULK: STRIPED " + std::to_string(striped) + " is not 0 or 1");
+  if (chunk < 16 || chunk % 16 != 0 || chunk > (1 << 20))
+    throw Error("KBIT_PROBE_BULK: chunk " + std::to_string(chunk) +
+                " is not a multiple of 16 in [16, 1 MiB]");
+  if (stages < 1 || stages > BulkConfig::kMaxStages)
+    throw Error("KBIT_PROBE_BULK: stages " + std::to_string(stages) + " is outside 1.." +
+                std::to_string(BulkConfig::kMaxStages));
+  if (blocks < 0) throw Error("KBIT_PROBE_BULK: blocks per SM " + std::to_string(blocks) + " < 0");
+  s.chunk = chunk, s.stages = stages, s.striped = striped, blocks_per_sm = blocks;
+}
 
 long long span_bytes(long long bytes, const char* what) {
   if (bytes % 16 != 0)
@@ -151,22 +173,30 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
   auto s = std::make_unique<ProbeState>();
   s->kernel = bulk ? read_bulk_kernel : read_ldg_kernel;
   s->threads = bulk ? BulkConfig::kThreads : LdgConfig::kThreads;
-  s->smem = bulk ? BulkConfig::kSmem : 0;
-  if (bulk)
+  int blocks_per_sm = 0;  // 0: as many as fit
+  if (bulk) {
+    s->chunk = BulkConfig::kChunk, s->stages = BulkConfig::kStages;
+    if (const char* env = std::getenv("KBIT_PROBE_BULK")) parse_bulk_env(env, *s, blocks_per_sm);
+    s->smem = BulkConfig::kBarrierBytes + s->stages * s->chunk;
     KBIT_CUDA_CHECK(cudaFuncSetAttribute(read_bulk_kernel,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem));
+  }
   int dev = 0, sms = 0, per_sm = 0;
   KBIT_CUDA_CHECK(cudaGetDevice(&dev));
   KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   KBIT_CUDA_CHECK(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s->kernel, s->threads, s->smem));
   if (per_sm < 1) throw Error(std::string(name) + ": kernel does not fit on an SM");
+  if (blocks_per_sm > per_sm)
+    throw Error(std::string(name) + ": " + std::to_string(blocks_per_sm) +
+                " blocks per SM asked, at most " + std::to_string(per_sm) + " fit");
+  if (blocks_per_sm > 0) per_sm = blocks_per_sm;
   s->grid = sms * per_sm;
   s->sink = DeviceBuffer<unsigned>(std::size_t(s->grid));
   KBIT_CUDA_CHECK(cudaMemset(s->sink.get(), 0, s->sink.bytes()));
-  s->what = bulk ? std::to_string(BulkConfig::kChunk / 1024) + " KB chunks x " +
-                       std::to_string(BulkConfig::kStages) + " stages x " + std::to_string(per_sm) +
-                       " blocks/SM by cp.async.bulk"
+  s->what = bulk ? std::to_string(s->chunk) + " B chunks x " + std::to_string(s->stages) +
+                       " stages x " + std::to_string(per_sm) + " blocks/SM by cp.async.bulk" +
+                       (s->striped ? ", one stripe per block" : ", round-robin")
                  : std::to_string(LdgConfig::kUnroll) + " x 16 B loads in flight per thread, " +
                        std::to_string(per_sm) + " x " + std::to_string(LdgConfig::kThreads) +
                        " threads/SM";
@@ -184,6 +214,7 @@ void probe_run(VariantState* state, const GemmDims& d, const GemmArgs& a, cudaSt
   p.C = static_cast<unsigned short*>(a.C);
   p.c_elems = d.M * d.N;
   p.sink = s->sink.get();
+  p.chunk = s->chunk, p.stages = s->stages, p.striped = s->striped;
   s->kernel<<<s->grid, s->threads, s->smem, stream>>>(p);
   KBIT_CUDA_CHECK(cudaGetLastError());
 }
