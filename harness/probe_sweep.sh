@@ -3,7 +3,8 @@
 # configurations (KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED]", variants/read_probe.cu)
 # on one experiment's shapes, and prints one line per (configuration, shape):
 #   harness/probe_sweep.sh [CONFIG.toml] [M] -- CFG...
-# e.g. harness/probe_sweep.sh experiments/gemv_goal.toml 1 -- 16384,4,3 4096,4,4,1
+# e.g. harness/probe_sweep.sh experiments/gemv_goal.toml 1 -- 16384,4,3 4096/4/4/1
+# ('/' may stand for ',': gpu_session.sh turns commas into spaces)
 # Results go to /tmp/probe-sweep (not committed: the lines are the record, copy them to notes).
 set -eu
 cd "$(dirname "$0")/.."
@@ -13,6 +14,7 @@ shift 2 || true
 [ "${1:-}" = "--" ] && shift
 H=./build/harness/kbit-harness
 for cfg in "$@"; do
+  cfg=${cfg//\//,}
   out=/tmp/probe-sweep/${cfg//,/_}
   KBIT_PROBE_BULK=$cfg $H run "$config" --variants read_bulk --m "$m" --out-root "$out" \
     --no-plot --quiet >/dev/null

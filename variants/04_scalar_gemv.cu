@@ -63,8 +63,8 @@ namespace {
 #define KBIT_GEMV_ALIGN_SLACK 20
 #endif
 #ifndef KBIT_GEMV_DIAG_NO_MATH    // 1: consumers only drain the ring (timing of the stream alone;
-#define KBIT_GEMV_DIAG_NO_MATH 0  // results are wrong, never commit a run of it)
-#endif
+#define KBIT_GEMV_DIAG_NO_MATH 0  // results are wrong, never commit a run of it); 2: and the
+#endif                            // producer skips the absmax copies (what do small copies cost?)
 
 struct Config {
   // Shared memory of the pair table; the stream-only diagnostic needs none (room for stages).
@@ -192,13 +192,16 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       const int nk = min(Config::kUnitTiles, a.k_tiles - kt0);
       dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
       dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
-      dev::mbar_arrive_expect_tx(ring.full(st), uint32_t(nk) * (kPlaneBytes + kCodeBytes));
+      constexpr bool kCodes = KBIT_GEMV_DIAG_NO_MATH != 2;
+      dev::mbar_arrive_expect_tx(ring.full(st),
+                                 uint32_t(nk) * (kPlaneBytes + (kCodes ? kCodeBytes : 0)));
       for (int i = 0; i < nk; ++i) {
         const long long tile = (long long)(kt0 + i) * a.n_tiles + g.nt;
         dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st) + plane_chunk<K>(i)),
                            planes + tile * tile_words<K>(), kPlaneBytes, ring.full(st));
-        dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st) + code_chunk(i)),
-                           codes + tile * Config::kBlocksPerTile, kCodeBytes, ring.full(st));
+        if (kCodes)
+          dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st) + code_chunk(i)),
+                             codes + tile * Config::kBlocksPerTile, kCodeBytes, ring.full(st));
       }
     }
   }
