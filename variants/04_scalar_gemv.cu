@@ -64,7 +64,9 @@ namespace {
 #endif
 #ifndef KBIT_GEMV_DIAG_NO_MATH    // 1: consumers only drain the ring (timing of the stream alone;
 #define KBIT_GEMV_DIAG_NO_MATH 0  // results are wrong, never commit a run of it); 2: and the
-#endif                            // producer skips the absmax copies (what do small copies cost?)
+#endif                            // producer skips the absmax copies (what do small copies cost?);
+                                  // 3: the producer reads consecutive tiles (address order); 4:
+                                  // the consumers skip the A window (its barriers and loads)
 
 struct Config {
   // Shared memory of the pair table; the stream-only diagnostic needs none (room for stages).
@@ -196,7 +198,9 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       dev::mbar_arrive_expect_tx(ring.full(st),
                                  uint32_t(nk) * (kPlaneBytes + (kCodes ? kCodeBytes : 0)));
       for (int i = 0; i < nk; ++i) {
-        const long long tile = (long long)(kt0 + i) * a.n_tiles + g.nt;
+        long long tile = (long long)(kt0 + i) * a.n_tiles + g.nt;
+        if (KBIT_GEMV_DIAG_NO_MATH == 3)
+          tile = ((long long)blockIdx.x * 64 + q) * 4 % ((long long)a.k_tiles * a.n_tiles) + i;
         dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st) + plane_chunk<K>(i)),
                            planes + tile * tile_words<K>(), kPlaneBytes, ring.full(st));
         if (kCodes)
@@ -471,7 +475,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   UnitRegs<K> next;
   fetch(q, next);
   for (int i = 0; i < n; ++i, ++q) {
-    if (i % Config::kWindow == 0) {
+    if (i % Config::kWindow == 0 && KBIT_GEMV_DIAG_NO_MATH != 4) {
       dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
       stage_a<MV, T>(a, g.row0, g.u0 + i, min(Config::kWindow, n - i), Smem<K>::s_a());
       dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
