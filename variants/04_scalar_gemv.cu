@@ -200,7 +200,11 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       for (int i = 0; i < nk; ++i) {
         long long tile = (long long)(kt0 + i) * a.n_tiles + g.nt;
         if (KBIT_GEMV_DIAG_NO_MATH == 3)
-          tile = ((long long)blockIdx.x * 64 + q) * 4 % ((long long)a.k_tiles * a.n_tiles) + i;
+          tile =
+              ((long long)blockIdx.x * ((a.k_tiles / 4 * a.n_tiles + gridDim.x - 1) / gridDim.x) +
+               q) *
+                  4 % ((long long)a.k_tiles * a.n_tiles) +
+              i;
         dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st) + plane_chunk<K>(i)),
                            planes + tile * tile_words<K>(), kPlaneBytes, ring.full(st));
         if (kCodes)
