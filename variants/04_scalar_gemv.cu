@@ -62,6 +62,9 @@ namespace {
 #ifndef KBIT_GEMV_ALIGN_SLACK  // % more units per block allowed to align stripes on k-bands
 #define KBIT_GEMV_ALIGN_SLACK 20
 #endif
+#ifndef KBIT_GEMV_FENCE    // who orders the consumers' reads before a refill (fence.proxy.async):
+#define KBIT_GEMV_FENCE 1  // 1 the producer, 2 each consumer thread, 0 nobody (racy: diagnosis)
+#endif
 #ifndef KBIT_GEMV_DIAG_NO_MATH    // 1: consumers only drain the ring (timing of the stream alone;
 #define KBIT_GEMV_DIAG_NO_MATH 0  // results are wrong, never commit a run of it); 2: and the
 #endif                            // producer skips the absmax copies (what do small copies cost?);
@@ -193,7 +196,8 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       const int kt0 = u * Config::kUnitTiles;
       const int nk = min(Config::kUnitTiles, a.k_tiles - kt0);
       dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
-      dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
+      if (KBIT_GEMV_FENCE == 1)
+        dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
       constexpr bool kCodes = KBIT_GEMV_DIAG_NO_MATH != 2;
       dev::mbar_arrive_expect_tx(ring.full(st),
                                  uint32_t(nk) * (kPlaneBytes + (kCodes ? kCodeBytes : 0)));
@@ -474,6 +478,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     const int st = Ring<K>::stage(step);
     dev::mbar_wait(ring.full(st), Ring<K>::parity(step));
     read_unit<K>(l, ring.planes(st), ring.codes(st), r);
+    if (KBIT_GEMV_FENCE == 2) dev::fence_proxy_async_shared();  // reads before the refill
     dev::mbar_arrive(ring.empty(st));  // every consumer thread: its own reads are done
   };
   UnitRegs<K> next;
