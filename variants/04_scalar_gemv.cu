@@ -69,7 +69,8 @@ namespace {
 #define KBIT_GEMV_DIAG_NO_MATH 0  // results are wrong, never commit a run of it); 2: and the
 #endif                            // producer skips the absmax copies (what do small copies cost?);
                                   // 3: the producer reads consecutive tiles (address order); 4:
-                                  // the consumers skip the A window (its barriers and loads)
+                                  // the consumers skip the A window (its barriers and loads); 5:
+                                  // no consumers, the producer refills a stage once it landed
 
 struct Config {
   // Shared memory of the pair table; the stream-only diagnostic needs none (room for stages).
@@ -195,7 +196,11 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       const int st = Ring<K>::stage(q);
       const int kt0 = u * Config::kUnitTiles;
       const int nk = min(Config::kUnitTiles, a.k_tiles - kt0);
-      dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
+      if (KBIT_GEMV_DIAG_NO_MATH == 5) {  // no consumers: refill once the last copy landed
+        if (q >= Config::kStages) dev::mbar_wait(ring.full(st), Ring<K>::parity(q) ^ 1u);
+      } else {
+        dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
+      }
       if (KBIT_GEMV_FENCE == 1)
         dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
       constexpr bool kCodes = KBIT_GEMV_DIAG_NO_MATH != 2;
@@ -217,6 +222,9 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       }
     }
   }
+  if (KBIT_GEMV_DIAG_NO_MATH == 5)  // nobody else waits for the last copies: drain them
+    for (uint32_t r = q > Config::kStages ? q - Config::kStages : 0; r < q; ++r)
+      dev::mbar_wait(ring.full(Ring<K>::stage(r)), Ring<K>::parity(r));
 }
 
 // Calls fn(integral_constant<int, R>) for R = 0, 1, ...: a loop whose index is a constant.
@@ -528,6 +536,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   // canonical_warp_idx_sync).
   const int warp = __shfl_sync(dev::kFullMask, int(threadIdx.x) / 32, 0);
   if (warp < Config::kConsumers / 32) {
+    if (KBIT_GEMV_DIAG_NO_MATH == 5) return false;
     if constexpr (!KBIT_GEMV_DIAG_NO_MATH)
       dev::pair_lut::build<K, T>(Smem<K>::lut(), a.cb, threadIdx.x, Config::kConsumers);
     return true;
