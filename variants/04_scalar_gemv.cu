@@ -137,26 +137,6 @@ struct Segment {
   int expert, row0, rows, nt, u0, u1, tile_id, contributors;
 };
 
-// The cut of the output tiles' units (tile-major, k-unit minor) into stripes of `per` units, one
-// per block. Dense kernels compute their segments from it, so that neither the producer's first
-// copy nor the consumers' start waits on a global load of a segment table (two dependent loads,
-// ~1 us cold); the host builds the grouped kernels' table with the same rule.
-struct Striping {
-  int per, k_units, units;  // units < 2^31: the host checks
-  __host__ __device__ int begin(int b) const { return b * per; }
-  __host__ __device__ int end(int b) const { return min(begin(b) + per, units); }
-  __host__ __device__ int count(int b) const {  // segments of block b: the tiles it touches
-    return (end(b) - 1) / k_units - begin(b) / k_units + 1;
-  }
-  // Segment j of block b: its tile (as tile_id), k-units and contributor count; the caller
-  // fills in the tile's expert, rows and n-tile.
-  __host__ __device__ Segment segment(int b, int j) const {
-    const int ti = begin(b) / k_units + j, t0 = ti * k_units, t1 = t0 + k_units;
-    const int lo = max(begin(b), t0), hi = min(end(b), t1);
-    return {0, 0, 0, ti, lo - t0, hi - t0, ti, (t1 - 1) / per - t0 / per + 1};
-  }
-};
-
 struct KernelArgs {
   const void* A;
   void* C;
@@ -164,9 +144,8 @@ struct KernelArgs {
   const uint8_t* absmax;
   long long expert_words, expert_bytes;  // per-expert strides of the tiled weights
   int N, K_dim, n_tiles, k_tiles;
-  Striping stripes;      // dense: segment j of block b is stripes.segment(b, j), n-tile = tile
-  const Segment* segs;   // grouped: every block's segments, in block order
-  const int* first_seg;  // grouped: block b runs segs[first_seg[b] .. first_seg[b+1])
+  const Segment* segs;   // every block's segments, in block order
+  const int* first_seg;  // block b runs segs[first_seg[b] .. first_seg[b+1])
   float* ws;             // split-K workspace [rows of C][N], zero between calls
   int* counters;         // one per output tile, zero between calls
   float cb[32];
@@ -202,41 +181,15 @@ struct Ring {
   }
 };
 
-// The segments of this block: computed for dense kernels (MV rows, n-tile = tile), read from
-// the host's table for grouped ones (MV = 0).
-template <int MV>
-struct BlockSegments {
-  int first, count;
-  __device__ explicit BlockSegments(const KernelArgs& a) {
-    if constexpr (MV == 0) {
-      first = a.first_seg[blockIdx.x];
-      count = a.first_seg[blockIdx.x + 1] - first;
-    } else {
-      first = 0;
-      count = a.stripes.count(blockIdx.x);
-    }
-  }
-  __device__ Segment operator()(const KernelArgs& a, int j) const {
-    if constexpr (MV == 0) {
-      return a.segs[first + j];
-    } else {
-      Segment g = a.stripes.segment(blockIdx.x, j);
-      g.rows = MV, g.nt = g.tile_id;
-      return g;
-    }
-  }
-};
-
 // The producer (one lane of the last warp): walks the block's segments in the consumers' order
 // and copies each unit's planes and codes (per k-tile: one contiguous chunk of each) into the
 // next free stage. k-tiles past the end of K are not copied: their A is zero.
-template <int K, int MV>
+template <int K>
 __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
   constexpr uint32_t kPlaneBytes = tile_words<K>() * 4, kCodeBytes = Config::kBlocksPerTile;
   uint32_t q = 0;
-  const BlockSegments<MV> segs(a);
-  for (int j = 0; j < segs.count; ++j) {
-    const Segment g = segs(a, j);
+  for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
+    const Segment g = a.segs[s];
     const uint32_t* planes = a.packed + g.expert * a.expert_words;
     const uint8_t* codes = a.absmax + g.expert * a.expert_bytes;
     for (int u = g.u0; u < g.u1; ++u, ++q) {
@@ -575,7 +528,7 @@ __device__ void run_rows(const KernelArgs& a, const Segment g, const Ring<K>& ri
 // Initializes the ring; returns true in the consumer threads, which also build the pair table
 // (published by the first A-window barrier). The producer lane streams the ring and returns
 // false once it has issued every copy; the rest of its warp leaves at once.
-template <int K, int MV, typename T>
+template <int K, typename T>
 __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   ring.init();
   // The warp index through a shuffle: the compiler then knows the role branch is warp-uniform
@@ -588,7 +541,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
       dev::pair_lut::build<K, T>(Smem<K>::lut(), a.cb, threadIdx.x, Config::kConsumers);
     return true;
   }
-  if (threadIdx.x == Config::kConsumers) produce<K, MV>(a, ring);
+  if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
   return false;
 }
 
@@ -597,22 +550,19 @@ template <int K, int MV, typename T>
 __global__ void __maxnreg__(Config::kMaxRegs)
     scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   const Ring<K> ring(g_smem, Smem<K>::kRing);
-  if (!start_block<K, MV, T>(a, ring)) return;
+  if (!start_block<K, T>(a, ring)) return;
   uint32_t q = 0;
-  const BlockSegments<MV> segs(a);
-  for (int j = 0; j < segs.count; ++j) {
+  const int first = a.first_seg[blockIdx.x], last = a.first_seg[blockIdx.x + 1];
+  for (int s = first; s < last; ++s) {
     // Only a stripe's first and last segments can be split; the first one's completion waits
     // until the stream is done.
-    const bool defer = j == 0 && segs.count > 1;
+    const bool defer = s == first && s + 1 < last;
     if constexpr (MV == 0)
-      run_rows<K, T>(a, segs(a, j), ring, q, defer);
+      run_rows<K, T>(a, a.segs[s], ring, q, defer);
     else
-      run_segment<K, MV, T>(a, segs(a, j), ring, q, defer);
+      run_segment<K, MV, T>(a, a.segs[s], ring, q, defer);
   }
-  if (segs.count > 1) {
-    const Segment g0 = segs(a, 0);
-    if (g0.contributors > 1) finish_split<T>(a, g0);
-  }
+  if (last - first > 1 && a.segs[first].contributors > 1) finish_split<T>(a, a.segs[first]);
 }
 
 // ---------------------------------------------------------------- host side
@@ -640,7 +590,6 @@ struct GemvState : VariantState {
   int grid = 0, smem_bytes = 0, n_tiles = 0, k_tiles = 0, k_units = 0, units_per_block = 0,
       split_tiles = 0;
   int blocks_per_sm = 0;
-  Striping stripes{};
   DeviceBuffer<Segment> segs;
   DeviceBuffer<int> first_seg;
   DeviceBuffer<float> ws;
@@ -662,29 +611,29 @@ struct OutTile {
   int expert, row0, rows, nt;
 };
 
-// Cuts units (tile-major, k-unit minor) into stripes of `per` units, one per block
-// (Striping); the grouped kernels also get the table of every block's segments.
+// Cuts units (tile-major, k-unit minor) into stripes of `per` units, one per block.
 void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
   const long long units = (long long)tiles.size() * s.k_units;
-  if (units > (1ll << 30))
-    throw Error("scalar_gemv: " + std::to_string(units) + " work units, more than 2^30");
-  s.stripes = {per, s.k_units, int(units)};
-  s.grid = (s.stripes.units + per - 1) / per;
+  s.grid = int((units + per - 1) / per);
   s.units_per_block = per;
   std::vector<Segment> segs;
-  std::vector<int> first(std::size_t(s.grid) + 1, 0);
+  std::vector<int> first(std::size_t(s.grid) + 1, 0), contributors(tiles.size(), 0);
   for (int b = 0; b < s.grid; ++b) {
     first[std::size_t(b)] = int(segs.size());
-    for (int j = 0; j < s.stripes.count(b); ++j) {
-      Segment g = s.stripes.segment(b, j);
-      const OutTile& o = tiles[std::size_t(g.tile_id)];
-      g.expert = o.expert, g.row0 = o.row0, g.rows = o.rows, g.nt = o.nt;
-      segs.push_back(g);
+    for (long long u = (long long)b * per, end = std::min(units, (long long)(b + 1) * per);
+         u < end;) {
+      const int ti = int(u / s.k_units), u0 = int(u % s.k_units);
+      const int u1 = int(std::min<long long>(s.k_units, u0 + (end - u)));
+      const OutTile& o = tiles[std::size_t(ti)];
+      segs.push_back({o.expert, o.row0, o.rows, o.nt, u0, u1, ti, 0});
+      ++contributors[std::size_t(ti)];
+      u += u1 - u0;
     }
   }
   first[std::size_t(s.grid)] = int(segs.size());
   s.split_tiles = 0;
-  for (const auto& g : segs) s.split_tiles += g.contributors > 1 && g.u0 == 0;
+  for (auto& g : segs) g.contributors = contributors[std::size_t(g.tile_id)];
+  for (int c : contributors) s.split_tiles += c > 1;
   s.segs = DeviceBuffer<Segment>(segs.size());
   KBIT_CUDA_CHECK(
       cudaMemcpy(s.segs.get(), segs.data(), segs.size() * sizeof(Segment), cudaMemcpyHostToDevice));
@@ -767,7 +716,6 @@ KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
   a.K_dim = int(d.K_dim);
   a.n_tiles = s.n_tiles;
   a.k_tiles = s.k_tiles;
-  a.stripes = s.stripes;
   a.segs = s.segs.get();
   a.first_seg = s.first_seg.get();
   a.ws = s.ws.get();
