@@ -87,7 +87,8 @@ struct Config {
   static constexpr int kKtStride = 144;  // bytes of staged A per (row, k-tile): 2 x 16 pairs
                                          // + 16 pad, so the quads' B loads hit other banks
   static constexpr int kUnitStride = kUnitTiles * kKtStride;  // staged A per (row, unit)
-  static constexpr int kWindow = 4;                           // units of A staged at a time
+  static constexpr int kWindowRowUnits = 16;  // staged A: (rows x units) <= 16, 9 KB; M = 1
+                                              // stages 16 units at a time, M = 4 four
   static constexpr int kMaxRows = 4;
   static constexpr int kBarrierBytes = 128;  // 2 x kStages mbarriers, padded
   static_assert(2 * kStages * 8 <= kBarrierBytes, "mbarriers must fit their slot");
@@ -127,7 +128,7 @@ __host__ __device__ constexpr int stage_bytes() {
 template <int K>
 __host__ __device__ constexpr int smem_bytes(int rows) {
   return Config::kBarrierBytes + Config::kLutBytes + Config::kStages * stage_bytes<K>() +
-         rows * Config::kWindow * Config::kUnitStride;
+         Config::kWindowRowUnits * Config::kUnitStride;
 }
 
 // A segment of one block's stripe: rows [row0, row0 + rows) of expert `expert` (0 when dense),
@@ -233,9 +234,18 @@ __device__ __forceinline__ void for_each_index(std::integer_sequence<int, R...>,
   (fn(std::integral_constant<int, R>{}), ...);
 }
 
+// Units of A staged at a time for MV rows: one window barrier per 16 / MV units (each one
+// stalls the consumers on a global load while the ring can only run kStages units ahead).
+template <int MV>
+__host__ __device__ constexpr int window_units() {
+  return Config::kWindowRowUnits / MV;
+}
+
 // Byte offset of pair p of (row m, unit u, k-tile kt, k-block kb) in the staged A window.
+template <int MV>
 __device__ __forceinline__ int a_offset(int m, int u, int kt, int kb, int p) {
-  return (m * Config::kWindow + u) * Config::kUnitStride + kt * Config::kKtStride + kb * 64 + p * 4;
+  return (m * window_units<MV>() + u) * Config::kUnitStride + kt * Config::kKtStride + kb * 64 +
+         p * 4;
 }
 
 // Stages rows [row0, row0 + MV) of A, units [u, u + nunits), into shared memory as 16-bit
@@ -259,7 +269,7 @@ __device__ void stage_a(const KernelArgs& a, int row0, int u, int nunits, unsign
                             __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632)};
 #pragma unroll
     for (int r = 0; r < 4; ++r)
-      *reinterpret_cast<uint32_t*>(s_a + a_offset(m, un, kt, kb, 4 * r + q)) = pr[r];
+      *reinterpret_cast<uint32_t*>(s_a + a_offset<MV>(m, un, kt, kb, 4 * r + q)) = pr[r];
   }
 }
 
@@ -314,7 +324,7 @@ __device__ __forceinline__ void load_b(const Lane& l, const unsigned char* s_a, 
   if ((l.g & 3) != l.t || m >= MV) return;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const uint4 v = *reinterpret_cast<const uint4*>(s_a + a_offset(m, u, l.t, kb, 4 * i));
+    const uint4 v = *reinterpret_cast<const uint4*>(s_a + a_offset<MV>(m, u, l.t, kb, 4 * i));
     b[4 * i] = v.x, b[4 * i + 1] = v.y, b[4 * i + 2] = v.z, b[4 * i + 3] = v.w;
   }
 }
@@ -492,18 +502,19 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   UnitRegs<K> next;
   fetch(q, next);
   for (int i = 0; i < n; ++i, ++q) {
-    if (i % Config::kWindow == 0 && KBIT_GEMV_DIAG_NO_MATH != 4) {
+    constexpr int W = window_units<MV>();
+    if (i % W == 0 && KBIT_GEMV_DIAG_NO_MATH != 4) {
       dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
-      stage_a<MV, T>(a, g.row0, g.u0 + i, min(Config::kWindow, n - i), Smem<K>::s_a());
+      stage_a<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
       dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
     }
     if constexpr (kPrefetch) {
       const UnitRegs<K> r = next;
       if (i + 1 < n) fetch(q + 1, next);
-      dot_unit<K, MV, T>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % Config::kWindow, b, acc);
+      dot_unit<K, MV, T>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
     } else {
       if (i > 0) fetch(q, next);
-      dot_unit<K, MV, T>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % Config::kWindow, b, acc);
+      dot_unit<K, MV, T>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
     }
   }
   store_segment<MV, T>(a, l, g, acc, defer);
