@@ -59,6 +59,9 @@ namespace {
 #ifndef KBIT_GEMV_MAX_REGS  // 96: 2 blocks of 288 threads per SM (9 warps allocate as 10)
 #define KBIT_GEMV_MAX_REGS 96
 #endif
+#ifndef KBIT_GEMV_WINDOW     // rows x units of A staged per window (v6 until 7d8bbd4: 4 units at
+#define KBIT_GEMV_WINDOW 16  // every M; 16 row-units is the shared memory M = 4 had then)
+#endif
 #ifndef KBIT_GEMV_ALIGN_SLACK  // % more units per block allowed to align stripes on k-bands
 #define KBIT_GEMV_ALIGN_SLACK 20
 #endif
@@ -87,8 +90,8 @@ struct Config {
   static constexpr int kKtStride = 144;  // bytes of staged A per (row, k-tile): 2 x 16 pairs
                                          // + 16 pad, so the quads' B loads hit other banks
   static constexpr int kUnitStride = kUnitTiles * kKtStride;  // staged A per (row, unit)
-  static constexpr int kWindowRowUnits = 16;  // staged A: (rows x units) <= 16, 9 KB; M = 1
-                                              // stages 16 units at a time, M = 4 four
+  static constexpr int kWindowRowUnits = KBIT_GEMV_WINDOW;    // staged A: rows x units, 9 KB at
+                                                              // 16: M = 1 stages 16 units a time
   static constexpr int kMaxRows = 4;
   static constexpr int kBarrierBytes = 128;  // 2 x kStages mbarriers, padded
   static_assert(2 * kStages * 8 <= kBarrierBytes, "mbarriers must fit their slot");
@@ -238,6 +241,7 @@ __device__ __forceinline__ void for_each_index(std::integer_sequence<int, R...>,
 // stalls the consumers on a global load while the ring can only run kStages units ahead).
 template <int MV>
 __host__ __device__ constexpr int window_units() {
+  static_assert(Config::kWindowRowUnits >= Config::kMaxRows, "a window holds a unit of 4 rows");
   return Config::kWindowRowUnits / MV;
 }
 
