@@ -65,15 +65,12 @@ namespace {
 #ifndef KBIT_GEMV_ALIGN_SLACK  // % more units per block allowed to align stripes on k-bands
 #define KBIT_GEMV_ALIGN_SLACK 20
 #endif
-#ifndef KBIT_GEMV_FENCE    // who orders the consumers' reads before a refill (fence.proxy.async):
-#define KBIT_GEMV_FENCE 1  // 1 the producer, 2 each consumer thread, 0 nobody (racy: diagnosis)
+// Diagnostics (results are wrong, never commit a run of them; the pair table is left out):
+// 1 the consumers only drain the ring (the stream alone); 2 also no absmax copies; 4 no A
+// windows; 5 no consumers, the producer refills a stage once it has landed (docs/notes.md).
+#ifndef KBIT_GEMV_DIAG_NO_MATH
+#define KBIT_GEMV_DIAG_NO_MATH 0
 #endif
-#ifndef KBIT_GEMV_DIAG_NO_MATH    // 1: consumers only drain the ring (timing of the stream alone;
-#define KBIT_GEMV_DIAG_NO_MATH 0  // results are wrong, never commit a run of it); 2: and the
-#endif                            // producer skips the absmax copies (what do small copies cost?);
-                                  // 3: the producer reads consecutive tiles (address order); 4:
-                                  // the consumers skip the A window (its barriers and loads); 5:
-                                  // no consumers, the producer refills a stage once it landed
 
 struct Config {
   // Shared memory of the pair table; the stream-only diagnostic needs none (room for stages).
@@ -205,19 +202,12 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       } else {
         dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
       }
-      if (KBIT_GEMV_FENCE == 1)
-        dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
+      dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
       constexpr bool kCodes = KBIT_GEMV_DIAG_NO_MATH != 2;
       dev::mbar_arrive_expect_tx(ring.full(st),
                                  uint32_t(nk) * (kPlaneBytes + (kCodes ? kCodeBytes : 0)));
       for (int i = 0; i < nk; ++i) {
-        long long tile = (long long)(kt0 + i) * a.n_tiles + g.nt;
-        if (KBIT_GEMV_DIAG_NO_MATH == 3)
-          tile =
-              ((long long)blockIdx.x * ((a.k_tiles / 4 * a.n_tiles + gridDim.x - 1) / gridDim.x) +
-               q) *
-                  4 % ((long long)a.k_tiles * a.n_tiles) +
-              i;
+        const long long tile = (long long)(kt0 + i) * a.n_tiles + g.nt;
         dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st) + plane_chunk<K>(i)),
                            planes + tile * tile_words<K>(), kPlaneBytes, ring.full(st));
         if (kCodes)
@@ -500,7 +490,6 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     const int st = Ring<K>::stage(step);
     dev::mbar_wait(ring.full(st), Ring<K>::parity(step));
     read_unit<K>(l, ring.planes(st), ring.codes(st), r);
-    if (KBIT_GEMV_FENCE == 2) dev::fence_proxy_async_shared();  // reads before the refill
     dev::mbar_arrive(ring.empty(st));  // every consumer thread: its own reads are done
   };
   UnitRegs<K> next;
