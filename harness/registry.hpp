@@ -39,6 +39,10 @@ struct VariantRow {
 };
 
 const std::vector<VariantRow>& registry();
+// False for probes: their C is zeros by design, so nothing checks, validates or sweeps them.
+inline bool computes_gemm(const VariantRow& row) {
+  return row.family != Family::probe;
+}
 // Throws kbit::Error listing the known names when `name` is not a row.
 const VariantRow& find_variant(std::string_view name);
 // Rows matching any of the names or globs ("*gemv*"), in registry order; a pattern that

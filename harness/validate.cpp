@@ -282,7 +282,7 @@ void validate_grouped(const ValidateOptions& o, const VariantRow& row,
 
 int validate_variant(const ValidateOptions& o) {
   const VariantRow& row = find_variant(o.variant);
-  if (row.family == Family::probe)
+  if (!computes_gemm(row))
     throw Error("variant '" + o.variant +
                 "' is a probe: it computes no GEMM, so there is nothing to validate");
   for (int k : o.k_bits) check_k_bits(k);

@@ -67,7 +67,7 @@ __device__ __forceinline__ uint32_t xor4(uint4 v) {
   return v.x ^ v.y ^ v.z ^ v.w;
 }
 
-// The XOR of every 32-bit word the block read, to a[blockIdx.x] (read_probe_checksum folds
+// The XOR of every 32-bit word the block read, to out[blockIdx.x] (read_probe_checksum folds
 // them): one store per block keeps every load live and lets a test prove each byte was read.
 __device__ __forceinline__ void store_block_xor(uint32_t acc, unsigned* out) {
   __shared__ uint32_t warp_xor[32];

@@ -37,6 +37,8 @@ TEST_CASE("variants are matched by name and glob, in registry order", "[registry
   CHECK_THROWS_AS(find_variant("nope"), Error);
   CHECK(find_variant("cublas_fp16").family == Family::baseline);
   CHECK(find_variant("read_ldg").family == Family::probe);
+  CHECK_FALSE(computes_gemm(find_variant("read_bulk")));
+  CHECK(computes_gemm(find_variant("scalar_gemv")));
   CHECK(std::string(family_name(Family::probe)) == "probe");
 }
 
