@@ -31,6 +31,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,10 @@ namespace {
 // refills a stage once it has landed (docs/notes.md).
 #ifndef KBIT_GEMV_DIAG_NO_MATH
 #define KBIT_GEMV_DIAG_NO_MATH 0
+#endif
+// 1: every 16th block prints SM clock stamps of its start, table, stream and end (printf).
+#ifndef KBIT_GEMV_TRACE
+#define KBIT_GEMV_TRACE 0
 #endif
 
 struct Config {
@@ -119,7 +124,8 @@ template <int K>
 __host__ __device__ constexpr int ring_stages() {
   constexpr int fixed = Config::kBarrierBytes + Config::kLutBytes + Config::kWindowBytes;
   constexpr int fit = (Config::kSmemBudget - fixed) / stage_bytes<K>();
-  constexpr int n = KBIT_GEMV_STAGES > 0 ? KBIT_GEMV_STAGES : std::min(fit, Config::kMaxStages);
+  constexpr int n = KBIT_GEMV_STAGES > 0 ? KBIT_GEMV_STAGES
+                    : fit < Config::kMaxStages ? fit : Config::kMaxStages;
   static_assert(n >= 2 && n <= Config::kMaxStages, "the ring needs 2..16 stages");
   return n;
 }
@@ -183,6 +189,13 @@ struct Ring {
   }
 };
 
+// KBIT_GEMV_TRACE: stamp i of this block (thread 0 of the consumers, lane 0 of the producer).
+__shared__ long long g_trace[8];
+__device__ __forceinline__ void trace(int i) {
+  if (KBIT_GEMV_TRACE && (threadIdx.x == 0 || threadIdx.x == Config::kConsumers))
+    g_trace[i] = clock64();
+}
+
 // The producer (one lane of the last warp): walks the block's segments in the consumers' order
 // and copies each unit's planes and codes (the quad's n-tiles of one k-tile: one contiguous
 // run each) into the next free stage. n-tiles past the end of N are not copied; their stale
@@ -211,6 +224,7 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
                          nt * tile_bytes<K>(), ring.full(st));
       dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st)), codes + tile * Config::kBlocksPerTile,
                          nt * Config::kBlocksPerTile, ring.full(st));
+      trace(q == 0 ? 5 : 6);
     }
   }
   if (KBIT_GEMV_DIAG_NO_MATH == 5)  // nobody else waits for the last copies: drain them
@@ -514,12 +528,14 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   };
   UnitRegs<K> next;
   fetch(q, next);
+  if (q == 0) trace(1);  // the first unit has landed
   for (int i = 0; i < n; ++i, ++q) {
     constexpr int W = window_tiles<MV>();
     if (i % W == 0) {
       dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
       stage_a<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
       dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
+      if (q == 0) trace(2);                     // table built, first window staged
     }
     if constexpr (kPrefetch) {
       const UnitRegs<K> r = next;
@@ -530,6 +546,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
       dot_unit<K, MV, T>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
     }
   }
+  trace(3);  // the segment's last unit is done
   store_segment<MV, T>(a, l, g, acc, defer);
 }
 
@@ -573,6 +590,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
 template <int K, int MV, typename T>
 __global__ void __maxnreg__(Config::kMaxRegs)
     scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
+  trace(0);
   const Ring<K> ring(g_smem, Smem<K>::kRing);
   if (!start_block<K, T>(a, ring)) return;
   uint32_t q = 0;
@@ -587,6 +605,13 @@ __global__ void __maxnreg__(Config::kMaxRegs)
       run_segment<K, MV, T>(a, a.segs[s], ring, q, defer);
   }
   if (last - first > 1 && a.segs[first].contributors > 1) finish_split<T>(a, a.segs[first]);
+  trace(4);
+  if (KBIT_GEMV_TRACE && threadIdx.x == 0 && blockIdx.x % 16 == 0)
+    printf("trace block %d sm clock: landed %lld table %lld units %lld end %lld; producer "
+           "first %lld last %lld\n",
+           int(blockIdx.x), g_trace[1] - g_trace[0], g_trace[2] - g_trace[0],
+           g_trace[3] - g_trace[0], g_trace[4] - g_trace[0], g_trace[5] - g_trace[0],
+           g_trace[6] - g_trace[0]);
 }
 
 // ---------------------------------------------------------------- host side
