@@ -2,7 +2,7 @@
 // 002_16a44ede122cec4e.txt ("scalar GEMV"), reworked for the H100 three times; the registry
 // name stays. docs/variants/04_scalar_gemv.md says what changed and what each change bought:
 //
-// * One block of 288 threads per SM: 8 consumer warps and one producer warp. A work unit is
+// * One block of 544 threads per SM: 16 consumer warps and one producer warp. A work unit is
 //   4 adjacent n-tiles (512 columns) x 1 k-tile (64 k), which the tiled layout stores as one
 //   contiguous run of planes (16 KB at K = 4) and one of absmax codes (1 KB): the producer
 //   streams each unit with two cp.async.bulk copies into a shared-memory ring on mbarriers, as
@@ -11,14 +11,16 @@
 //   indices in each byte (K = 3, 4: one 4x4 bit transpose of a block's planes); one PRMT
 //   + one LDS of a 64 KB pair table (variants/common/pair_lut.cuh) turn a byte into the two
 //   weights as an fp16/bf16 pair, which is an mma.m16n8k16 A-operand register as it stands.
+// * Consumer warps 0-7 take k-block 0 of every unit, warps 8-15 k-block 1 (the two groups add
+//   their sums at the end of a segment, through shared memory).
 // * The per-block scale rides on the MMA's N dimension. Lane t = lane%4 of a quad owns n-tile
 //   t of the unit; its MMA rows g and g+8 (g = lane/4) are two columns of that n-tile. The B
 //   operand holds the activations of the unit's k-block only in MMA column t' (+4 for the
 //   second row of A), the k-slots of lane t', zeros elsewhere, so C column t' is the unscaled
 //   sum of one quantization block of n-tile t': the scale is one FFMA per block on the MMA
 //   result, and the accumulation stays fp32.
-// * The four n-tiles of a stage lie 4 KB apart (same banks), so each lane's columns and the
-//   order of its two k-blocks are swizzled by its quad position (conflict-free plane loads).
+// * The four n-tiles of a stage lie 4 KB apart (same banks), so each lane's columns and its
+//   k-block are swizzled by its quad position (conflict-free plane loads).
 // * The k order inside a block is permuted consistently for A and B (pair (R, q) = elements
 //   R + 8q and R + 8q + 4); A is staged in shared memory in that order.
 // * Work is cut on the host into equal contiguous stripes of (n-quad, k-tile) units, one stripe
@@ -54,10 +56,7 @@ namespace kbit::variants {
 namespace {
 
 // Tuning knobs (docs/variants/04_scalar_gemv.md has the sweeps); override with -D at configure
-// time, e.g. cmake -DCMAKE_CUDA_FLAGS="-DKBIT_GEMV_BLOCKS_PER_SM=2".
-#ifndef KBIT_GEMV_BLOCKS_PER_SM  // 1 (v7): one pair table per SM and a deep ring; v6 ran 2
-#define KBIT_GEMV_BLOCKS_PER_SM 1
-#endif
+// time, e.g. cmake -DCMAKE_CUDA_FLAGS="-DKBIT_GEMV_STAGES=4".
 #ifndef KBIT_GEMV_STAGES  // ring depth; 0: as many stages as the shared memory holds
 #define KBIT_GEMV_STAGES 0
 #endif
@@ -81,7 +80,8 @@ namespace {
 struct Config {
   // Shared memory of the pair table; the stream-only diagnostic needs none.
   static constexpr int kLutBytes = KBIT_GEMV_DIAG_NO_MATH ? 0 : dev::pair_lut::kBytes;
-  static constexpr int kConsumers = 256;            // 8 warps x 16 MMA rows x 4 n-tiles
+  static constexpr int kGroup = 256;                // 8 warps x 16 MMA rows x 4 n-tiles, per k-block
+  static constexpr int kConsumers = 2 * kGroup;     // one group per k-block of a unit
   static constexpr int kConsumerWarps = kConsumers / 32;
   static constexpr int kThreads = kConsumers + 32;  // + 1 producer warp (one lane issues copies)
   static constexpr int kTileK = 64;                 // the tiled layout this variant reads
@@ -89,20 +89,19 @@ struct Config {
   static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256 blocks of 32 per tile
   static constexpr int kQuadTiles = 4;  // n-tiles per unit: quad lane t owns n-tile t
   static constexpr int kQuadN = kQuadTiles * kTileN;
-  static constexpr int kBlocksPerSm = KBIT_GEMV_BLOCKS_PER_SM;
-  // Registers: 2 blocks of 288 threads per SM allow 96 (9 warps allocate as 10); one block
-  // gets 128, room for the next unit's registers at K = 5 too.
-  static constexpr int kMaxRegs = kBlocksPerSm == 1 ? 128 : 96;
+  // Registers: 17 warps per SM; 96 keeps 5 warps of one scheduler within its 64 KB.
+  static constexpr int kMaxRegs = 96;
   static constexpr int kKtStride = 144;  // bytes of staged A per (row, k-tile): 2 x 16 pairs
                                          // + 16 pad, so successive k-tiles start on other banks
   static constexpr int kWindowRowTiles = KBIT_GEMV_WINDOW;
   static constexpr int kWindowBytes = kWindowRowTiles * kKtStride;
   static constexpr int kMaxRows = 4;
+  static constexpr int kXchgBytes = kGroup * 4 * kMaxRows * 2;  // group 1's sums, 4S per thread
   static constexpr int kMaxStages = 16;
   static constexpr int kBarrierBytes = 2 * kMaxStages * 8;  // full[] and empty[] mbarriers
-  // Shared memory one block may use: the SM's 228 KB over the blocks, less the 1 KB the
-  // runtime reserves per block and the split-K flag (static shared memory).
-  static constexpr int kSmemBudget = 228 * 1024 / kBlocksPerSm - 1024 - 128;
+  // Shared memory of the one block per SM: the SM's 228 KB less the 1 KB the runtime reserves
+  // per block and the static shared memory (split-K flag, trace stamps).
+  static constexpr int kSmemBudget = 228 * 1024 - 1024 - 128;
   static_assert(kWindowRowTiles >= kMaxRows, "a window holds a k-tile of 4 rows");
 };
 
@@ -122,18 +121,19 @@ __host__ __device__ constexpr int stage_bytes() {
 }
 template <int K>
 __host__ __device__ constexpr int ring_stages() {
-  constexpr int fixed = Config::kBarrierBytes + Config::kLutBytes + Config::kWindowBytes;
+  constexpr int fixed =
+      Config::kBarrierBytes + Config::kLutBytes + Config::kWindowBytes + Config::kXchgBytes;
   constexpr int fit = (Config::kSmemBudget - fixed) / stage_bytes<K>();
   constexpr int n = KBIT_GEMV_STAGES > 0 ? KBIT_GEMV_STAGES
                     : fit < Config::kMaxStages ? fit : Config::kMaxStages;
   static_assert(n >= 2 && n <= Config::kMaxStages, "the ring needs 2..16 stages");
   return n;
 }
-// Dynamic shared memory: barriers, the pair table, the weight ring, the A window.
+// Dynamic shared memory: barriers, the pair table, the weight ring, the A window, the exchange.
 template <int K>
 __host__ __device__ constexpr int smem_bytes() {
   return Config::kBarrierBytes + Config::kLutBytes + ring_stages<K>() * stage_bytes<K>() +
-         Config::kWindowBytes;
+         Config::kWindowBytes + Config::kXchgBytes;
 }
 
 // A segment of one block's stripe: rows [row0, row0 + rows) of expert `expert` (0 when dense),
@@ -275,44 +275,49 @@ __device__ void stage_a(const KernelArgs& a, int row0, int u, int n, unsigned ch
   }
 }
 
-// The column (within its n-tile) of MMA row g + 8h for the lane at quad position j of warp w.
-// Lanes 8p..8p+7 form one phase of a 16-byte shared load: (g, j) over {2p, 2p+1} x {0..3}.
-// Shifting the column by 2 (j >> 1) and swapping the k-blocks for odd j (kb_swap) puts their
-// 8 loads on 8 different 16-byte bank groups although the n-tiles lie 4 KB apart (K = 4).
+// The column (within its n-tile) of MMA row g + 8h for the lane at quad position j of warp w
+// (of its group). Lanes 8p..8p+7 form one phase of a 16-byte shared load: (g, j) over
+// {2p, 2p+1} x {0..3}. Shifting the column by 2 (j >> 1) and giving odd j the other k-block
+// (block_of) puts their 8 loads on 8 different 16-byte bank groups although the n-tiles lie
+// 4 KB apart (K = 4).
 __device__ __forceinline__ int quad_column(int w, int g, int j, int h) {
   return 16 * w + ((g + 2 * (j >> 1)) & 7) + 8 * h;
 }
-__device__ __forceinline__ int kb_swap(int j) {
-  return j & 1;  // lane j holds k-block slot ^ kb_swap(j) in its slot
+__device__ __forceinline__ int block_of(int group, int j) {  // k-block of quad position j
+  return group ^ (j & 1);
 }
 
-// What a consumer thread needs of one unit: its n-tile's planes of its two columns (both
-// k-blocks, in slot order) and the absmax codes of the blocks whose MMA sums it holds.
+// What a consumer thread needs of one unit: its n-tile's planes of its two columns (its
+// k-block) and the absmax codes of the blocks whose MMA sums it holds.
 template <int K>
 struct UnitRegs {
-  uint32_t p[2][2][K];   // [column h][slot][plane]
-  uint32_t codes[2][2];  // [column h][n-tile 2(t&1) + i]: kb 0 in byte 0, kb 1 in byte 1
+  uint32_t p[2][K];      // [column h][plane]
+  uint32_t codes[2][2];  // [column h][n-tile 2(t&1) + i]: the code byte
 };
 
 // Per-thread constants of the consumer role.
 struct Lane {
-  int lane, g, t;            // lane, MMA row group g = lane/4, quad lane t = lane%4
-  int plane_off[2][2];       // [h][slot]: byte offset of its planes in a stage
-  int code_off[2][2];        // [h][i]: byte offset of the codes it scales with
+  int lane, g, t;       // lane, MMA row group g = lane/4, quad lane t = lane%4
+  int group, w;         // k-block group (warps 0-7 / 8-15) and warp within it
+  int plane_off[2];     // [h]: byte offset of its planes in a stage
+  int code_off[2][2];   // [h][i]: byte offset of the code it scales C column 2t + i with
+  int b_block;          // k-block of the activations it loads as B (its own)
   uint32_t pair_col, scale_col;
   template <int K>
   __device__ void init() {
     lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int w = threadIdx.x >> 5;
+    group = int(threadIdx.x) / Config::kGroup, w = (threadIdx.x % Config::kGroup) >> 5;
+    b_block = block_of(group, t);
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
+    for (int h = 0; h < 2; ++h) {
+      plane_off[h] = t * tile_bytes<K>() + quad_column(w, g, t, h) * 8 * K + b_block * 4 * K;
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        const int col = quad_column(w, g, t, h);
-        plane_off[h][i] = t * tile_bytes<K>() + col * 8 * K + (i ^ kb_swap(t)) * 4 * K;
-        const int j = 2 * (t & 1) + i;  // the n-tile of C column 2t + i
-        code_off[h][i] = j * Config::kBlocksPerTile + quad_column(w, g, j, h) * 2;
+        const int j = 2 * (t & 1) + i;  // the n-tile of C column 2t + i, read at quad position j
+        code_off[h][i] =
+            j * Config::kBlocksPerTile + quad_column(w, g, j, h) * 2 + block_of(group, j);
       }
+    }
     pair_col = dev::pair_lut::pair_column(lane);
     scale_col = dev::pair_lut::scale_column(lane);
   }
@@ -323,25 +328,21 @@ __device__ __forceinline__ void read_unit(const Lane& l, const unsigned char* pl
                                           const unsigned char* codes, UnitRegs<K>& r) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
+    dev::load_planes<K>(reinterpret_cast<const uint32_t*>(planes + l.plane_off[h]), r.p[h]);
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      dev::load_planes<K>(reinterpret_cast<const uint32_t*>(planes + l.plane_off[h][i]),
-                          r.p[h][i]);
-      r.codes[h][i] = *reinterpret_cast<const uint16_t*>(codes + l.code_off[h][i]);
-    }
+    for (int i = 0; i < 2; ++i) r.codes[h][i] = codes[l.code_off[h][i]];
   }
 }
 
-// The 16 B-operand registers of k-block slot `slot` for MMA set s (rows 2s, 2s+1): pairs
-// 0..15 of the block of row 2s + lane/16 in the lanes of MMA column t' (+4), the block lane
-// t' reads in that slot. The other lanes never load: their registers keep the zeros the
-// segment started with.
+// The 16 B-operand registers of MMA set s (rows 2s, 2s+1): pairs 0..15 of the k-block of
+// row 2s + lane/16 in the lanes of MMA column t' (+4), the block lane t' reads. The other
+// lanes never load: their registers keep the zeros the segment started with.
 template <int MV>
-__device__ __forceinline__ void load_b(const Lane& l, const unsigned char* s_a, int u, int slot,
-                                       int s, uint32_t (&b)[16]) {
+__device__ __forceinline__ void load_b(const Lane& l, const unsigned char* s_a, int u, int s,
+                                       uint32_t (&b)[16]) {
   const int m = 2 * s + (l.lane >> 4);
   if ((l.g & 3) != l.t || m >= MV) return;
-  const int kb = slot ^ kb_swap(l.t);
+  const int kb = l.b_block;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const uint4 v = *reinterpret_cast<const uint4*>(s_a + a_offset<MV>(m, u, kb, 4 * i));
@@ -375,14 +376,18 @@ struct Residues {
   }
 };
 
-// The 8 MMAs of one k-block slot: A rows g / g+8 = columns h = 0 / 1, k-slots = this thread's
+// The 8 MMAs of one k-block: A rows g / g+8 = columns h = 0 / 1, k-slots = this thread's
 // pairs. MMA i takes pairs 2i (slots 2t, 2t+1) and 2i+1 (slots 2t+8, 2t+9); pair p = 4R + q.
-// Even and odd MMAs accumulate into separate chains c[0] / c[1]: two dependent HMMA chains of
-// 4 instead of one of 8, for the 2 consumer warps per scheduler of one block per SM.
+// At S = 1 even and odd MMAs accumulate into separate chains c[0] / c[1] (two dependent HMMA
+// chains of 4 instead of one of 8); S = 2 has two independent chains already, and no
+// registers to spare.
+template <int S>
+constexpr int kChains = S == 1 ? 2 : 1;
 template <int K, int S, typename T>
 __device__ __forceinline__ void mma_block(const Lane& l, const unsigned char* lut,
                                           const uint32_t (&plo)[K], const uint32_t (&phi)[K],
-                                          const uint32_t (&b)[S][16], float (&c)[2][S][4]) {
+                                          const uint32_t (&b)[S][16],
+                                          float (&c)[kChains<S>][S][4]) {
   const Residues<K> lo(plo), hi(phi);
   auto mma_pair = [&](auto i_const) {  // MMA i = 2R + h: pairs (R, 2h) and (R, 2h + 1)
     constexpr int I = decltype(i_const)::value, R = I / 2, Q = 2 * (I % 2);
@@ -392,14 +397,23 @@ __device__ __forceinline__ void mma_block(const Lane& l, const unsigned char* lu
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       const uint32_t bb[2] = {b[s][2 * I], b[s][2 * I + 1]};
-      dev::mma_m16n8k16<T>(c[I % 2][s], a, bb);
+      dev::mma_m16n8k16<T>(c[I % kChains<S>][s], a, bb);
     }
   };
   for_each_index(std::make_integer_sequence<int, 8>{}, mma_pair);
 }
 
-// One unit of a consumer thread: two k-block slots of MMAs, each followed by the scale FFMAs.
-// acc[s][h][i] is this thread's share of output (row 2s + t/2, n-tile 2(t&1) + i, column h).
+// Value v of MMA set s: the sum of its chains.
+template <int S>
+__device__ __forceinline__ float chain_sum(const float (&c)[kChains<S>][S][4], int s, int v) {
+  if constexpr (kChains<S> == 2)
+    return c[0][s][v] + c[1][s][v];
+  else
+    return c[0][s][v];
+}
+
+// One unit of a consumer thread: the MMAs of its k-block, then the scale FFMAs. acc[s][h][i]
+// is this thread's share of output (row 2s + t/2, n-tile 2(t&1) + i, column h).
 template <int K, int MV, typename T>
 __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
                                          const unsigned char* lut, const unsigned char* s_a, int u,
@@ -407,39 +421,31 @@ __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
                                          float (&acc)[(MV + 1) / 2][2][2]) {
   constexpr int S = (MV + 1) / 2;
   if constexpr (KBIT_GEMV_DIAG_NO_MATH) {
-    acc[0][0][0] +=
-        __uint_as_float((r.p[0][0][0] ^ r.p[1][1][K - 1] ^ r.codes[0][0]) & 0x3fffffffu);
+    acc[0][0][0] += __uint_as_float((r.p[0][0] ^ r.p[1][K - 1] ^ r.codes[0][0]) & 0x3fffffffu);
     return;
   }
 #pragma unroll
-  for (int slot = 0; slot < 2; ++slot) {
+  for (int s = 0; s < S; ++s) load_b<MV>(l, s_a, u, s, b[s]);
+  float c[kChains<S>][S][4];
 #pragma unroll
-    for (int s = 0; s < S; ++s) load_b<MV>(l, s_a, u, slot, s, b[s]);
-    float c[2][S][4];
-#pragma unroll
-    for (int s = 0; s < S; ++s)
-#pragma unroll
-      for (int j = 0; j < 4; ++j) c[0][s][j] = c[1][s][j] = 0.0f;
-    mma_block<K, S, T>(l, lut, r.p[0][slot], r.p[1][slot], b, c);
-    // C column 2t + i of row h holds n-tile 2(t&1) + i, read by the lane at quad position i
-    // (mod 2) in its slot: k-block slot ^ i.
-    float sc[2][2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      sc[h][0] = slot == 0 ? dev::pair_lut::scale<0>(lut, r.codes[h][0], l.scale_col)
-                           : dev::pair_lut::scale<1>(lut, r.codes[h][0], l.scale_col);
-      sc[h][1] = slot == 0 ? dev::pair_lut::scale<1>(lut, r.codes[h][1], l.scale_col)
-                           : dev::pair_lut::scale<0>(lut, r.codes[h][1], l.scale_col);
-    }
+  for (int x = 0; x < kChains<S>; ++x)
 #pragma unroll
     for (int s = 0; s < S; ++s)
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
+      for (int j = 0; j < 4; ++j) c[x][s][j] = 0.0f;
+  mma_block<K, S, T>(l, lut, r.p[0], r.p[1], b, c);
+  float sc[2][2];  // C column 2t + i of row h: the block of n-tile 2(t&1) + i
 #pragma unroll
-        for (int i = 0; i < 2; ++i)
-          acc[s][h][i] =
-              fmaf(sc[h][i], c[0][s][2 * h + i] + c[1][s][2 * h + i], acc[s][h][i]);
-  }
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int i = 0; i < 2; ++i) sc[h][i] = dev::pair_lut::scale<0>(lut, r.codes[h][i], l.scale_col);
+#pragma unroll
+  for (int s = 0; s < S; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h)
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        acc[s][h][i] = fmaf(sc[h][i], chain_sum<S>(c, s, 2 * h + i), acc[s][h][i]);
 }
 
 // The end of a split quad: after this block's adds, the last of its contributors converts the
@@ -456,31 +462,41 @@ __device__ void finish_split(const KernelArgs& a, const Segment g) {
   }
 }
 
-// Writes (or, split, adds) a segment's [rows x 512] output: each thread its own 4S sums, no
-// reduction between lanes. `defer`: a split segment only adds; the caller finishes it later
-// (finish_split), so that the first segment of a stripe does not stall the block in the middle
-// of its stream.
+// Writes (or, split, adds) a segment's [rows x 512] output. Group 1 hands its sums to group 0
+// through shared memory (xchg); group 0 adds them and stores, each thread its own 4S sums.
+// `defer`: a split segment only adds; the caller finishes it later (finish_split), so that the
+// first segment of a stripe does not stall the block in the middle of its stream. Every
+// consumer thread calls this (barriers).
 template <int MV, typename T>
 __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment g,
-                              float (&acc)[(MV + 1) / 2][2][2], bool defer) {
+                              float (&acc)[(MV + 1) / 2][2][2], float* xchg, bool defer) {
   constexpr int S = (MV + 1) / 2;
-  T* C = static_cast<T*>(a.C);
-  const int w = threadIdx.x >> 5;
+  const int slot = threadIdx.x % Config::kGroup;
+  if (l.group == 1)
 #pragma unroll
-  for (int s = 0; s < S; ++s)
+    for (int s = 0; s < S; ++s)
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
+      for (int v = 0; v < 4; ++v) xchg[(4 * s + v) * Config::kGroup + slot] = acc[s][v / 2][v % 2];
+  dev::sync_threads<Config::kConsumers>();
+  if (l.group == 0) {
+    T* C = static_cast<T*>(a.C);
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int row = 2 * s + (l.t >> 1), j = 2 * (l.t & 1) + i;
-        const int col = g.nq * Config::kQuadN + j * Config::kTileN + quad_column(w, l.g, j, h);
-        if (row >= MV || col >= a.N) continue;
-        const long long idx = (long long)(g.row0 + row) * a.N + col;
-        if (g.contributors == 1)
-          C[idx] = dev::from_float<T>(acc[s][h][i]);
-        else
-          dev::splitk::add(a.ws, idx, acc[s][h][i]);
-      }
+    for (int s = 0; s < S; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const int row = 2 * s + (l.t >> 1), j = 2 * (l.t & 1) + i;
+          const int col = g.nq * Config::kQuadN + j * Config::kTileN + quad_column(l.w, l.g, j, h);
+          const float v = acc[s][h][i] + xchg[(4 * s + 2 * h + i) * Config::kGroup + slot];
+          if (row >= MV || col >= a.N) continue;
+          const long long idx = (long long)(g.row0 + row) * a.N + col;
+          if (g.contributors == 1)
+            C[idx] = dev::from_float<T>(v);
+          else
+            dev::splitk::add(a.ws, idx, v);
+        }
+  }
   if (g.contributors > 1 && !defer) finish_split<T>(a, g);
 }
 
@@ -494,8 +510,10 @@ struct Smem {
   static constexpr int kLut = Config::kBarrierBytes;
   static constexpr int kRing = kLut + Config::kLutBytes;
   static constexpr int kA = kRing + ring_stages<K>() * stage_bytes<K>();
+  static constexpr int kXchg = kA + Config::kWindowBytes;
   static __device__ unsigned char* lut() { return g_smem + kLut; }
   static __device__ unsigned char* s_a() { return g_smem + kA; }
+  static __device__ float* xchg() { return reinterpret_cast<float*>(g_smem + kXchg); }
 };
 
 // One segment of a consumer thread. q is the block's ring step, carried across segments.
@@ -515,10 +533,6 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
 #pragma unroll
     for (int j = 0; j < 16; ++j) b[s][j] = 0u;
   }
-  // Unit i+1 is copied to registers (and its stage freed) before unit i is computed, so the
-  // producer keeps the ring full however long the math takes. K = 5 under 96 registers (two
-  // blocks per SM) has none to spare (spills): it reads each unit just before computing it.
-  constexpr bool kPrefetch = K <= 4 || Config::kMaxRegs >= 128;
   auto fetch = [&](uint32_t step, UnitRegs<K>& r) {
     const int st = Ring<K>::stage(step);
     dev::mbar_wait(ring.full(st), Ring<K>::parity(step));
@@ -526,28 +540,27 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     __syncwarp();                                      // the whole warp has read the stage:
     if (l.lane == 0) dev::mbar_arrive(ring.empty(st));  // one arrival per warp
   };
+  constexpr int W = window_tiles<MV>();
+  auto stage_window = [&](int i) {
+    dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
+    stage_a<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
+    dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
+  };
+  stage_window(0);  // its loads overlap the first unit's landing
+  if (q == 0) trace(2);  // table built, first window staged
   UnitRegs<K> next;
   fetch(q, next);
   if (q == 0) trace(1);  // the first unit has landed
   for (int i = 0; i < n; ++i, ++q) {
-    constexpr int W = window_tiles<MV>();
-    if (i % W == 0) {
-      dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
-      stage_a<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
-      dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
-      if (q == 0) trace(2);                     // table built, first window staged
-    }
-    if constexpr (kPrefetch) {
-      const UnitRegs<K> r = next;
-      if (i + 1 < n) fetch(q + 1, next);
-      dot_unit<K, MV, T>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
-    } else {
-      if (i > 0) fetch(q, next);
-      dot_unit<K, MV, T>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
-    }
+    if (i > 0 && i % W == 0) stage_window(i);
+    // Unit i+1 is copied to registers (and its stage freed) before unit i is computed, so
+    // the producer keeps the ring full however long the math takes.
+    const UnitRegs<K> r = next;
+    if (i + 1 < n) fetch(q + 1, next);
+    dot_unit<K, MV, T>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
   }
   trace(3);  // the segment's last unit is done
-  store_segment<MV, T>(a, l, g, acc, defer);
+  store_segment<MV, T>(a, l, g, acc, Smem<K>::xchg(), defer);
 }
 
 // A segment of the grouped kernel: its row count (1..4) picks the unrolled body.
@@ -579,7 +592,8 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   if (warp < Config::kConsumers / 32) {
     if (KBIT_GEMV_DIAG_NO_MATH == 5) return false;
     if constexpr (!KBIT_GEMV_DIAG_NO_MATH)
-      dev::pair_lut::build<K, T>(Smem<K>::lut(), a.cb, threadIdx.x, Config::kConsumers);
+      dev::pair_lut::build<K, T>(Smem<K>::lut(), a.cb[threadIdx.x & 31], threadIdx.x,
+                                 Config::kConsumers);
     return true;
   }
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);

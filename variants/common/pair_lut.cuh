@@ -27,24 +27,22 @@ __host__ __device__ constexpr int field_bits() {
   return K <= 4 ? 4 : 8;
 }
 
-// The pair entry of byte r: (lo, hi) = (cb[low field], cb[high field]) rounded to T for
-// K <= 4; K = 5 has one index per byte, so the entry is (cb[r & 31], 0) and callers merge two.
+// Fills the table. The pair entry of byte r is (cb[low field], cb[high field]) rounded to T for
+// K <= 4; K = 5 has one index per byte, so it is (cb[r & 31], 0) and callers merge two.
+// Threads [0, nthreads) of the block take part (the caller syncs after), and
+// nthreads must divide 4096 (every lane runs every iteration: the codebook comes by shuffle).
+// cb_lane is cb[lane]: indexing the codebook in constant memory with 32 different indices
+// serializes each LDC (5 us for the whole table on the H100, session 5); a shuffle does not.
 template <int K, typename T>
-__device__ __forceinline__ uint32_t pair_entry(const float (&cb)[32], int r) {
-  constexpr int kMask = (1 << K) - 1;
-  if constexpr (K <= 4)
-    return pack2<T>(cb[r & kMask], cb[(r >> 4) & kMask]);
-  else
-    return pack2<T>(cb[r & kMask], 0.0f);
-}
-
-// Fills the table; threads [0, nthreads) of the block take part (the caller syncs after).
-template <int K, typename T>
-__device__ void build(unsigned char* lut, const float (&cb)[32], int tid, int nthreads) {
+__device__ void build(unsigned char* lut, float cb_lane, int tid, int nthreads) {
   constexpr int kQuads = kRowBytes / 16;  // uint4 per row: 8 pair quads, then 8 scale quads
+  constexpr int kMask = (1 << K) - 1;
   for (int i = tid; i < kRows * kQuads; i += nthreads) {
     const int r = i / kQuads;
-    const uint32_t v = (i % kQuads) < kQuads / 2 ? pair_entry<K, T>(cb, r)
+    const int lo = K <= 4 ? r & kMask : r & 31, hi = K <= 4 ? (r >> 4) & kMask : 0;
+    const float a = __shfl_sync(0xffffffffu, cb_lane, lo);
+    const float b = K <= 4 ? __shfl_sync(0xffffffffu, cb_lane, hi) : 0.0f;
+    const uint32_t v = (i % kQuads) < kQuads / 2 ? pack2<T>(a, b)
                                                  : __float_as_uint(decode_e4m4(uint32_t(r)));
     reinterpret_cast<uint4*>(lut)[i] = make_uint4(v, v, v, v);
   }
