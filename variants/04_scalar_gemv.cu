@@ -99,9 +99,9 @@ struct Config {
   static constexpr int kXchgBytes = kGroup * 4 * kMaxRows * 2;  // group 1's sums, 4S per thread
   static constexpr int kMaxStages = 16;
   static constexpr int kBarrierBytes = 2 * kMaxStages * 8;  // full[] and empty[] mbarriers
-  // Shared memory of the one block per SM: the SM's 228 KB less the 1 KB the runtime reserves
-  // per block and the static shared memory (split-K flag, trace stamps).
-  static constexpr int kSmemBudget = 228 * 1024 - 1024 - 128;
+  // Dynamic shared memory of the one block per SM: the SM's 228 KB less the 1 KB the runtime
+  // reserves per block and the static shared memory (exchange, split-K flag, trace stamps).
+  static constexpr int kSmemBudget = 228 * 1024 - 1024 - kXchgBytes - 128;
   static_assert(kWindowRowTiles >= kMaxRows, "a window holds a k-tile of 4 rows");
 };
 
@@ -121,19 +121,18 @@ __host__ __device__ constexpr int stage_bytes() {
 }
 template <int K>
 __host__ __device__ constexpr int ring_stages() {
-  constexpr int fixed =
-      Config::kBarrierBytes + Config::kLutBytes + Config::kWindowBytes + Config::kXchgBytes;
+  constexpr int fixed = Config::kBarrierBytes + Config::kLutBytes + Config::kWindowBytes;
   constexpr int fit = (Config::kSmemBudget - fixed) / stage_bytes<K>();
   constexpr int n = KBIT_GEMV_STAGES > 0 ? KBIT_GEMV_STAGES
                     : fit < Config::kMaxStages ? fit : Config::kMaxStages;
   static_assert(n >= 2 && n <= Config::kMaxStages, "the ring needs 2..16 stages");
   return n;
 }
-// Dynamic shared memory: barriers, the pair table, the weight ring, the A window, the exchange.
+// Dynamic shared memory: barriers, the pair table, the weight ring, the A window.
 template <int K>
 __host__ __device__ constexpr int smem_bytes() {
   return Config::kBarrierBytes + Config::kLutBytes + ring_stages<K>() * stage_bytes<K>() +
-         Config::kWindowBytes + Config::kXchgBytes;
+         Config::kWindowBytes;
 }
 
 // A segment of one block's stripe: rows [row0, row0 + rows) of expert `expert` (0 when dense),
@@ -462,21 +461,26 @@ __device__ void finish_split(const KernelArgs& a, const Segment g) {
   }
 }
 
+// Group 1's sums at the end of a segment. Static shared memory: an access through the dynamic
+// region's symbol here made ptxas move that region's base out of its uniform register, which
+// cost one IADD per table lookup in the unit loop (session 5).
+__shared__ float g_xchg[Config::kXchgBytes / 4];
+
 // Writes (or, split, adds) a segment's [rows x 512] output. Group 1 hands its sums to group 0
-// through shared memory (xchg); group 0 adds them and stores, each thread its own 4S sums.
+// through shared memory (g_xchg); group 0 adds them and stores, each thread its own 4S sums.
 // `defer`: a split segment only adds; the caller finishes it later (finish_split), so that the
 // first segment of a stripe does not stall the block in the middle of its stream. Every
 // consumer thread calls this (barriers).
 template <int MV, typename T>
 __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment g,
-                              float (&acc)[(MV + 1) / 2][2][2], float* xchg, bool defer) {
+                              float (&acc)[(MV + 1) / 2][2][2], bool defer) {
   constexpr int S = (MV + 1) / 2;
   const int slot = threadIdx.x % Config::kGroup;
   if (l.group == 1)
 #pragma unroll
     for (int s = 0; s < S; ++s)
 #pragma unroll
-      for (int v = 0; v < 4; ++v) xchg[(4 * s + v) * Config::kGroup + slot] = acc[s][v / 2][v % 2];
+      for (int v = 0; v < 4; ++v) g_xchg[(4 * s + v) * Config::kGroup + slot] = acc[s][v / 2][v % 2];
   dev::sync_threads<Config::kConsumers>();
   if (l.group == 0) {
     T* C = static_cast<T*>(a.C);
@@ -488,7 +492,7 @@ __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment 
         for (int i = 0; i < 2; ++i) {
           const int row = 2 * s + (l.t >> 1), j = 2 * (l.t & 1) + i;
           const int col = g.nq * Config::kQuadN + j * Config::kTileN + quad_column(l.w, l.g, j, h);
-          const float v = acc[s][h][i] + xchg[(4 * s + 2 * h + i) * Config::kGroup + slot];
+          const float v = acc[s][h][i] + g_xchg[(4 * s + 2 * h + i) * Config::kGroup + slot];
           if (row >= MV || col >= a.N) continue;
           const long long idx = (long long)(g.row0 + row) * a.N + col;
           if (g.contributors == 1)
@@ -510,10 +514,8 @@ struct Smem {
   static constexpr int kLut = Config::kBarrierBytes;
   static constexpr int kRing = kLut + Config::kLutBytes;
   static constexpr int kA = kRing + ring_stages<K>() * stage_bytes<K>();
-  static constexpr int kXchg = kA + Config::kWindowBytes;
   static __device__ unsigned char* lut() { return g_smem + kLut; }
   static __device__ unsigned char* s_a() { return g_smem + kA; }
-  static __device__ float* xchg() { return reinterpret_cast<float*>(g_smem + kXchg); }
 };
 
 // One segment of a consumer thread. q is the block's ring step, carried across segments.
@@ -548,19 +550,26 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   };
   stage_window(0);  // its loads overlap the first unit's landing
   if (q == 0) trace(2);  // table built, first window staged
-  UnitRegs<K> next;
-  fetch(q, next);
-  if (q == 0) trace(1);  // the first unit has landed
-  for (int i = 0; i < n; ++i, ++q) {
+  // Unit i+1 is copied to registers (and its stage freed) before unit i is computed, so the
+  // producer keeps the ring full however long the math takes. Two register sets, used in
+  // turn (the loop is unrolled by two), so that no copy moves one into the other.
+  auto step = [&](int i, const UnitRegs<K>& cur, UnitRegs<K>& nxt) {
     if (i > 0 && i % W == 0) stage_window(i);
-    // Unit i+1 is copied to registers (and its stage freed) before unit i is computed, so
-    // the producer keeps the ring full however long the math takes.
-    const UnitRegs<K> r = next;
-    if (i + 1 < n) fetch(q + 1, next);
-    dot_unit<K, MV, T>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
+    if (i + 1 < n) fetch(q + 1, nxt);
+    dot_unit<K, MV, T>(l, cur, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
+    ++q;
+  };
+  UnitRegs<K> ra, rb;
+  fetch(q, ra);
+  if (q == 0) trace(1);  // the first unit has landed
+  int i = 0;
+  for (; i + 1 < n; i += 2) {
+    step(i, ra, rb);
+    step(i + 1, rb, ra);
   }
+  if (i < n) step(i, ra, rb);
   trace(3);  // the segment's last unit is done
-  store_segment<MV, T>(a, l, g, acc, Smem<K>::xchg(), defer);
+  store_segment<MV, T>(a, l, g, acc, defer);
 }
 
 // A segment of the grouped kernel: its row count (1..4) picks the unrolled body.
