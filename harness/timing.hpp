@@ -14,7 +14,7 @@ namespace kbit {
 struct TimingResult {
   double median_us = 0, p10_us = 0, p90_us = 0;
   int samples = 0;
-  int launches_per_sample = 1;  // > 1 when a sample is one replay of a graph of launches
+  int launches_per_sample = 1;  // launches a sample averages: a graph replay or a plain batch
   bool graph = false;
   int copies = 1;          // weight copies the launches rotated through
   bool converged = false;  // (p90 - p10) / median reached max_rel_noise

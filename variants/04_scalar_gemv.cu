@@ -189,10 +189,17 @@ struct Ring {
 };
 
 // KBIT_GEMV_TRACE: stamp i of this block (thread 0 of the consumers, lane 0 of the producer).
-__shared__ long long g_trace[8];
+__shared__ long long g_trace[8], g_trace_ns[2];
+__device__ __forceinline__ long long global_ns() {
+  long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
 __device__ __forceinline__ void trace(int i) {
-  if (KBIT_GEMV_TRACE && (threadIdx.x == 0 || threadIdx.x == Config::kConsumers))
+  if (KBIT_GEMV_TRACE && (threadIdx.x == 0 || threadIdx.x == Config::kConsumers)) {
     g_trace[i] = clock64();
+    if (threadIdx.x == 0 && (i == 0 || i == 4)) g_trace_ns[i / 4] = global_ns();
+  }
 }
 
 // The producer (one lane of the last warp): walks the block's segments in the consumers' order
@@ -631,10 +638,10 @@ __global__ void __maxnreg__(Config::kMaxRegs)
   trace(4);
   if (KBIT_GEMV_TRACE && threadIdx.x == 0 && blockIdx.x % 16 == 0)
     printf("trace block %d sm clock: landed %lld table %lld units %lld end %lld; producer "
-           "first %lld last %lld\n",
+           "first %lld last %lld; ns %lld .. %lld\n",
            int(blockIdx.x), g_trace[1] - g_trace[0], g_trace[2] - g_trace[0],
            g_trace[3] - g_trace[0], g_trace[4] - g_trace[0], g_trace[5] - g_trace[0],
-           g_trace[6] - g_trace[0]);
+           g_trace[6] - g_trace[0], g_trace_ns[0] % 1000000000, g_trace_ns[1] % 1000000000);
 }
 
 // ---------------------------------------------------------------- host side
