@@ -1,31 +1,28 @@
 // Variant 04: GEMV for M = 1..4 over the tiled layout (tile_k 64, tile_n 128). Source: seeds
-// 002_16a44ede122cec4e.txt ("scalar GEMV"), reworked for the H100 three times; the registry
-// name stays. docs/variants/04_scalar_gemv.md says what changed and what each change bought:
+// 002_16a44ede122cec4e.txt ("scalar GEMV"), reworked for the H100 twice; the registry name
+// stays. docs/variants/04_scalar_gemv.md says what changed and what each change bought:
 //
-// * One block of 544 threads per SM: 16 consumer warps and one producer warp. A work unit is
-//   4 adjacent n-tiles (512 columns) x 1 k-tile (64 k), which the tiled layout stores as one
-//   contiguous run of planes (16 KB at K = 4) and one of absmax codes (1 KB): the producer
-//   streams each unit with two cp.async.bulk copies into a shared-memory ring on mbarriers, as
-//   deep as the shared memory left beside the pair table holds (9 stages at K = 4, v7).
+// * 288 threads per block: 8 consumer warps and one producer warp. A work unit is one n-tile
+//   (128 columns) x 4 k-tiles (256 k); the producer streams each unit (4 x 4 KB of planes +
+//   4 x 256 B of absmax at K = 4) with cp.async.bulk into a kStages-deep shared-memory ring on
+//   mbarriers.
 // * Dequantize by table, multiply on tensor cores (v6). Residue words put two codebook
 //   indices in each byte (K = 3, 4: one 4x4 bit transpose of a block's planes); one PRMT
 //   + one LDS of a 64 KB pair table (variants/common/pair_lut.cuh) turn a byte into the two
 //   weights as an fp16/bf16 pair, which is an mma.m16n8k16 A-operand register as it stands.
-// * Consumer warps 0-7 take k-block 0 of every unit, warps 8-15 k-block 1 (the two groups add
-//   their sums at the end of a segment, through shared memory).
-// * The per-block scale rides on the MMA's N dimension. Lane t = lane%4 of a quad owns n-tile
-//   t of the unit; its MMA rows g and g+8 (g = lane/4) are two columns of that n-tile. The B
-//   operand holds the activations of the unit's k-block only in MMA column t' (+4 for the
-//   second row of A), the k-slots of lane t', zeros elsewhere, so C column t' is the unscaled
-//   sum of one quantization block of n-tile t': the scale is one FFMA per block on the MMA
-//   result, and the accumulation stays fp32.
-// * The four n-tiles of a stage lie 4 KB apart (same banks), so each lane's columns and its
-//   k-block are swizzled by its quad position (conflict-free plane loads).
+//   The seed's per-weight shfl + FFMA (v1-v5: 4.3 thread-instructions per weight) becomes
+//   2.05 (SASS): 1 PRMT + 1 LDS per two weights, 1/8 HMMA per weight.
+// * The per-block scale rides on the MMA's N dimension. Consumer warp w owns columns
+//   16w..16w+15 of the unit (the MMA's 16 rows: g and g+8, g = lane/4); lane t = lane%4 of a
+//   quad owns k-tile t of the unit, both of its k-blocks. The B operand holds the activations
+//   of block (k-tile t', k-block kb) only in MMA column t' (+4 for the second row of A), zeros
+//   elsewhere, so C column t' is the unscaled sum of one quantization block: the scale is one
+//   FFMA per block on the MMA result, and the accumulation stays fp32.
 // * The k order inside a block is permuted consistently for A and B (pair (R, q) = elements
 //   R + 8q and R + 8q + 4); A is staged in shared memory in that order.
-// * Work is cut on the host into equal contiguous stripes of (n-quad, k-tile) units, one stripe
-//   per resident block (Marlin's stripes), rounded to k-bands of a quad where that is cheap:
-//   no tail wave; a stripe that ends inside a quad reduces through the self-cleaning split-K
+// * Work is cut on the host into equal contiguous stripes of (n-tile, k-unit) units, one stripe
+//   per resident block (Marlin's stripes), rounded to k-bands of a tile where that is cheap:
+//   no tail wave; a stripe that ends inside a tile reduces through the self-cleaning split-K
 //   workspace (variants/common/splitk.cuh).
 //
 // grouped_scalar_gemv runs the same segments over (expert, rows <= 4) pairs: MoE decode in
@@ -33,7 +30,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <string>
 #include <utility>
 #include <vector>
@@ -56,90 +52,90 @@ namespace kbit::variants {
 namespace {
 
 // Tuning knobs (docs/variants/04_scalar_gemv.md has the sweeps); override with -D at configure
-// time, e.g. cmake -DCMAKE_CUDA_FLAGS="-DKBIT_GEMV_STAGES=4".
-#ifndef KBIT_GEMV_STAGES  // ring depth; 0: as many stages as the shared memory holds
-#define KBIT_GEMV_STAGES 0
+// time, e.g. cmake -DCMAKE_CUDA_FLAGS="-DKBIT_GEMV_STAGES=3".
+#ifndef KBIT_GEMV_STAGES  // 2 beat 3 and 4 on the H100 (docs/notes.md, v5)
+#define KBIT_GEMV_STAGES 2
 #endif
-#ifndef KBIT_GEMV_WINDOW     // rows x k-tiles of A staged per window: 64 = 4096 k at M = 1,
-#define KBIT_GEMV_WINDOW 64  // which is a whole stripe on every seed shape (9 KB)
+#ifndef KBIT_GEMV_MAX_REGS  // 96: 2 blocks of 288 threads per SM (9 warps allocate as 10)
+#define KBIT_GEMV_MAX_REGS 96
+#endif
+#ifndef KBIT_GEMV_WINDOW     // rows x units of A staged per window (v6 until 7d8bbd4: 4 units at
+#define KBIT_GEMV_WINDOW 16  // every M; 16 row-units is the shared memory M = 4 had then)
 #endif
 #ifndef KBIT_GEMV_ALIGN_SLACK  // % more units per block allowed to align stripes on k-bands
 #define KBIT_GEMV_ALIGN_SLACK 20
 #endif
 // Diagnostics (results are wrong, never commit a run of them; the pair table is left out):
-// 1 the consumers only drain the ring (the stream alone); 5 no consumers, the producer
-// refills a stage once it has landed (docs/notes.md).
+// 1 the consumers only drain the ring (the stream alone); 2 also no absmax copies; 4 no A
+// windows; 5 no consumers, the producer refills a stage once it has landed (docs/notes.md).
 #ifndef KBIT_GEMV_DIAG_NO_MATH
 #define KBIT_GEMV_DIAG_NO_MATH 0
 #endif
-// 1: every 16th block prints SM clock stamps of its start, table, stream and end (printf).
-#ifndef KBIT_GEMV_TRACE
-#define KBIT_GEMV_TRACE 0
-#endif
 
 struct Config {
-  // Shared memory of the pair table; the stream-only diagnostic needs none.
+  // Shared memory of the pair table; the stream-only diagnostic needs none (room for stages).
   static constexpr int kLutBytes = KBIT_GEMV_DIAG_NO_MATH ? 0 : dev::pair_lut::kBytes;
-  static constexpr int kGroup = 256;                // 8 warps x 16 MMA rows x 4 n-tiles, per k-block
-  static constexpr int kConsumers = 2 * kGroup;     // one group per k-block of a unit
-  static constexpr int kConsumerWarps = kConsumers / 32;
+  static constexpr int kConsumers = 256;            // 8 warps x 16 columns = one n-tile
   static constexpr int kThreads = kConsumers + 32;  // + 1 producer warp (one lane issues copies)
   static constexpr int kTileK = 64;                 // the tiled layout this variant reads
   static constexpr int kTileN = 128;
   static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256 blocks of 32 per tile
-  static constexpr int kQuadTiles = 4;  // n-tiles per unit: quad lane t owns n-tile t
-  static constexpr int kQuadN = kQuadTiles * kTileN;
-  // Registers: 17 warps per SM; 96 keeps 5 warps of one scheduler within its 64 KB.
-  static constexpr int kMaxRegs = 96;
+  static constexpr int kUnitTiles = 4;  // k-tiles per unit: quad lane t owns k-tile t
+  static constexpr int kUnitK = kUnitTiles * kTileK;
+  static constexpr int kStages = KBIT_GEMV_STAGES;  // units in flight per block (bulk-copy ring)
+  static constexpr int kMaxRegs = KBIT_GEMV_MAX_REGS;
   static constexpr int kKtStride = 144;  // bytes of staged A per (row, k-tile): 2 x 16 pairs
-                                         // + 16 pad, so successive k-tiles start on other banks
-  static constexpr int kWindowRowTiles = KBIT_GEMV_WINDOW;
-  static constexpr int kWindowBytes = kWindowRowTiles * kKtStride;
+                                         // + 16 pad, so the quads' B loads hit other banks
+  static constexpr int kUnitStride = kUnitTiles * kKtStride;  // staged A per (row, unit)
+  static constexpr int kWindowRowUnits = KBIT_GEMV_WINDOW;    // staged A: rows x units, 9 KB at
+                                                              // 16: M = 1 stages 16 units a time
   static constexpr int kMaxRows = 4;
-  static constexpr int kXchgBytes = kGroup * 4 * kMaxRows * 2;  // group 1's sums, 4S per thread
-  static constexpr int kMaxStages = 16;
-  static constexpr int kBarrierBytes = 2 * kMaxStages * 8;  // full[] and empty[] mbarriers
-  // Dynamic shared memory of the one block per SM: the SM's 228 KB less the 1 KB the runtime
-  // reserves per block and the static shared memory (exchange, split-K flag, trace stamps).
-  static constexpr int kSmemBudget = 228 * 1024 - 1024 - kXchgBytes - 128;
-  static_assert(kWindowRowTiles >= kMaxRows, "a window holds a k-tile of 4 rows");
+  static constexpr int kBarrierBytes = 128;  // 2 x kStages mbarriers, padded
+  static_assert(2 * kStages * 8 <= kBarrierBytes, "mbarriers must fit their slot");
+  static_assert(kConsumers / 32 * 16 == kTileN, "one n-tile per unit");
 };
 
 template <int K>
-__host__ __device__ constexpr int tile_bytes() {  // planes of one tile
-  return Config::kBlocksPerTile * K * 4;
+__host__ __device__ constexpr int tile_words() {
+  return Config::kBlocksPerTile * K;
 }
-// One ring stage: the planes of the unit's 4 n-tiles (tile j at j * tile_bytes), then their
-// absmax codes (tile j at j * 256): the layout's own order, so each is one copy.
+// One ring stage: the planes of the unit's 4 k-tiles, then their absmax codes. The k-tile
+// chunks are staggered (pads below) so that the 4 lanes of a quad, which read the same column
+// of 4 different k-tiles, hit different banks: with chunks 4 KB apart every plane LDS.128 was a
+// 4-way conflict (a third of all shared-memory wavefronts, Nsight Compute).
+__host__ __device__ constexpr int plane_pad(int t) {
+  return t == 0 ? 0 : t == 1 ? 16 : t == 2 ? 64 : 80;
+}
+__host__ __device__ constexpr int code_pad(int t) {
+  return t < 2 ? 0 : 16;
+}
+template <int K>
+__host__ __device__ constexpr int plane_chunk(int t) {  // byte offset of k-tile t's planes
+  return t * tile_words<K>() * 4 + plane_pad(t);
+}
+__host__ __device__ constexpr int code_chunk(int t) {  // byte offset of k-tile t's codes
+  return t * Config::kBlocksPerTile + code_pad(t);
+}
 template <int K>
 __host__ __device__ constexpr int stage_plane_bytes() {
-  return Config::kQuadTiles * tile_bytes<K>();
+  return plane_chunk<K>(Config::kUnitTiles);
 }
 template <int K>
 __host__ __device__ constexpr int stage_bytes() {
-  return stage_plane_bytes<K>() + Config::kQuadTiles * Config::kBlocksPerTile;
+  return stage_plane_bytes<K>() + code_chunk(Config::kUnitTiles);
 }
+// Dynamic shared memory: barriers, the pair table, the weight ring, the A window (`rows` rows).
 template <int K>
-__host__ __device__ constexpr int ring_stages() {
-  constexpr int fixed = Config::kBarrierBytes + Config::kLutBytes + Config::kWindowBytes;
-  constexpr int fit = (Config::kSmemBudget - fixed) / stage_bytes<K>();
-  constexpr int n = KBIT_GEMV_STAGES > 0 ? KBIT_GEMV_STAGES
-                    : fit < Config::kMaxStages ? fit : Config::kMaxStages;
-  static_assert(n >= 2 && n <= Config::kMaxStages, "the ring needs 2..16 stages");
-  return n;
-}
-// Dynamic shared memory: barriers, the pair table, the weight ring, the A window.
-template <int K>
-__host__ __device__ constexpr int smem_bytes() {
-  return Config::kBarrierBytes + Config::kLutBytes + ring_stages<K>() * stage_bytes<K>() +
-         Config::kWindowBytes;
+__host__ __device__ constexpr int smem_bytes(int rows) {
+  return Config::kBarrierBytes + Config::kLutBytes + Config::kStages * stage_bytes<K>() +
+         Config::kWindowRowUnits * Config::kUnitStride;
 }
 
 // A segment of one block's stripe: rows [row0, row0 + rows) of expert `expert` (0 when dense),
-// n-quad nq (n-tiles 4nq .. 4nq + 3), k-tiles [u0, u1). Its output tile is tile_id;
-// contributors > 1 means other blocks' stripes cover the rest of its k-range.
+// n-tile nt, k-units [u0, u1). Its output tile is tile_id; contributors > 1 means other
+// blocks' stripes cover the rest of its k-range.
 struct Segment {
-  int expert, row0, rows, nq, u0, u1, tile_id, contributors;
+  int expert, row0, rows, nt, u0, u1, tile_id, contributors;
 };
 
 struct KernelArgs {
@@ -156,31 +152,30 @@ struct KernelArgs {
   float cb[32];
 };
 
-// The weight ring in shared memory: ring_stages<K>() stages, each with a `full` barrier (the
-// producer's bulk copies complete on it) and an `empty` barrier (lane 0 of each consumer warp
-// arrives once its warp has read the stage). Step q of the block's sequence uses stage q % S,
-// phase q / S.
+// The weight ring in shared memory: kStages stages, each with a `full` barrier (the producer's
+// bulk copies complete on it) and an `empty` barrier (lane 0 of each consumer warp arrives
+// once its warp has read the stage). Step q of the block's sequence uses stage q % kStages, phase q
+// / kStages.
 template <int K>
 struct Ring {
-  static constexpr int S = ring_stages<K>();
   uint32_t bars;          // shared address of full[0..S) then empty[0..S)
   unsigned char* stages;  // generic pointer to stage 0
 
   __device__ Ring(unsigned char* smem, int offset)
       : bars(dev::smem_addr(smem)), stages(smem + offset) {}
   __device__ uint32_t full(int s) const { return bars + 8 * s; }
-  __device__ uint32_t empty(int s) const { return bars + 8 * (S + s); }
+  __device__ uint32_t empty(int s) const { return bars + 8 * (Config::kStages + s); }
   __device__ unsigned char* planes(int s) const { return stages + s * stage_bytes<K>(); }
   __device__ unsigned char* codes(int s) const { return planes(s) + stage_plane_bytes<K>(); }
-  static __device__ int stage(uint32_t q) { return int(q % S); }
-  static __device__ uint32_t parity(uint32_t q) { return (q / S) & 1u; }
+  static __device__ int stage(uint32_t q) { return int(q % Config::kStages); }
+  static __device__ uint32_t parity(uint32_t q) { return (q / Config::kStages) & 1u; }
 
   // Thread 0 initializes; every thread of the block must call (one __syncthreads).
   __device__ void init() const {
     if (threadIdx.x == 0) {
-      for (int s = 0; s < S; ++s) {
+      for (int s = 0; s < Config::kStages; ++s) {
         dev::mbar_init(full(s), 1);
-        dev::mbar_init(empty(s), Config::kConsumerWarps);
+        dev::mbar_init(empty(s), Config::kConsumers / 32);  // one arrival per consumer warp
       }
       dev::fence_barrier_init();
     }
@@ -188,53 +183,42 @@ struct Ring {
   }
 };
 
-// KBIT_GEMV_TRACE: stamp i of this block (thread 0 of the consumers, lane 0 of the producer).
-__shared__ long long g_trace[8], g_trace_ns[2];
-__device__ __forceinline__ long long global_ns() {
-  long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-__device__ __forceinline__ void trace(int i) {
-  if (KBIT_GEMV_TRACE && (threadIdx.x == 0 || threadIdx.x == Config::kConsumers)) {
-    g_trace[i] = clock64();
-    if (threadIdx.x == 0 && (i == 0 || i == 4)) g_trace_ns[i / 4] = global_ns();
-  }
-}
-
 // The producer (one lane of the last warp): walks the block's segments in the consumers' order
-// and copies each unit's planes and codes (the quad's n-tiles of one k-tile: one contiguous
-// run each) into the next free stage. n-tiles past the end of N are not copied; their stale
-// stage bytes still decode to finite weights, in MMA columns that are never stored.
+// and copies each unit's planes and codes (per k-tile: one contiguous chunk of each) into the
+// next free stage. k-tiles past the end of K are not copied: their A is zero.
 template <int K>
 __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
+  constexpr uint32_t kPlaneBytes = tile_words<K>() * 4, kCodeBytes = Config::kBlocksPerTile;
   uint32_t q = 0;
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
     const Segment g = a.segs[s];
-    const unsigned char* planes =
-        reinterpret_cast<const unsigned char*>(a.packed + g.expert * a.expert_words);
+    const uint32_t* planes = a.packed + g.expert * a.expert_words;
     const uint8_t* codes = a.absmax + g.expert * a.expert_bytes;
-    const int nt0 = g.nq * Config::kQuadTiles;
-    const uint32_t nt = uint32_t(min(Config::kQuadTiles, a.n_tiles - nt0));
     for (int u = g.u0; u < g.u1; ++u, ++q) {
       const int st = Ring<K>::stage(q);
+      const int kt0 = u * Config::kUnitTiles;
+      const int nk = min(Config::kUnitTiles, a.k_tiles - kt0);
       if (KBIT_GEMV_DIAG_NO_MATH == 5) {  // no consumers: refill once the last copy landed
-        if (q >= Ring<K>::S) dev::mbar_wait(ring.full(st), Ring<K>::parity(q) ^ 1u);
+        if (q >= Config::kStages) dev::mbar_wait(ring.full(st), Ring<K>::parity(q) ^ 1u);
       } else {
         dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
       }
       dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
-      dev::mbar_arrive_expect_tx(ring.full(st), nt * (tile_bytes<K>() + Config::kBlocksPerTile));
-      const long long tile = (long long)u * a.n_tiles + nt0;
-      dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st)), planes + tile * tile_bytes<K>(),
-                         nt * tile_bytes<K>(), ring.full(st));
-      dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st)), codes + tile * Config::kBlocksPerTile,
-                         nt * Config::kBlocksPerTile, ring.full(st));
-      trace(q == 0 ? 5 : 6);
+      constexpr bool kCodes = KBIT_GEMV_DIAG_NO_MATH != 2;
+      dev::mbar_arrive_expect_tx(ring.full(st),
+                                 uint32_t(nk) * (kPlaneBytes + (kCodes ? kCodeBytes : 0)));
+      for (int i = 0; i < nk; ++i) {
+        const long long tile = (long long)(kt0 + i) * a.n_tiles + g.nt;
+        dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st) + plane_chunk<K>(i)),
+                           planes + tile * tile_words<K>(), kPlaneBytes, ring.full(st));
+        if (kCodes)
+          dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st) + code_chunk(i)),
+                             codes + tile * Config::kBlocksPerTile, kCodeBytes, ring.full(st));
+      }
     }
   }
   if (KBIT_GEMV_DIAG_NO_MATH == 5)  // nobody else waits for the last copies: drain them
-    for (uint32_t r = q > Ring<K>::S ? q - Ring<K>::S : 0; r < q; ++r)
+    for (uint32_t r = q > Config::kStages ? q - Config::kStages : 0; r < q; ++r)
       dev::mbar_wait(ring.full(Ring<K>::stage(r)), Ring<K>::parity(r));
 }
 
@@ -244,86 +228,62 @@ __device__ __forceinline__ void for_each_index(std::integer_sequence<int, R...>,
   (fn(std::integral_constant<int, R>{}), ...);
 }
 
-// k-tiles of A staged at a time for MV rows: one window barrier per 64 / MV units.
+// Units of A staged at a time for MV rows: one window barrier per 16 / MV units (each one
+// stalls the consumers on a global load while the ring can only run kStages units ahead).
 template <int MV>
-__host__ __device__ constexpr int window_tiles() {
-  return Config::kWindowRowTiles / MV;
+__host__ __device__ constexpr int window_units() {
+  static_assert(Config::kWindowRowUnits >= Config::kMaxRows, "a window holds a unit of 4 rows");
+  return Config::kWindowRowUnits / MV;
 }
 
-// Byte offset of pair p of (row m, window k-tile u, k-block kb) in the staged A window.
+// Byte offset of pair p of (row m, unit u, k-tile kt, k-block kb) in the staged A window.
 template <int MV>
-__device__ __forceinline__ int a_offset(int m, int u, int kb, int p) {
-  return (m * window_tiles<MV>() + u) * Config::kKtStride + kb * 64 + p * 4;
+__device__ __forceinline__ int a_offset(int m, int u, int kt, int kb, int p) {
+  return (m * window_units<MV>() + u) * Config::kUnitStride + kt * Config::kKtStride + kb * 64 +
+         p * 4;
 }
 
-// Stages rows [row0, row0 + MV) of A, k-tiles [u, u + n), into shared memory as 16-bit
+// Stages rows [row0, row0 + MV) of A, units [u, u + nunits), into shared memory as 16-bit
 // pairs in the MMA's k order: pair (R, q) of a block = elements (R + 8q, R + 8q + 4), stored
-// at p = 4R + q. Elements past K_dim are zero (the last k-tile's padding).
+// at p = 4R + q. Elements past K_dim are zero (they meet the unit's uncopied k-tiles).
 template <int MV, typename T>
-__device__ void stage_a(const KernelArgs& a, int row0, int u, int n, unsigned char* s_a) {
+__device__ void stage_a(const KernelArgs& a, int row0, int u, int nunits, unsigned char* s_a) {
   const T* A = static_cast<const T*>(a.A);
-  constexpr int kGroups = Config::kTileK / 8;  // 8 elements (one uint4) per group
-  const int groups = MV * n * kGroups;
+  constexpr int kGroups = Config::kUnitK / 8;  // 8 elements (one uint4) per group
+  const int groups = MV * nunits * kGroups;
   for (int gi = threadIdx.x; gi < groups; gi += Config::kConsumers) {
-    const int m = gi / (n * kGroups), rem = gi % (n * kGroups);
-    const int un = rem / kGroups, e0 = (rem % kGroups) * 8;  // element of the k-tile
-    const long long k = (long long)(u + un) * Config::kTileK + e0;
+    const int m = gi / (nunits * kGroups), rem = gi % (nunits * kGroups);
+    const int un = rem / kGroups, e0 = (rem % kGroups) * 8;  // element of the unit
+    const long long k = (long long)(u + un) * Config::kUnitK + e0;
     uint4 v = make_uint4(0, 0, 0, 0);
     if (k < a.K_dim)  // K_dim is a multiple of 32: a group is all in or all out
       v = __ldg(reinterpret_cast<const uint4*>(A + (long long)(row0 + m) * a.K_dim + k));
-    const int kb = e0 / 32, q = (e0 % 32) / 8;
+    const int kt = e0 / 64, kb = (e0 / 32) % 2, q = (e0 % 32) / 8;
     // Elements e0 + r and e0 + 4 + r form pair R = r: low halves of (x, z), then high halves.
     const uint32_t pr[4] = {__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632),
                             __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632)};
 #pragma unroll
     for (int r = 0; r < 4; ++r)
-      *reinterpret_cast<uint32_t*>(s_a + a_offset<MV>(m, un, kb, 4 * r + q)) = pr[r];
+      *reinterpret_cast<uint32_t*>(s_a + a_offset<MV>(m, un, kt, kb, 4 * r + q)) = pr[r];
   }
 }
 
-// The column (within its n-tile) of MMA row g + 8h for the lane at quad position j of warp w
-// (of its group). Lanes 8p..8p+7 form one phase of a 16-byte shared load: (g, j) over
-// {2p, 2p+1} x {0..3}. Shifting the column by 2 (j >> 1) and giving odd j the other k-block
-// (block_of) puts their 8 loads on 8 different 16-byte bank groups although the n-tiles lie
-// 4 KB apart (K = 4).
-__device__ __forceinline__ int quad_column(int w, int g, int j, int h) {
-  return 16 * w + ((g + 2 * (j >> 1)) & 7) + 8 * h;
-}
-__device__ __forceinline__ int block_of(int group, int j) {  // k-block of quad position j
-  return group ^ (j & 1);
-}
-
-// What a consumer thread needs of one unit: its n-tile's planes of its two columns (its
-// k-block) and the absmax codes of the blocks whose MMA sums it holds.
+// What a consumer thread needs of one unit: its k-tile's planes of columns g and g+8 (both
+// k-blocks) and the absmax codes of the blocks whose MMA sums it holds.
 template <int K>
 struct UnitRegs {
-  uint32_t p[2][K];      // [column h][plane]
-  uint32_t codes[2][2];  // [column h][n-tile 2(t&1) + i]: the code byte
+  uint32_t p[2][2][K];   // [column lo/hi][kb][plane]
+  uint32_t codes[2][2];  // [column lo/hi][k-tile 2(t&1) + i]: kb 0 in byte 0, kb 1 in byte 1
 };
 
 // Per-thread constants of the consumer role.
 struct Lane {
-  int lane, g, t;       // lane, MMA row group g = lane/4, quad lane t = lane%4
-  int group, w;         // k-block group (warps 0-7 / 8-15) and warp within it
-  int plane_off[2];     // [h]: byte offset of its planes in a stage
-  int code_off[2][2];   // [h][i]: byte offset of the code it scales C column 2t + i with
-  int b_block;          // k-block of the activations it loads as B (its own)
+  int lane, g, t;  // lane, MMA row group g = lane/4, quad lane t = lane%4
+  int col_lo;      // column of MMA row g in the unit; row g+8 is col_lo + 8
   uint32_t pair_col, scale_col;
-  template <int K>
-  __device__ void init() {
+  __device__ Lane() {
     lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    group = int(threadIdx.x) / Config::kGroup, w = (threadIdx.x % Config::kGroup) >> 5;
-    b_block = block_of(group, t);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      plane_off[h] = t * tile_bytes<K>() + quad_column(w, g, t, h) * 8 * K + b_block * 4 * K;
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const int j = 2 * (t & 1) + i;  // the n-tile of C column 2t + i, read at quad position j
-        code_off[h][i] =
-            j * Config::kBlocksPerTile + quad_column(w, g, j, h) * 2 + block_of(group, j);
-      }
-    }
+    col_lo = (threadIdx.x >> 5) * 16 + g;
     pair_col = dev::pair_lut::pair_column(lane);
     scale_col = dev::pair_lut::scale_column(lane);
   }
@@ -332,26 +292,34 @@ struct Lane {
 template <int K>
 __device__ __forceinline__ void read_unit(const Lane& l, const unsigned char* planes,
                                           const unsigned char* codes, UnitRegs<K>& r) {
+  const int chunk = l.t == 0   ? plane_chunk<K>(0)
+                    : l.t == 1 ? plane_chunk<K>(1)
+                    : l.t == 2 ? plane_chunk<K>(2)
+                               : plane_chunk<K>(3);
+  const int kt0 = 2 * (l.t & 1);  // the k-tiles whose block sums this thread scales
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    dev::load_planes<K>(reinterpret_cast<const uint32_t*>(planes + l.plane_off[h]), r.p[h]);
+    const int col = l.col_lo + 8 * h;
+    const uint32_t* src = reinterpret_cast<const uint32_t*>(planes + chunk) + col * 2 * K;
+    dev::load_planes<K>(src, r.p[h][0]);
+    dev::load_planes<K>(src + K, r.p[h][1]);
 #pragma unroll
-    for (int i = 0; i < 2; ++i) r.codes[h][i] = codes[l.code_off[h][i]];
+    for (int i = 0; i < 2; ++i)
+      r.codes[h][i] = *reinterpret_cast<const uint16_t*>(codes + code_chunk(kt0 + i) + col * 2);
   }
 }
 
-// The 16 B-operand registers of MMA set s (rows 2s, 2s+1): pairs 0..15 of the k-block of
-// row 2s + lane/16 in the lanes of MMA column t' (+4), the block lane t' reads. The other
+// The 16 B-operand registers of one k-block for MMA set s (rows 2s, 2s+1): pairs 0..15 of
+// block (k-tile t', kb) of row 2s + lane/16 in the lanes of MMA column t' (+4). The other
 // lanes never load: their registers keep the zeros the segment started with.
 template <int MV>
-__device__ __forceinline__ void load_b(const Lane& l, const unsigned char* s_a, int u, int s,
-                                       uint32_t (&b)[16]) {
+__device__ __forceinline__ void load_b(const Lane& l, const unsigned char* s_a, int u, int kb,
+                                       int s, uint32_t (&b)[16]) {
   const int m = 2 * s + (l.lane >> 4);
   if ((l.g & 3) != l.t || m >= MV) return;
-  const int kb = l.b_block;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const uint4 v = *reinterpret_cast<const uint4*>(s_a + a_offset<MV>(m, u, kb, 4 * i));
+    const uint4 v = *reinterpret_cast<const uint4*>(s_a + a_offset<MV>(m, u, l.t, kb, 4 * i));
     b[4 * i] = v.x, b[4 * i + 1] = v.y, b[4 * i + 2] = v.z, b[4 * i + 3] = v.w;
   }
 }
@@ -382,18 +350,12 @@ struct Residues {
   }
 };
 
-// The 8 MMAs of one k-block: A rows g / g+8 = columns h = 0 / 1, k-slots = this thread's
-// pairs. MMA i takes pairs 2i (slots 2t, 2t+1) and 2i+1 (slots 2t+8, 2t+9); pair p = 4R + q.
-// At S = 1 even and odd MMAs accumulate into separate chains c[0] / c[1] (two dependent HMMA
-// chains of 4 instead of one of 8); S = 2 has two independent chains already, and no
-// registers to spare.
-template <int S>
-constexpr int kChains = S == 1 ? 2 : 1;
+// The 8 MMAs of one k-block: A rows g / g+8 = columns lo / hi, k-slots = this thread's pairs.
+// MMA i takes pairs 2i (slots 2t, 2t+1) and 2i+1 (slots 2t+8, 2t+9); pair p = 4R + q.
 template <int K, int S, typename T>
 __device__ __forceinline__ void mma_block(const Lane& l, const unsigned char* lut,
                                           const uint32_t (&plo)[K], const uint32_t (&phi)[K],
-                                          const uint32_t (&b)[S][16],
-                                          float (&c)[kChains<S>][S][4]) {
+                                          const uint32_t (&b)[S][16], float (&c)[S][4]) {
   const Residues<K> lo(plo), hi(phi);
   auto mma_pair = [&](auto i_const) {  // MMA i = 2R + h: pairs (R, 2h) and (R, 2h + 1)
     constexpr int I = decltype(i_const)::value, R = I / 2, Q = 2 * (I % 2);
@@ -403,111 +365,91 @@ __device__ __forceinline__ void mma_block(const Lane& l, const unsigned char* lu
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       const uint32_t bb[2] = {b[s][2 * I], b[s][2 * I + 1]};
-      dev::mma_m16n8k16<T>(c[I % kChains<S>][s], a, bb);
+      dev::mma_m16n8k16<T>(c[s], a, bb);
     }
   };
   for_each_index(std::make_integer_sequence<int, 8>{}, mma_pair);
 }
 
-// Value v of MMA set s: the sum of its chains.
-template <int S>
-__device__ __forceinline__ float chain_sum(const float (&c)[kChains<S>][S][4], int s, int v) {
-  if constexpr (kChains<S> == 2)
-    return c[0][s][v] + c[1][s][v];
-  else
-    return c[0][s][v];
-}
-
-// One unit of a consumer thread: the MMAs of its k-block, then the scale FFMAs. acc[s][h][i]
-// is this thread's share of output (row 2s + t/2, n-tile 2(t&1) + i, column h).
+// One unit of a consumer thread: two k-blocks of MMAs, each followed by the scale FFMAs.
+// acc[s][h] is this thread's share of output (row 2s + t/2, column lo / hi).
 template <int K, int MV, typename T>
 __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
                                          const unsigned char* lut, const unsigned char* s_a, int u,
                                          uint32_t (&b)[(MV + 1) / 2][16],
-                                         float (&acc)[(MV + 1) / 2][2][2]) {
+                                         float (&acc)[(MV + 1) / 2][2]) {
   constexpr int S = (MV + 1) / 2;
   if constexpr (KBIT_GEMV_DIAG_NO_MATH) {
-    acc[0][0][0] += __uint_as_float((r.p[0][0] ^ r.p[1][K - 1] ^ r.codes[0][0]) & 0x3fffffffu);
+    acc[0][0] += __uint_as_float((r.p[0][0][0] ^ r.p[1][1][K - 1] ^ r.codes[0][0]) & 0x3fffffffu);
     return;
   }
 #pragma unroll
-  for (int s = 0; s < S; ++s) load_b<MV>(l, s_a, u, s, b[s]);
-  float c[kChains<S>][S][4];
+  for (int kb = 0; kb < 2; ++kb) {
 #pragma unroll
-  for (int x = 0; x < kChains<S>; ++x)
+    for (int s = 0; s < S; ++s) load_b<MV>(l, s_a, u, kb, s, b[s]);
+    float c[S][4];
 #pragma unroll
-    for (int s = 0; s < S; ++s)
+    for (int s = 0; s < S; ++s) c[s][0] = c[s][1] = c[s][2] = c[s][3] = 0.0f;
+    mma_block<K, S, T>(l, lut, r.p[0][kb], r.p[1][kb], b, c);
+    // C column 2t + i of row lo/hi is the block of k-tile 2(t&1) + i (for row 2s + t/2).
+    float sc[2][2];
 #pragma unroll
-      for (int j = 0; j < 4; ++j) c[x][s][j] = 0.0f;
-  mma_block<K, S, T>(l, lut, r.p[0], r.p[1], b, c);
-  float sc[2][2];  // C column 2t + i of row h: the block of n-tile 2(t&1) + i
+    for (int h = 0; h < 2; ++h) {
+      sc[h][0] = kb == 0 ? dev::pair_lut::scale<0>(lut, r.codes[h][0], l.scale_col)
+                         : dev::pair_lut::scale<1>(lut, r.codes[h][0], l.scale_col);
+      sc[h][1] = kb == 0 ? dev::pair_lut::scale<0>(lut, r.codes[h][1], l.scale_col)
+                         : dev::pair_lut::scale<1>(lut, r.codes[h][1], l.scale_col);
+    }
 #pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int i = 0; i < 2; ++i) sc[h][i] = dev::pair_lut::scale<0>(lut, r.codes[h][i], l.scale_col);
-#pragma unroll
-  for (int s = 0; s < S; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-        acc[s][h][i] = fmaf(sc[h][i], chain_sum<S>(c, s, 2 * h + i), acc[s][h][i]);
+    for (int s = 0; s < S; ++s) {
+      acc[s][0] = fmaf(sc[0][0], c[s][0], fmaf(sc[0][1], c[s][1], acc[s][0]));
+      acc[s][1] = fmaf(sc[1][0], c[s][2], fmaf(sc[1][1], c[s][3], acc[s][1]));
+    }
+  }
 }
 
-// The end of a split quad: after this block's adds, the last of its contributors converts the
-// fp32 sums of the quad's [rows x 512] outputs and writes C (all consumer threads take part).
+// The end of a split tile: after this block's adds, the last of its contributors converts the
+// fp32 sums of the tile's [rows x 128] outputs and writes C (all consumer threads take part).
 template <typename T>
 __device__ void finish_split(const KernelArgs& a, const Segment g) {
   if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
     return;
   T* C = static_cast<T*>(a.C);
-  for (int i = threadIdx.x; i < g.rows * Config::kQuadN; i += Config::kConsumers) {
-    const int col = g.nq * Config::kQuadN + i % Config::kQuadN;
-    const long long idx = (long long)(g.row0 + i / Config::kQuadN) * a.N + col;
+  for (int i = threadIdx.x; i < g.rows * Config::kTileN; i += Config::kConsumers) {
+    const int col = g.nt * Config::kTileN + i % Config::kTileN;
+    const long long idx = (long long)(g.row0 + i / Config::kTileN) * a.N + col;
     if (col < a.N) C[idx] = dev::from_float<T>(dev::splitk::take(a.ws, idx));
   }
 }
 
-// Group 1's sums at the end of a segment. Static shared memory: an access through the dynamic
-// region's symbol here made ptxas move that region's base out of its uniform register, which
-// cost one IADD per table lookup in the unit loop (session 5).
-__shared__ float g_xchg[Config::kXchgBytes / 4];
-
-// Writes (or, split, adds) a segment's [rows x 512] output. Group 1 hands its sums to group 0
-// through shared memory (g_xchg); group 0 adds them and stores, each thread its own 4S sums.
-// `defer`: a split segment only adds; the caller finishes it later (finish_split), so that the
-// first segment of a stripe does not stall the block in the middle of its stream. Every
-// consumer thread calls this (barriers).
+// Writes (or, split, adds) a segment's [rows x 128] output. Lanes t and t^1 hold the two
+// halves of one row's sum; lane t = 0 / 2 of a quad writes row 2s / 2s + 1. `defer`: a split
+// segment only adds; the caller finishes it later (finish_split), so that the first segment
+// of a stripe does not stall the block in the middle of its stream.
 template <int MV, typename T>
 __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment g,
-                              float (&acc)[(MV + 1) / 2][2][2], bool defer) {
+                              float (&acc)[(MV + 1) / 2][2], bool defer) {
   constexpr int S = (MV + 1) / 2;
-  const int slot = threadIdx.x % Config::kGroup;
-  if (l.group == 1)
 #pragma unroll
-    for (int s = 0; s < S; ++s)
+  for (int s = 0; s < S; ++s)
 #pragma unroll
-      for (int v = 0; v < 4; ++v) g_xchg[(4 * s + v) * Config::kGroup + slot] = acc[s][v / 2][v % 2];
-  dev::sync_threads<Config::kConsumers>();
-  if (l.group == 0) {
-    T* C = static_cast<T*>(a.C);
+    for (int h = 0; h < 2; ++h) acc[s][h] += __shfl_xor_sync(dev::kFullMask, acc[s][h], 1);
+  T* C = static_cast<T*>(a.C);
+  const bool writer = (l.t & 1) == 0;
+  auto column = [&](int h) { return g.nt * Config::kTileN + l.col_lo + 8 * h; };
+  auto row = [&](int s) { return 2 * s + (l.t >> 1); };
+  auto owns = [&](int s, int h) { return writer && row(s) < MV && column(h) < a.N; };
+  auto index = [&](int s, int h) { return (long long)(g.row0 + row(s)) * a.N + column(h); };
 #pragma unroll
-    for (int s = 0; s < S; ++s)
+  for (int s = 0; s < S; ++s)
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const int row = 2 * s + (l.t >> 1), j = 2 * (l.t & 1) + i;
-          const int col = g.nq * Config::kQuadN + j * Config::kTileN + quad_column(l.w, l.g, j, h);
-          const float v = acc[s][h][i] + g_xchg[(4 * s + 2 * h + i) * Config::kGroup + slot];
-          if (row >= MV || col >= a.N) continue;
-          const long long idx = (long long)(g.row0 + row) * a.N + col;
-          if (g.contributors == 1)
-            C[idx] = dev::from_float<T>(v);
-          else
-            dev::splitk::add(a.ws, idx, v);
-        }
-  }
+    for (int h = 0; h < 2; ++h) {
+      if (!owns(s, h)) continue;
+      if (g.contributors == 1)
+        C[index(s, h)] = dev::from_float<T>(acc[s][h]);
+      else
+        dev::splitk::add(a.ws, index(s, h), acc[s][h]);
+    }
   if (g.contributors > 1 && !defer) finish_split<T>(a, g);
 }
 
@@ -520,7 +462,7 @@ template <int K>
 struct Smem {
   static constexpr int kLut = Config::kBarrierBytes;
   static constexpr int kRing = kLut + Config::kLutBytes;
-  static constexpr int kA = kRing + ring_stages<K>() * stage_bytes<K>();
+  static constexpr int kA = kRing + Config::kStages * stage_bytes<K>();
   static __device__ unsigned char* lut() { return g_smem + kLut; }
   static __device__ unsigned char* s_a() { return g_smem + kA; }
 };
@@ -531,51 +473,45 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
                                             const Ring<K>& ring, uint32_t& q,
                                             bool defer) {  // g by value: registers
   constexpr int S = (MV + 1) / 2;
-  Lane l;
-  l.init<K>();
+  const Lane l;
   const int n = g.u1 - g.u0;
-  float acc[S][2][2];
+  float acc[S][2];
   uint32_t b[S][16];  // B operands; zero for good in the lanes that never load them
 #pragma unroll
   for (int s = 0; s < S; ++s) {
-    acc[s][0][0] = acc[s][0][1] = acc[s][1][0] = acc[s][1][1] = 0.0f;
+    acc[s][0] = acc[s][1] = 0.0f;
 #pragma unroll
     for (int j = 0; j < 16; ++j) b[s][j] = 0u;
   }
+  // Unit i+1 is copied to registers (and its stage freed) before unit i is computed, so the
+  // producer keeps kStages units in flight however long the math takes. K = 5 has no registers
+  // to spare for it (spills): it reads each unit just before computing it.
+  constexpr bool kPrefetch = K <= 4;
   auto fetch = [&](uint32_t step, UnitRegs<K>& r) {
     const int st = Ring<K>::stage(step);
     dev::mbar_wait(ring.full(st), Ring<K>::parity(step));
     read_unit<K>(l, ring.planes(st), ring.codes(st), r);
-    __syncwarp();                                      // the whole warp has read the stage:
+    __syncwarp();                                       // the whole warp has read the stage:
     if (l.lane == 0) dev::mbar_arrive(ring.empty(st));  // one arrival per warp
   };
-  constexpr int W = window_tiles<MV>();
-  auto stage_window = [&](int i) {
-    dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
-    stage_a<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
-    dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
-  };
-  stage_window(0);  // its loads overlap the first unit's landing
-  if (q == 0) trace(2);  // table built, first window staged
-  // Unit i+1 is copied to registers (and its stage freed) before unit i is computed, so the
-  // producer keeps the ring full however long the math takes. Two register sets, used in
-  // turn (the loop is unrolled by two), so that no copy moves one into the other.
-  auto step = [&](int i, const UnitRegs<K>& cur, UnitRegs<K>& nxt) {
-    if (i > 0 && i % W == 0) stage_window(i);
-    if (i + 1 < n) fetch(q + 1, nxt);
-    dot_unit<K, MV, T>(l, cur, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
-    ++q;
-  };
-  UnitRegs<K> ra, rb;
-  fetch(q, ra);
-  if (q == 0) trace(1);  // the first unit has landed
-  int i = 0;
-  for (; i + 1 < n; i += 2) {
-    step(i, ra, rb);
-    step(i + 1, rb, ra);
+  UnitRegs<K> next;
+  fetch(q, next);
+  for (int i = 0; i < n; ++i, ++q) {
+    constexpr int W = window_units<MV>();
+    if (i % W == 0 && KBIT_GEMV_DIAG_NO_MATH != 4) {
+      dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
+      stage_a<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
+      dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
+    }
+    if constexpr (kPrefetch) {
+      const UnitRegs<K> r = next;
+      if (i + 1 < n) fetch(q + 1, next);
+      dot_unit<K, MV, T>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
+    } else {
+      if (i > 0) fetch(q, next);
+      dot_unit<K, MV, T>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
+    }
   }
-  if (i < n) step(i, ra, rb);
-  trace(3);  // the segment's last unit is done
   store_segment<MV, T>(a, l, g, acc, defer);
 }
 
@@ -595,6 +531,15 @@ __device__ void run_rows(const KernelArgs& a, const Segment g, const Ring<K>& ri
   }
 }
 
+// Builds the pair table (all consumer threads; the first A-window barrier publishes it).
+template <int K, typename T>
+__device__ void build_table(const KernelArgs& a) {
+  __shared__ float s_cb[32];  // the codebook, copied once (see pair_lut::build)
+  if (threadIdx.x < 32) s_cb[threadIdx.x] = a.cb[threadIdx.x];
+  dev::sync_threads<Config::kConsumers>();
+  dev::pair_lut::build<K, T>(Smem<K>::lut(), s_cb, threadIdx.x, Config::kConsumers);
+}
+
 // Initializes the ring; returns true in the consumer threads, which also build the pair table
 // (published by the first A-window barrier). The producer lane streams the ring and returns
 // false once it has issued every copy; the rest of its warp leaves at once.
@@ -607,9 +552,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   const int warp = __shfl_sync(dev::kFullMask, int(threadIdx.x) / 32, 0);
   if (warp < Config::kConsumers / 32) {
     if (KBIT_GEMV_DIAG_NO_MATH == 5) return false;
-    if constexpr (!KBIT_GEMV_DIAG_NO_MATH)
-      dev::pair_lut::build<K, T>(Smem<K>::lut(), a.cb[threadIdx.x & 31], threadIdx.x,
-                                 Config::kConsumers);
+    if constexpr (!KBIT_GEMV_DIAG_NO_MATH) build_table<K, T>(a);
     return true;
   }
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
@@ -620,7 +563,6 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
 template <int K, int MV, typename T>
 __global__ void __maxnreg__(Config::kMaxRegs)
     scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
-  trace(0);
   const Ring<K> ring(g_smem, Smem<K>::kRing);
   if (!start_block<K, T>(a, ring)) return;
   uint32_t q = 0;
@@ -635,13 +577,6 @@ __global__ void __maxnreg__(Config::kMaxRegs)
       run_segment<K, MV, T>(a, a.segs[s], ring, q, defer);
   }
   if (last - first > 1 && a.segs[first].contributors > 1) finish_split<T>(a, a.segs[first]);
-  trace(4);
-  if (KBIT_GEMV_TRACE && threadIdx.x == 0 && blockIdx.x % 16 == 0)
-    printf("trace block %d sm clock: landed %lld table %lld units %lld end %lld; producer "
-           "first %lld last %lld; ns %lld .. %lld\n",
-           int(blockIdx.x), g_trace[1] - g_trace[0], g_trace[2] - g_trace[0],
-           g_trace[3] - g_trace[0], g_trace[4] - g_trace[0], g_trace[5] - g_trace[0],
-           g_trace[6] - g_trace[0], g_trace_ns[0] % 1000000000, g_trace_ns[1] % 1000000000);
 }
 
 // ---------------------------------------------------------------- host side
@@ -666,33 +601,33 @@ const void* kernel_for(int k, int rows, DType t) {
 struct GemvState : VariantState {
   GemmDims dims;
   const void* kernel = nullptr;
-  int grid = 0, smem_bytes = 0, n_tiles = 0, n_quads = 0, k_tiles = 0, units_per_block = 0,
+  int grid = 0, smem_bytes = 0, n_tiles = 0, k_tiles = 0, k_units = 0, units_per_block = 0,
       split_tiles = 0;
-  int blocks_per_sm = 0, stages = 0;
+  int blocks_per_sm = 0;
   DeviceBuffer<Segment> segs;
   DeviceBuffer<int> first_seg;
   DeviceBuffer<float> ws;
   DeviceBuffer<int> counters;
   std::string describe() const override {
-    return "units of " + std::to_string(Config::kQuadTiles) +
-           " n-tiles x 1 k-tile, pair table + mma.m16n8k16, stripes of " +
-           std::to_string(units_per_block) + " units over " + std::to_string(grid) + " blocks, " +
-           std::to_string(split_tiles) + " quads split, " + std::to_string(stages) +
-           "-stage bulk-copy ring, " + std::to_string(blocks_per_sm) + " blocks/SM";
+    return "units of 1 n-tile x " + std::to_string(Config::kUnitTiles) +
+           " k-tiles, pair table + mma.m16n8k16, stripes of " + std::to_string(units_per_block) +
+           " units over " + std::to_string(grid) + " blocks, " + std::to_string(split_tiles) +
+           " tiles split, " + std::to_string(Config::kStages) + "-stage bulk-copy ring, " +
+           std::to_string(blocks_per_sm) + " blocks/SM";
   }
-  // Two per block of 32 (the two MMA chains' sum, the scale FFMA), split-K partial sums (one per
-  // k-tile at most), the zero-initialised sums.
-  std::int64_t extra_additions() const override { return 2 * (dims.K_dim / 32) + k_tiles + 2; }
+  // Per-block scale steps (one per block of 32, and the zero-initialised MMA sum), split-K
+  // partial sums (one per unit at most) and the two-lane reduction.
+  std::int64_t extra_additions() const override { return dims.K_dim / 32 + 2 * (k_units + 1); }
 };
 
-// An output tile before striping: rows of one expert, one n-quad (4 n-tiles).
+// An output tile before striping: rows of one expert, one n-tile.
 struct OutTile {
-  int expert, row0, rows, nq;
+  int expert, row0, rows, nt;
 };
 
 // Cuts units (tile-major, k-unit minor) into stripes of `per` units, one per block.
 void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
-  const long long units = (long long)tiles.size() * s.k_tiles;
+  const long long units = (long long)tiles.size() * s.k_units;
   s.grid = int((units + per - 1) / per);
   s.units_per_block = per;
   std::vector<Segment> segs;
@@ -701,10 +636,10 @@ void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
     first[std::size_t(b)] = int(segs.size());
     for (long long u = (long long)b * per, end = std::min(units, (long long)(b + 1) * per);
          u < end;) {
-      const int ti = int(u / s.k_tiles), u0 = int(u % s.k_tiles);
-      const int u1 = int(std::min<long long>(s.k_tiles, u0 + (end - u)));
+      const int ti = int(u / s.k_units), u0 = int(u % s.k_units);
+      const int u1 = int(std::min<long long>(s.k_units, u0 + (end - u)));
       const OutTile& o = tiles[std::size_t(ti)];
-      segs.push_back({o.expert, o.row0, o.rows, o.nq, u0, u1, ti, 0});
+      segs.push_back({o.expert, o.row0, o.rows, o.nt, u0, u1, ti, 0});
       ++contributors[std::size_t(ti)];
       u += u1 - u0;
     }
@@ -727,22 +662,22 @@ void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
 }
 
 // Stripe length: one stripe per resident block (balanced, no tail wave); split-K forced off
-// keeps whole quads, forced on splits every quad of 2 or more k-tiles. Automatic: rounded up to
-// a divisor of k_tiles when that costs at most KBIT_GEMV_ALIGN_SLACK percent more units per
-// block, so that every stripe is one k-band of one quad (the blocks walk the same k-rows at
-// the same time and no stripe spans two quads).
-int stripe_units(long long units, int k_tiles, int slots, SplitMode mode) {
+// keeps whole tiles, forced on splits every tile of 2 or more units. Automatic: rounded up to
+// a divisor of k_units when that costs at most KBIT_GEMV_ALIGN_SLACK percent more units per
+// block, so that every stripe is one k-band of one tile (the blocks walk the same k-rows at
+// the same time and no stripe spans two tiles).
+int stripe_units(long long units, int k_units, int slots, SplitMode mode) {
   if (mode == SplitMode::force_off) {
-    const long long tiles = units / k_tiles;
+    const long long tiles = units / k_units;
     return int((tiles + std::min<long long>(tiles, slots) - 1) /
                std::min<long long>(tiles, slots)) *
-           k_tiles;
+           k_units;
   }
-  if (mode == SplitMode::force_on && k_tiles >= 2) return (k_tiles + 1) / 2;
+  if (mode == SplitMode::force_on && k_units >= 2) return (k_units + 1) / 2;
   const int per = int(std::max<long long>(1, (units + slots - 1) / slots));
   const int limit = per + per * KBIT_GEMV_ALIGN_SLACK / 100;
-  for (int d = per; d <= std::min(limit, k_tiles); ++d)
-    if (k_tiles % d == 0) return d;
+  for (int d = per; d <= std::min(limit, k_units); ++d)
+    if (k_units % d == 0) return d;
   return per;
 }
 
@@ -763,10 +698,9 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   require_bulk_copy(who);
   s.kernel = kernel_for(s.dims.k_bits, rows_template, s.dims.dtype);
   s.smem_bytes = with_k_bits(s.dims.k_bits, [&](auto k_const) {
-    return smem_bytes<decltype(k_const)::value>();
+    return smem_bytes<decltype(k_const)::value>(rows_template == 0 ? Config::kMaxRows
+                                                                   : rows_template);
   });
-  s.stages = with_k_bits(s.dims.k_bits,
-                         [&](auto k_const) { return ring_stages<decltype(k_const)::value>(); });
   KBIT_CUDA_CHECK(
       cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem_bytes));
   int per_sm = 0, dev = 0, sms = 0;
@@ -780,8 +714,8 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   s.blocks_per_sm = per_sm;
   if (tiles.empty()) return;  // grouped problem with no rows at all: nothing to launch
-  const long long units = (long long)tiles.size() * s.k_tiles;
-  build_stripes(s, tiles, stripe_units(units, s.k_tiles, per_sm * sms, o.split_k));
+  const long long units = (long long)tiles.size() * s.k_units;
+  build_stripes(s, tiles, stripe_units(units, s.k_units, per_sm * sms, o.split_k));
 }
 
 KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
@@ -835,13 +769,13 @@ std::unique_ptr<GemvState> new_state(const GemmDims& d) {
   s->dims = d;
   s->n_tiles = int((d.N + Config::kTileN - 1) / Config::kTileN);
   s->k_tiles = int((d.K_dim + Config::kTileK - 1) / Config::kTileK);
-  s->n_quads = (s->n_tiles + Config::kQuadTiles - 1) / Config::kQuadTiles;
+  s->k_units = (s->k_tiles + Config::kUnitTiles - 1) / Config::kUnitTiles;
   return s;
 }
 
-// The output tiles of `rows` rows starting at row0: one per n-quad.
-void add_tiles(std::vector<OutTile>& out, int expert, int row0, int rows, int n_quads) {
-  for (int nq = 0; nq < n_quads; ++nq) out.push_back({expert, row0, rows, nq});
+// The output tiles of `rows` rows starting at row0: one per n-tile.
+void add_tiles(std::vector<OutTile>& out, int expert, int row0, int rows, int n_tiles) {
+  for (int nt = 0; nt < n_tiles; ++nt) out.push_back({expert, row0, rows, nt});
 }
 
 }  // namespace
@@ -854,7 +788,7 @@ std::unique_ptr<VariantState> scalar_gemv_setup(const GemmDims& d, const Variant
                 " is outside 1..4 (use an MMA variant for larger M)");
   auto s = new_state(d);
   std::vector<OutTile> tiles;
-  add_tiles(tiles, 0, 0, int(d.M), s->n_quads);
+  add_tiles(tiles, 0, 0, int(d.M), s->n_tiles);
   plan(*s, tiles, int(d.M), o);
   return s;
 }
@@ -891,7 +825,7 @@ std::unique_ptr<VariantState> grouped_scalar_gemv_setup(const GemmDims& d,
     for (std::int64_t r = off[std::size_t(e)]; r < off[std::size_t(e) + 1]; r += Config::kMaxRows)
       add_tiles(tiles, e, int(r),
                 int(std::min<std::int64_t>(Config::kMaxRows, off[std::size_t(e) + 1] - r)),
-                s->n_quads);
+                s->n_tiles);
   plan(*s, tiles, 0, o);
   return s;
 }

@@ -29,21 +29,19 @@ __host__ __device__ constexpr int field_bits() {
 
 // Fills the table. The pair entry of byte r is (cb[low field], cb[high field]) rounded to T for
 // K <= 4; K = 5 has one index per byte, so it is (cb[r & 31], 0) and callers merge two.
-// Threads [0, nthreads) of the block take part (the caller syncs after), and
-// nthreads must divide 4096 (every lane runs every iteration: the codebook comes by shuffle).
-// cb_lane is cb[lane]: indexing the codebook in constant memory with 32 different indices
-// serializes each LDC (5 us for the whole table on the H100, session 5); a shuffle does not.
+// Threads [0, nthreads) of the block take part (the caller syncs after). cb is the codebook in
+// shared memory: indexing it in constant memory (a kernel parameter) with 32 different
+// indices serializes every LDC, 5 us for the table on the H100 (session 5).
 template <int K, typename T>
-__device__ void build(unsigned char* lut, float cb_lane, int tid, int nthreads) {
+__device__ void build(unsigned char* lut, const float* cb, int tid, int nthreads) {
   constexpr int kQuads = kRowBytes / 16;  // uint4 per row: 8 pair quads, then 8 scale quads
   constexpr int kMask = (1 << K) - 1;
   for (int i = tid; i < kRows * kQuads; i += nthreads) {
     const int r = i / kQuads;
-    const int lo = K <= 4 ? r & kMask : r & 31, hi = K <= 4 ? (r >> 4) & kMask : 0;
-    const float a = __shfl_sync(0xffffffffu, cb_lane, lo);
-    const float b = K <= 4 ? __shfl_sync(0xffffffffu, cb_lane, hi) : 0.0f;
-    const uint32_t v = (i % kQuads) < kQuads / 2 ? pack2<T>(a, b)
-                                                 : __float_as_uint(decode_e4m4(uint32_t(r)));
+    const uint32_t v =
+        (i % kQuads) < kQuads / 2
+            ? (K <= 4 ? pack2<T>(cb[r & kMask], cb[(r >> 4) & kMask]) : pack2<T>(cb[r & 31], 0.0f))
+            : __float_as_uint(decode_e4m4(uint32_t(r)));
     reinterpret_cast<uint4*>(lut)[i] = make_uint4(v, v, v, v);
   }
 }
