@@ -27,21 +27,28 @@ __host__ __device__ constexpr int field_bits() {
   return K <= 4 ? 4 : 8;
 }
 
-// Fills the table. The pair entry of byte r is (cb[low field], cb[high field]) rounded to T for
-// K <= 4; K = 5 has one index per byte, so it is (cb[r & 31], 0) and callers merge two.
-// Threads [0, nthreads) of the block take part (the caller syncs after). cb is the codebook in
-// shared memory: indexing it in constant memory (a kernel parameter) with 32 different
-// indices serializes every LDC, 5 us for the table on the H100 (session 5).
+// The pair entry of byte r: (lo, hi) = (cb[low field], cb[high field]) rounded to T for
+// K <= 4; K = 5 has one index per byte, so the entry is (cb[r & 31], 0) and callers merge two.
+template <int K, typename T>
+__device__ __forceinline__ uint32_t pair_entry(const float* cb, int r) {
+  constexpr int kMask = (1 << K) - 1;
+  if constexpr (K <= 4)
+    return pack2<T>(cb[r & kMask], cb[(r >> 4) & kMask]);
+  else
+    return pack2<T>(cb[r & kMask], 0.0f);
+}
+
+// Fills the table; threads [0, nthreads) of the block take part (the caller syncs after). cb is
+// the codebook in shared memory: indexed in constant memory (a kernel parameter) with up to 16
+// different indices per warp, every LDC is serialized (~5 us for the table in a build with
+// one block per SM, session 5).
 template <int K, typename T>
 __device__ void build(unsigned char* lut, const float* cb, int tid, int nthreads) {
   constexpr int kQuads = kRowBytes / 16;  // uint4 per row: 8 pair quads, then 8 scale quads
-  constexpr int kMask = (1 << K) - 1;
   for (int i = tid; i < kRows * kQuads; i += nthreads) {
     const int r = i / kQuads;
-    const uint32_t v =
-        (i % kQuads) < kQuads / 2
-            ? (K <= 4 ? pack2<T>(cb[r & kMask], cb[(r >> 4) & kMask]) : pack2<T>(cb[r & 31], 0.0f))
-            : __float_as_uint(decode_e4m4(uint32_t(r)));
+    const uint32_t v = (i % kQuads) < kQuads / 2 ? pair_entry<K, T>(cb, r)
+                                                 : __float_as_uint(decode_e4m4(uint32_t(r)));
     reinterpret_cast<uint4*>(lut)[i] = make_uint4(v, v, v, v);
   }
 }
