@@ -46,6 +46,7 @@
 #include "variants/common/mma.cuh"
 #include "variants/common/pair_lut.cuh"
 #include "variants/common/splitk.cuh"
+#include "variants/common/wait_stats.cuh"
 #include "variants/gemv_variants.hpp"
 
 namespace kbit::variants {
@@ -71,6 +72,10 @@ namespace {
 #ifndef KBIT_GEMV_DIAG_NO_MATH
 #define KBIT_GEMV_DIAG_NO_MATH 0
 #endif
+#ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
+#define KBIT_GEMV_WAIT_STATS 0
+#endif
+constexpr bool kWaitStats = KBIT_GEMV_WAIT_STATS != 0;
 
 struct Config {
   // Shared memory of the pair table; the stream-only diagnostic needs none (room for stages).
@@ -190,6 +195,7 @@ template <int K>
 __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
   constexpr uint32_t kPlaneBytes = tile_words<K>() * 4, kCodeBytes = Config::kBlocksPerTile;
   uint32_t q = 0;
+  dev::wait_stats::Stopwatch<kWaitStats> empty_wait;
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
     const Segment g = a.segs[s];
     const uint32_t* planes = a.packed + g.expert * a.expert_words;
@@ -201,7 +207,9 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       if (KBIT_GEMV_DIAG_NO_MATH == 5) {  // no consumers: refill once the last copy landed
         if (q >= Config::kStages) dev::mbar_wait(ring.full(st), Ring<K>::parity(q) ^ 1u);
       } else {
+        empty_wait.start();
         dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
+        empty_wait.stop();
       }
       dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
       constexpr bool kCodes = KBIT_GEMV_DIAG_NO_MATH != 2;
@@ -217,6 +225,7 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       }
     }
   }
+  if (kWaitStats) dev::wait_stats::add(dev::wait_stats::kProducerEmpty, empty_wait.total);
   if (KBIT_GEMV_DIAG_NO_MATH == 5)  // nobody else waits for the last copies: drain them
     for (uint32_t r = q > Config::kStages ? q - Config::kStages : 0; r < q; ++r)
       dev::mbar_wait(ring.full(Ring<K>::stage(r)), Ring<K>::parity(r));
@@ -457,6 +466,7 @@ __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment 
 // regions are addressed from the symbol itself, so every table lookup's base is a uniform
 // register (LDS [R+UR]) rather than one more IADD per lookup.
 extern __shared__ __align__(128) unsigned char g_smem[];
+__shared__ unsigned long long g_wait[2];  // KBIT_GEMV_WAIT_STATS: consumers' full / window waits
 
 template <int K>
 struct Smem {
@@ -487,9 +497,12 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // producer keeps kStages units in flight however long the math takes. K = 5 has no registers
   // to spare for it (spills): it reads each unit just before computing it.
   constexpr bool kPrefetch = K <= 4;
+  dev::wait_stats::Stopwatch<kWaitStats> full_wait, window;
   auto fetch = [&](uint32_t step, UnitRegs<K>& r) {
     const int st = Ring<K>::stage(step);
+    full_wait.start();
     dev::mbar_wait(ring.full(st), Ring<K>::parity(step));
+    full_wait.stop();
     read_unit<K>(l, ring.planes(st), ring.codes(st), r);
     // Every consumer thread arrives after its own reads. (One arrival per warp after
     // __syncwarp measured the same and racecheck reports it as a race: session 5.)
@@ -500,9 +513,11 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   for (int i = 0; i < n; ++i, ++q) {
     constexpr int W = window_units<MV>();
     if (i % W == 0 && KBIT_GEMV_DIAG_NO_MATH != 4) {
+      window.start();
       dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
       stage_a<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
       dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
+      window.stop();
     }
     if constexpr (kPrefetch) {
       const UnitRegs<K> r = next;
@@ -514,6 +529,10 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     }
   }
   store_segment<MV, T>(a, l, g, acc, defer);
+  if (kWaitStats && l.lane == 0) {
+    atomicAdd(&g_wait[0], (unsigned long long)full_wait.total);
+    atomicAdd(&g_wait[1], (unsigned long long)window.total);
+  }
 }
 
 // A segment of the grouped kernel: its row count (1..4) picks the unrolled body.
@@ -565,6 +584,9 @@ template <int K, int MV, typename T>
 __global__ void __maxnreg__(Config::kMaxRegs)
     scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   const Ring<K> ring(g_smem, Smem<K>::kRing);
+  const unsigned long long start_ns = kWaitStats ? dev::wait_stats::now_ns() : 0;
+  const long long start_clk = kWaitStats ? clock64() : 0;
+  if (kWaitStats && threadIdx.x == 0) g_wait[0] = g_wait[1] = 0;  // ring.init() syncs
   if (!start_block<K, T>(a, ring)) return;
   uint32_t q = 0;
   const int first = a.first_seg[blockIdx.x], last = a.first_seg[blockIdx.x + 1];
@@ -578,6 +600,15 @@ __global__ void __maxnreg__(Config::kMaxRegs)
       run_segment<K, MV, T>(a, a.segs[s], ring, q, defer);
   }
   if (last - first > 1 && a.segs[first].contributors > 1) finish_split<T>(a, a.segs[first]);
+  if constexpr (kWaitStats) {
+    dev::sync_threads<Config::kConsumers>();
+    if (threadIdx.x == 0) {
+      dev::wait_stats::add(dev::wait_stats::kConsumerFull, g_wait[0]);
+      dev::wait_stats::add(dev::wait_stats::kConsumerWindow, g_wait[1]);
+      dev::wait_stats::add(dev::wait_stats::kConsumerWarps, Config::kConsumers / 32);
+      dev::wait_stats::finish_block(start_ns, start_clk);
+    }
+  }
 }
 
 // ---------------------------------------------------------------- host side
@@ -753,6 +784,10 @@ void launch(const GemvState& s, const GemmDims& d, const GemmArgs& g, cudaStream
   void* params[] = {&a};
   KBIT_CUDA_CHECK(cudaLaunchKernel(s.kernel, dim3(s.grid), dim3(Config::kThreads), params,
                                    s.smem_bytes, stream));
+  if (kWaitStats) {
+    dev::wait_stats::print_and_reset<<<1, 1, 0, stream>>>();
+    KBIT_CUDA_CHECK(cudaGetLastError());
+  }
 }
 
 void check_common(const GemmDims& d, const char* who) {

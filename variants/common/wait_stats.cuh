@@ -1,0 +1,84 @@
+// A diagnostic for warp-specialized streaming kernels: where does a block's time go? The
+// producer's waits for a free stage (the consumers are the limit), the consumers' waits for a
+// landed stage (the stream is the limit), their other barriers, and the spread of block start
+// and end times over the grid (launch ramp, tail). Compiled in only under a kernel's knob
+// (scalar_gemv: KBIT_GEMV_WAIT_STATS); the host launches print_and_reset after each launch.
+#pragma once
+#include <cstdio>
+
+namespace kbit::dev::wait_stats {
+
+enum Slot {
+  kProducerEmpty,   // producer cycles in empty-barrier waits (per block)
+  kConsumerFull,    // consumer cycles in full-barrier waits (lane 0 of each warp)
+  kConsumerWindow,  // consumer cycles staging A (barriers + loads, lane 0 of each warp)
+  kConsumerWarps,   // warps that reported
+  kBlockCycles,     // block run time, SM clock (consumer thread 0)
+  kBlockNs,         // block run time, globaltimer
+  kSlots
+};
+
+struct Stats {
+  unsigned long long sum[kSlots];
+  unsigned long long start_min, start_max, end_min, end_max;  // globaltimer, ns
+  unsigned int done, launch;
+};
+static __device__ Stats g_stats = {{0, 0, 0, 0, 0, 0}, ~0ull, 0, ~0ull, 0, 0, 0};
+
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Accumulates the cycles between start() and stop(); a no-op unless On. 32-bit (fewer
+// registers: the diagnostic should perturb the kernel as little as it can).
+template <bool On>
+struct Stopwatch {
+  unsigned total = 0, t0 = 0;
+  __device__ __forceinline__ void start() {
+    if constexpr (On) t0 = unsigned(clock());
+  }
+  __device__ __forceinline__ void stop() {
+    if constexpr (On) total += unsigned(clock()) - t0;
+  }
+};
+
+__device__ __forceinline__ void add(Slot s, unsigned long long v) {
+  atomicAdd(&g_stats.sum[s], v);
+}
+
+// Consumer thread 0, once every consumer of the block is done: the block's times.
+__device__ inline void finish_block(unsigned long long start_ns, long long start_clk) {
+  const unsigned long long end_ns = now_ns();
+  add(kBlockCycles, (unsigned long long)(clock64() - start_clk));
+  add(kBlockNs, end_ns - start_ns);
+  atomicAdd(&g_stats.done, 1u);
+  atomicMin(&g_stats.start_min, start_ns);
+  atomicMax(&g_stats.start_max, start_ns);
+  atomicMin(&g_stats.end_min, end_ns);
+  atomicMax(&g_stats.end_max, end_ns);
+}
+
+// Launched <<<1, 1>>> after each launch of the kernel under study (a printf in that kernel
+// would change its register allocation): prints the averages of every 128th launch, resets.
+__global__ void print_and_reset() {
+  Stats& s = g_stats;
+  const double blocks = s.done, warps = double(s.sum[kConsumerWarps]);
+  const double ghz = double(s.sum[kBlockCycles]) / double(s.sum[kBlockNs]);
+  if ((s.launch++ & 127u) == 64u)
+    printf(
+        "wait_stats grid %u: span %.2f us (starts over %.2f, ends over %.2f), block %.2f us "
+        "at %.2f GHz; per block: producer empty-wait %.2f us; per warp: full-wait %.2f us, "
+        "A windows %.2f us\n",
+        s.done, (s.end_max - s.start_min) * 1e-3, (s.start_max - s.start_min) * 1e-3,
+        (s.end_max - s.end_min) * 1e-3, s.sum[kBlockNs] * 1e-3 / blocks, ghz,
+        s.sum[kProducerEmpty] / blocks / ghz * 1e-3, s.sum[kConsumerFull] / warps / ghz * 1e-3,
+        s.sum[kConsumerWindow] / warps / ghz * 1e-3);
+  for (int i = 0; i < kSlots; ++i) s.sum[i] = 0;
+  s.start_min = s.end_min = ~0ull;
+  s.start_max = s.end_max = 0;
+  s.done = 0;
+}
+
+}  // namespace kbit::dev::wait_stats
