@@ -72,6 +72,9 @@ namespace {
 #ifndef KBIT_GEMV_DIAG_NO_MATH
 #define KBIT_GEMV_DIAG_NO_MATH 0
 #endif
+#ifndef KBIT_GEMV_BALANCED  // 1: one stripe per resident block, floor / ceil units (no alignment)
+#define KBIT_GEMV_BALANCED 0
+#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif
@@ -657,17 +660,18 @@ struct OutTile {
   int expert, row0, rows, nt;
 };
 
-// Cuts units (tile-major, k-unit minor) into stripes of `per` units, one per block.
+// Cuts units (tile-major, k-unit minor) into stripes of `per` units, one per block; per = -g:
+// g blocks, the units spread as evenly as they go (stripes of floor and ceil(units / g)).
 void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
   const long long units = (long long)tiles.size() * s.k_units;
-  s.grid = int((units + per - 1) / per);
-  s.units_per_block = per;
+  s.grid = per > 0 ? int((units + per - 1) / per) : int(std::min<long long>(-per, units));
+  s.units_per_block = per > 0 ? per : int((units + s.grid - 1) / s.grid);
+  auto bound = [&](long long b) { return per > 0 ? std::min(units, b * per) : b * units / s.grid; };
   std::vector<Segment> segs;
   std::vector<int> first(std::size_t(s.grid) + 1, 0), contributors(tiles.size(), 0);
   for (int b = 0; b < s.grid; ++b) {
     first[std::size_t(b)] = int(segs.size());
-    for (long long u = (long long)b * per, end = std::min(units, (long long)(b + 1) * per);
-         u < end;) {
+    for (long long u = bound(b), end = bound(b + 1); u < end;) {
       const int ti = int(u / s.k_units), u0 = int(u % s.k_units);
       const int u1 = int(std::min<long long>(s.k_units, u0 + (end - u)));
       const OutTile& o = tiles[std::size_t(ti)];
@@ -706,6 +710,7 @@ int stripe_units(long long units, int k_units, int slots, SplitMode mode) {
            k_units;
   }
   if (mode == SplitMode::force_on && k_units >= 2) return (k_units + 1) / 2;
+  if (KBIT_GEMV_BALANCED) return -int(std::min<long long>(units, slots));
   const int per = int(std::max<long long>(1, (units + slots - 1) / slots));
   const int limit = per + per * KBIT_GEMV_ALIGN_SLACK / 100;
   for (int d = per; d <= std::min(limit, k_units); ++d)

@@ -18,12 +18,17 @@ enum Slot {
   kSlots
 };
 
+constexpr int kMaxBlocks = 2048;  // blocks whose SM and end time are kept (the rest only summed)
+constexpr int kMaxSms = 256;
+
 struct Stats {
   unsigned long long sum[kSlots];
+  unsigned long long end_ns[kMaxBlocks];
+  unsigned sm[kMaxBlocks];
   unsigned long long start_min, start_max, end_min, end_max;  // globaltimer, ns
   unsigned int done, launch;
 };
-static __device__ Stats g_stats = {{0, 0, 0, 0, 0, 0}, ~0ull, 0, ~0ull, 0, 0, 0};
+static __device__ Stats g_stats = {{0, 0, 0, 0, 0, 0}, {}, {}, ~0ull, 0, ~0ull, 0, 0, 0};
 
 __device__ __forceinline__ unsigned long long now_ns() {
   unsigned long long t;
@@ -53,11 +58,43 @@ __device__ inline void finish_block(unsigned long long start_ns, long long start
   const unsigned long long end_ns = now_ns();
   add(kBlockCycles, (unsigned long long)(clock64() - start_clk));
   add(kBlockNs, end_ns - start_ns);
+  if (blockIdx.x < kMaxBlocks) {
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    g_stats.end_ns[blockIdx.x] = end_ns;
+    g_stats.sm[blockIdx.x] = sm;
+  }
   atomicAdd(&g_stats.done, 1u);
   atomicMin(&g_stats.start_min, start_ns);
   atomicMax(&g_stats.start_max, start_ns);
   atomicMin(&g_stats.end_min, end_ns);
   atomicMax(&g_stats.end_max, end_ns);
+}
+
+// The tail: the end times (after the first block's start) of the blocks alone on their SM,
+// and of the first and the last block to end on SMs that ran several.
+__device__ inline void print_tail(const Stats& s) {
+  int count[kMaxSms] = {};
+  unsigned long long first[kMaxSms], last[kMaxSms];
+  const int n = min(int(s.done), kMaxBlocks);
+  for (int b = 0; b < n; ++b) {
+    const unsigned sm = s.sm[b] % kMaxSms;
+    const unsigned long long e = s.end_ns[b] - s.start_min;
+    first[sm] = count[sm] ? min(first[sm], e) : e;
+    last[sm] = count[sm] ? max(last[sm], e) : e;
+    ++count[sm];
+  }
+  double alone = 0, early = 0, late = 0;
+  int n_alone = 0, n_shared = 0;
+  for (int i = 0; i < kMaxSms; ++i) {
+    if (count[i] == 1) alone += first[i], ++n_alone;
+    if (count[i] > 1) early += first[i], late += last[i], ++n_shared;
+  }
+  printf(
+      "wait_stats tail: %d SMs with one block end at %.2f us; %d with more: first at %.2f, "
+      "last at %.2f us (means)\n",
+      n_alone, n_alone ? alone * 1e-3 / n_alone : 0.0, n_shared,
+      n_shared ? early * 1e-3 / n_shared : 0.0, n_shared ? late * 1e-3 / n_shared : 0.0);
 }
 
 // Launched <<<1, 1>>> after each launch of the kernel under study (a printf in that kernel
@@ -75,6 +112,7 @@ __global__ void print_and_reset() {
         (s.end_max - s.end_min) * 1e-3, s.sum[kBlockNs] * 1e-3 / blocks, ghz,
         s.sum[kProducerEmpty] / blocks / ghz * 1e-3, s.sum[kConsumerFull] / warps / ghz * 1e-3,
         s.sum[kConsumerWindow] / warps / ghz * 1e-3);
+  if ((s.launch & 127u) == 65u) print_tail(s);
   for (int i = 0; i < kSlots; ++i) s.sum[i] = 0;
   s.start_min = s.end_min = ~0ull;
   s.start_max = s.end_max = 0;
