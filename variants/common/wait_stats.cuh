@@ -95,6 +95,16 @@ __device__ inline void print_tail(const Stats& s) {
       "last at %.2f us (means)\n",
       n_alone, n_alone ? alone * 1e-3 / n_alone : 0.0, n_shared,
       n_shared ? early * 1e-3 / n_shared : 0.0, n_shared ? late * 1e-3 / n_shared : 0.0);
+  printf("wait_stats latest SMs:");  // the 8 SMs whose last block ended last (consistent?)
+  for (int k = 0; k < 8; ++k) {
+    int best = -1;
+    for (int i = 0; i < kMaxSms; ++i)
+      if (count[i] > 0 && (best < 0 || last[i] > last[best])) best = i;
+    if (best < 0) break;
+    printf(" %d (%.1f)", best, last[best] * 1e-3);
+    count[best] = 0;
+  }
+  printf("\n");
 }
 
 // Launched <<<1, 1>>> after each launch of the kernel under study (a printf in that kernel
