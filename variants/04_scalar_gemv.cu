@@ -272,16 +272,21 @@ __device__ __forceinline__ void store_scales(unsigned char* lut, int st, int lan
 
 // The producer (the last warp): walks the block's units in the consumers' order. Lane 0 copies
 // each unit's planes (one contiguous chunk per k-tile; k-tiles past the end of K are not copied:
-// their A is zero) into the next free stage; all lanes load the unit's absmax codes one unit
-// ahead and store their decoded scales into the stage's holes.
+// their A is zero) into the next free stage; all lanes load the absmax codes kCodesAhead units
+// ahead (a load takes about a unit's time to land) and store their decoded scales into the
+// stage's holes.
 template <int K>
 __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
   constexpr uint32_t kPlaneBytes = tile_words<K>() * 4;
+  constexpr int kCodesAhead = 2;
   const int lane = threadIdx.x & 31;
   dev::wait_stats::Stopwatch<kWaitStats> empty_wait;
-  UnitCursor c(a);
-  uint4 codes[2] = {};
-  if (c.valid()) load_codes(a, c, lane, codes);
+  UnitCursor c(a), ahead(a);
+  uint4 codes[kCodesAhead][2] = {};
+#pragma unroll
+  for (int d = 0; d < kCodesAhead; ++d) {
+    if (ahead.valid()) load_codes(a, ahead, lane, codes[d]), ahead.advance(a);
+  }
   uint32_t q = 0;
   for (; c.valid(); ++q) {
     const int st = Ring<K>::stage(q);
@@ -305,11 +310,14 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
     }
     c.advance(a);
     uint4 next[2] = {};
-    if (c.valid()) load_codes(a, c, lane, next);  // lands while this stage's turn comes round
-    store_scales(Smem<K>::lut(), st, lane, codes);
+    if (ahead.valid()) load_codes(a, ahead, lane, next), ahead.advance(a);
+    store_scales(Smem<K>::lut(), st, lane, codes[0]);
     __syncwarp();  // every lane's scales before lane 0's arrival (release)
     if (lane == 0) dev::mbar_arrive(ring.full(st));
-    codes[0] = next[0], codes[1] = next[1];
+#pragma unroll
+    for (int d = 0; d + 1 < kCodesAhead; ++d)
+      codes[d][0] = codes[d + 1][0], codes[d][1] = codes[d + 1][1];
+    codes[kCodesAhead - 1][0] = next[0], codes[kCodesAhead - 1][1] = next[1];
   }
   if (kWaitStats && lane == 0)
     dev::wait_stats::add(dev::wait_stats::kProducerEmpty, empty_wait.total);
