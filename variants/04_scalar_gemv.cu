@@ -81,7 +81,7 @@ namespace {
 constexpr bool kWaitStats = KBIT_GEMV_WAIT_STATS != 0;
 
 struct Config {
-  static constexpr int kLutBytes = dev::pair_lut::kBytes;  // with its holes: scales, A window
+  static constexpr int kLutBytes = dev::pair_lut::kBytes;  // with its holes: codes, A window
   static constexpr int kConsumers = 256;                   // 8 warps x 16 columns = one n-tile
   static constexpr int kThreads = kConsumers + 32;  // + 1 producer warp (one lane issues copies)
   static constexpr int kTileK = 64;                 // the tiled layout this variant reads
@@ -99,9 +99,9 @@ struct Config {
   // Shared memory per block that keeps 2 blocks on an sm_90 SM: (228 KB - 2 x 1 KB reserved) / 2,
   // less 256 B for the static shared memory.
   static constexpr int kSmemPerBlock = (233472 - 2 * 1024) / 2 - 256;
-  // The table's holes (pair_lut::hole): 16 per ring stage for the scales, then 4 per row-unit of
-  // the A window.
-  static constexpr int kScaleHoles = 16;
+  // The table's holes (pair_lut::hole): 8 per ring stage for the absmax codes, then 4 per
+  // row-unit of the A window.
+  static constexpr int kCodeHoles = 8;
   static constexpr int kAHolesPerRowUnit = kUnitTiles;
   static_assert(kConsumers / 32 * 16 == kTileN, "one n-tile per unit");
 };
@@ -110,7 +110,7 @@ template <int K>
 __host__ __device__ constexpr int tile_words() {
   return Config::kBlocksPerTile * K;
 }
-// One ring stage: the planes of the unit's 4 k-tiles (their scales go to the table's holes).
+// One ring stage: the planes of the unit's 4 k-tiles (their codes go to the table's holes).
 // The k-tile chunks are staggered (pads below) so that the 4 lanes of a quad, which read the
 // same column of 4 different k-tiles, hit different banks: with chunks 4 KB apart every plane
 // LDS.128 was a 4-way conflict (a third of all shared-memory wavefronts, Nsight Compute).
@@ -132,14 +132,14 @@ __host__ __device__ constexpr int stages() {
       (Config::kSmemPerBlock - Config::kBarrierBytes - Config::kLutBytes) / stage_bytes<K>();
   return fit < Config::kMaxStages ? fit : Config::kMaxStages;
 }
-// Dynamic shared memory: barriers, the pair table (its holes hold the scales and A), the ring.
+// Dynamic shared memory: barriers, the pair table (its holes hold the codes and A), the ring.
 template <int K>
 __host__ __device__ constexpr int smem_bytes() {
   static_assert(stages<K>() >= 2, "the ring needs 2 stages");
   static_assert(
-      stages<K>() * Config::kScaleHoles + Config::kWindowRowUnits * Config::kAHolesPerRowUnit <=
+      stages<K>() * Config::kCodeHoles + Config::kWindowRowUnits * Config::kAHolesPerRowUnit <=
           dev::pair_lut::kHoles,
-      "the scales and the A window must fit the table's holes");
+      "the codes and the A window must fit the table's holes");
   return Config::kBarrierBytes + Config::kLutBytes + stages<K>() * stage_bytes<K>();
 }
 
@@ -178,9 +178,9 @@ struct Smem {
 };
 
 // The weight ring in shared memory: stages<K>() stages, each with a `full` barrier (the
-// producer's bulk copies and its scale stores complete it) and an `empty` barrier (each
-// consumer thread arrives once it has read the stage). Step q of the block's sequence uses
-// stage q % S, phase q / S. Stage s's scales are in holes [16 s, 16 s + 16) of the table.
+// producer's plane and code copies complete it) and an `empty` barrier (each consumer thread
+// arrives once it has read the stage). Step q of the block's sequence uses stage q % S, phase
+// q / S. Stage s's absmax codes are in holes [8 s, 8 s + 8) of the table.
 template <int K>
 struct Ring {
   static constexpr int S = stages<K>();
@@ -199,7 +199,7 @@ struct Ring {
   __device__ void init() const {
     if (threadIdx.x == 0) {
       for (int s = 0; s < S; ++s) {
-        dev::mbar_init(full(s), 2);  // the producer's expect_tx arrival + its scales' arrival
+        dev::mbar_init(full(s), 1 + 32);  // lane 0's expect_tx + each lane's code copies
         dev::mbar_init(empty(s), Config::kConsumers);
       }
       dev::fence_barrier_init();
@@ -223,70 +223,52 @@ struct UnitCursor {
   }
 };
 
-// This lane's 32 absmax codes of a unit: k-tile lane / 8 of the unit, columns 16 (lane % 8) ..
-// + 15 (byte 2c + kb of the tile's 256). Zero past K (k-tiles whose planes are not copied).
-__device__ __forceinline__ void load_codes(const KernelArgs& a, const UnitCursor& c, int lane,
-                                           uint4 (&v)[2]) {
-  const int kt = c.u * Config::kUnitTiles + (lane >> 3);
-  v[0] = v[1] = make_uint4(0, 0, 0, 0);
-  if (kt >= a.k_tiles) return;
-  const long long tile = (long long)kt * a.n_tiles + c.g.nt;
-  const uint4* src = reinterpret_cast<const uint4*>(
-      a.absmax + c.g.expert * a.expert_bytes + tile * Config::kBlocksPerTile + (lane & 7) * 32);
-  v[0] = __ldg(src);
-  v[1] = __ldg(src + 1);
+// The scale pair (kb 0, kb 1) of a column as half2, from its two code bytes (kb 0 in byte 0,
+// kb 1 in byte 1) moved to bytes 0 and 2: E4M4 bits << 6 read as fp16 are the value / 16
+// exactly, subnormal codes included (the 4-bit exponent lands in fp16's 5-bit field, bias 15
+// instead of 11), so one exact HMUL2 by 16 finishes: PRMT, SHL, HMUL2 for two scales.
+__device__ __forceinline__ __half2 scale_pair(uint32_t codes) {
+  const uint32_t bits = __byte_perm(codes, 0u, 0x4140) << 6;
+  return __hmul2(*reinterpret_cast<const __half2*>(&bits), __float2half2_rn(16.0f));
 }
 
-// The scale pair (kb 0, kb 1) of a column as half2, from the column's two code bytes selected
-// into bytes 0 and 2: E4M4 bits << 6 read as fp16 are the value / 16 exactly, subnormal codes
-// included (the 4-bit exponent lands in fp16's 5-bit field, bias 15 instead of 11), so one
-// exact HMUL2 by 16 finishes. PRMT, SHL, HMUL2: 1.5 instructions per code.
-template <uint32_t kSelect>
-__device__ __forceinline__ uint32_t scale_pair(uint32_t word) {
-  const uint32_t bits = __byte_perm(word, 0u, kSelect) << 6;
-  const __half2 v = __hmul2(*reinterpret_cast<const __half2*>(&bits), __float2half2_rn(16.0f));
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-
-// Byte offset (from the table) of the scale pair of (stage st, k-tile kt of the unit, column
-// c): holes 16 st + 4 kt + c / 32, word c % 32, the two 8-column halves of each 16 swapped in
-// k-tiles 2 and 3 (the quad lanes that read k-tiles 0 and 2 at once then hit other banks).
-__device__ __forceinline__ int scale_offset(int st, int kt, int c) {
+// Byte offset (from the table) of the absmax codes of (stage st, k-tile kt of the unit,
+// column c), bytes kb = 0, 1: holes 8 st + 2 kt + c / 64, the two 8-column halves of each 16
+// swapped in k-tiles 2 and 3 (the quad lanes that read k-tiles 0 and 2 at once then hit other
+// banks).
+__device__ __forceinline__ int code_offset(int st, int kt, int c) {
   const int cs = c ^ (8 * (kt >> 1));
-  return dev::pair_lut::hole(st * Config::kScaleHoles + 4 * kt + (cs >> 5)) + 4 * (cs & 31);
+  return dev::pair_lut::hole(st * Config::kCodeHoles + 2 * kt + (cs >> 6)) + 2 * (cs & 63);
 }
 
-// Decodes this lane's codes (load_codes) into its 16 columns' scale pairs in stage st.
-__device__ __forceinline__ void store_scales(unsigned char* lut, int st, int lane,
-                                             const uint4 (&v)[2]) {
-  const uint32_t w[8] = {v[0].x, v[0].y, v[0].z, v[0].w, v[1].x, v[1].y, v[1].z, v[1].w};
-  const int kt = lane >> 3, c0 = 16 * (lane & 7);
+// This lane's share of a unit's absmax codes, by cp.async, so that the producer never waits
+// for a load (ordinary loads, even two units ahead, left it waiting on DRAM: session 6): k-tile
+// lane / 8 of the unit, columns 16 (lane % 8) .. + 15 (bytes 2c, 2c + 1 of the tile's 256),
+// zeros past K. Their landing is this lane's arrival on the stage's full barrier.
+__device__ __forceinline__ void copy_codes(const KernelArgs& a, const UnitCursor& c, int lane,
+                                           unsigned char* lut, int st, uint32_t full) {
+  const int kt = lane >> 3, kt_abs = c.u * Config::kUnitTiles + kt;
+  const bool in = kt_abs < a.k_tiles;
+  const long long tile = (long long)(in ? kt_abs : 0) * a.n_tiles + c.g.nt;
+  const uint8_t* src = a.absmax + c.g.expert * a.expert_bytes + tile * Config::kBlocksPerTile;
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {  // columns c0 + 4j .. + 3 (two words): one 16-byte store
-    const uint4 pairs =
-        make_uint4(scale_pair<0x4140>(w[2 * j]), scale_pair<0x4342>(w[2 * j]),
-                   scale_pair<0x4140>(w[2 * j + 1]), scale_pair<0x4342>(w[2 * j + 1]));
-    *reinterpret_cast<uint4*>(lut + scale_offset(st, kt, c0 + 4 * j)) = pairs;
+  for (int j = 0; j < 2; ++j) {  // 8 columns (16 bytes) each
+    const int c0 = 16 * (lane & 7) + 8 * j;
+    dev::cp_async_16(lut + code_offset(st, kt, c0), src + 2 * c0, in ? 16 : 0);
   }
+  dev::cp_async_mbarrier_arrive_noinc(full);
 }
 
 // The producer (the last warp): walks the block's units in the consumers' order. Lane 0 copies
 // each unit's planes (one contiguous chunk per k-tile; k-tiles past the end of K are not copied:
-// their A is zero) into the next free stage; all lanes load the absmax codes kCodesAhead units
-// ahead (a load takes about a unit's time to land) and store their decoded scales into the
+// their A is zero) into the next free stage; all lanes copy the unit's absmax codes into the
 // stage's holes.
 template <int K>
 __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
   constexpr uint32_t kPlaneBytes = tile_words<K>() * 4;
-  constexpr int kCodesAhead = 2;
   const int lane = threadIdx.x & 31;
   dev::wait_stats::Stopwatch<kWaitStats> empty_wait;
-  UnitCursor c(a), ahead(a);
-  uint4 codes[kCodesAhead][2] = {};
-#pragma unroll
-  for (int d = 0; d < kCodesAhead; ++d) {
-    if (ahead.valid()) load_codes(a, ahead, lane, codes[d]), ahead.advance(a);
-  }
+  UnitCursor c(a);
   uint32_t q = 0;
   for (; c.valid(); ++q) {
     const int st = Ring<K>::stage(q);
@@ -308,16 +290,8 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
                            planes + tile * tile_words<K>(), kPlaneBytes, ring.full(st));
       }
     }
+    copy_codes(a, c, lane, Smem<K>::lut(), st, ring.full(st));
     c.advance(a);
-    uint4 next[2] = {};
-    if (ahead.valid()) load_codes(a, ahead, lane, next), ahead.advance(a);
-    store_scales(Smem<K>::lut(), st, lane, codes[0]);
-    __syncwarp();  // every lane's scales before lane 0's arrival (release)
-    if (lane == 0) dev::mbar_arrive(ring.full(st));
-#pragma unroll
-    for (int d = 0; d + 1 < kCodesAhead; ++d)
-      codes[d][0] = codes[d + 1][0], codes[d][1] = codes[d + 1][1];
-    codes[kCodesAhead - 1][0] = next[0], codes[kCodesAhead - 1][1] = next[1];
   }
   if (kWaitStats && lane == 0)
     dev::wait_stats::add(dev::wait_stats::kProducerEmpty, empty_wait.total);
@@ -347,7 +321,7 @@ __host__ __device__ constexpr int window_units() {
 template <int K, int MV>
 __device__ __forceinline__ int a_offset(int m, int u, int kt, int kb, int p) {
   const int row_unit = m * window_units<MV>() + u;
-  return dev::pair_lut::hole(Ring<K>::S * Config::kScaleHoles +
+  return dev::pair_lut::hole(Ring<K>::S * Config::kCodeHoles +
                              row_unit * Config::kAHolesPerRowUnit + kt) +
          64 * ((kt & 1) ^ kb) + 4 * p;
 }
@@ -378,11 +352,11 @@ __device__ void stage_a(const KernelArgs& a, int row0, int u, int nunits, unsign
 }
 
 // What a consumer thread needs of one unit: its k-tile's planes of columns g and g+8 (both
-// k-blocks) and the scales of the blocks whose MMA sums it holds.
+// k-blocks) and the absmax codes of the blocks whose MMA sums it holds.
 template <int K>
 struct UnitRegs {
-  uint32_t p[2][2][K];    // [column lo/hi][kb][plane]
-  uint32_t scales[2][2];  // [column lo/hi][k-tile 2(t&1) + i]: half2 (kb 0, kb 1)
+  uint32_t p[2][2][K];   // [column lo/hi][kb][plane]
+  uint32_t codes[2][2];  // [column lo/hi][k-tile 2(t&1) + i]: kb 0 in byte 0, kb 1 in byte 1
 };
 
 // Per-thread constants of the consumer role.
@@ -413,7 +387,7 @@ __device__ __forceinline__ void read_unit(const Lane& l, const unsigned char* pl
     dev::load_planes<K>(src + K, r.p[h][1]);
 #pragma unroll
     for (int i = 0; i < 2; ++i)
-      r.scales[h][i] = *reinterpret_cast<const uint32_t*>(lut + scale_offset(st, kt0 + i, col));
+      r.codes[h][i] = *reinterpret_cast<const uint16_t*>(lut + code_offset(st, kt0 + i, col));
   }
 }
 
@@ -488,15 +462,14 @@ __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
                                          float (&acc)[(MV + 1) / 2][2]) {
   constexpr int S = (MV + 1) / 2;
   if constexpr (KBIT_GEMV_DIAG_NO_MATH) {
-    acc[0][0] += __uint_as_float((r.p[0][0][0] ^ r.p[1][1][K - 1] ^ r.scales[0][0]) & 0x3fffffffu);
+    acc[0][0] += __uint_as_float((r.p[0][0][0] ^ r.p[1][1][K - 1] ^ r.codes[0][0]) & 0x3fffffffu);
     return;
   }
   float2 sc[2][2];  // [column lo/hi][i]: (kb 0, kb 1)
 #pragma unroll
   for (int h = 0; h < 2; ++h)
 #pragma unroll
-    for (int i = 0; i < 2; ++i)
-      sc[h][i] = __half22float2(*reinterpret_cast<const __half2*>(&r.scales[h][i]));
+    for (int i = 0; i < 2; ++i) sc[h][i] = __half22float2(scale_pair(r.codes[h][i]));
 #pragma unroll
   for (int kb = 0; kb < 2; ++kb) {
 #pragma unroll
