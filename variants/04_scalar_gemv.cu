@@ -315,15 +315,16 @@ __host__ __device__ constexpr int window_units() {
 }
 
 // Byte offset (from the table) of pair p of (row m, unit u, k-tile kt, k-block kb) of the
-// staged A window: each (row, unit, k-tile) is one hole, its k-blocks the two 64-byte halves,
-// swapped in odd k-tiles so that quad lanes t and t^1 (one phase of a 128-bit load) read
-// other banks.
+// staged A window: each (row, unit, k-tile) is one hole of eight 16-byte slots (4 pairs each),
+// slot (4 kb + p / 4) XOR (2 kt + m % 2): the up to 8 lanes of one B load (k-tile t, rows m
+// and m + 1) read 8 different slots, all 32 banks (every hole starts at bank 0).
 template <int K, int MV>
 __device__ __forceinline__ int a_offset(int m, int u, int kt, int kb, int p) {
   const int row_unit = m * window_units<MV>() + u;
+  const int slot = (4 * kb + p / 4) ^ (2 * kt + (m & 1));
   return dev::pair_lut::hole(Ring<K>::S * Config::kCodeHoles +
                              row_unit * Config::kAHolesPerRowUnit + kt) +
-         64 * ((kt & 1) ^ kb) + 4 * p;
+         16 * slot + 4 * (p % 4);
 }
 
 // Stages rows [row0, row0 + MV) of A, units [u, u + nunits), into shared memory as 16-bit
