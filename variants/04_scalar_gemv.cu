@@ -54,8 +54,8 @@ namespace {
 
 // Tuning knobs (docs/variants/04_scalar_gemv.md has the sweeps); override with -D at configure
 // time, e.g. cmake -DCMAKE_CUDA_FLAGS="-DKBIT_GEMV_STAGES=3".
-#ifndef KBIT_GEMV_STAGES  // most ring stages; fewer where 2 blocks per SM would not fit
-#define KBIT_GEMV_STAGES 6
+#ifndef KBIT_GEMV_STAGES  // 2 beat 3 and 4 on the H100 (docs/notes.md, v5)
+#define KBIT_GEMV_STAGES 2
 #endif
 #ifndef KBIT_GEMV_MAX_REGS  // 96: 2 blocks of 288 threads per SM (9 warps allocate as 10)
 #define KBIT_GEMV_MAX_REGS 96
@@ -66,14 +66,11 @@ namespace {
 #ifndef KBIT_GEMV_ALIGN_SLACK  // % more units per block allowed to align stripes on k-bands
 #define KBIT_GEMV_ALIGN_SLACK 20
 #endif
-// Diagnostics (results are wrong, never commit a run of them; the pair table is not built):
-// 1 the consumers only drain the ring (the stream alone); 4 no A windows; 5 no consumers, the
-// producer refills a stage once it has landed (docs/notes.md).
+// Diagnostics (results are wrong, never commit a run of them; the pair table is left out):
+// 1 the consumers only drain the ring (the stream alone); 2 also no absmax copies; 4 no A
+// windows; 5 no consumers, the producer refills a stage once it has landed (docs/notes.md).
 #ifndef KBIT_GEMV_DIAG_NO_MATH
 #define KBIT_GEMV_DIAG_NO_MATH 0
-#endif
-#ifndef KBIT_GEMV_BALANCED  // 1: one stripe per resident block, floor / ceil units (no alignment)
-#define KBIT_GEMV_BALANCED 0
 #endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
@@ -81,28 +78,25 @@ namespace {
 constexpr bool kWaitStats = KBIT_GEMV_WAIT_STATS != 0;
 
 struct Config {
-  static constexpr int kLutBytes = dev::pair_lut::kBytes;  // with its holes: codes, A window
-  static constexpr int kConsumers = 256;                   // 8 warps x 16 columns = one n-tile
+  // Shared memory of the pair table; the stream-only diagnostic needs none (room for stages).
+  static constexpr int kLutBytes = KBIT_GEMV_DIAG_NO_MATH ? 0 : dev::pair_lut::kBytes;
+  static constexpr int kConsumers = 256;            // 8 warps x 16 columns = one n-tile
   static constexpr int kThreads = kConsumers + 32;  // + 1 producer warp (one lane issues copies)
   static constexpr int kTileK = 64;                 // the tiled layout this variant reads
   static constexpr int kTileN = 128;
   static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256 blocks of 32 per tile
   static constexpr int kUnitTiles = 4;  // k-tiles per unit: quad lane t owns k-tile t
   static constexpr int kUnitK = kUnitTiles * kTileK;
-  static constexpr int kMaxStages = KBIT_GEMV_STAGES;  // ring depth cap (stages<K>())
+  static constexpr int kStages = KBIT_GEMV_STAGES;  // units in flight per block (bulk-copy ring)
   static constexpr int kMaxRegs = KBIT_GEMV_MAX_REGS;
-  static constexpr int kWindowRowUnits = KBIT_GEMV_WINDOW;  // staged A: rows x units (16: M = 1
-                                                            // stages 16 units at a time)
+  static constexpr int kKtStride = 144;  // bytes of staged A per (row, k-tile): 2 x 16 pairs
+                                         // + 16 pad, so the quads' B loads hit other banks
+  static constexpr int kUnitStride = kUnitTiles * kKtStride;  // staged A per (row, unit)
+  static constexpr int kWindowRowUnits = KBIT_GEMV_WINDOW;    // staged A: rows x units, 9 KB at
+                                                              // 16: M = 1 stages 16 units a time
   static constexpr int kMaxRows = 4;
-  static constexpr int kBarrierBytes = 128;  // 2 mbarriers per stage, padded
-  static_assert(2 * kMaxStages * 8 <= kBarrierBytes, "mbarriers must fit their slot");
-  // Shared memory per block that keeps 2 blocks on an sm_90 SM: (228 KB - 2 x 1 KB reserved) / 2,
-  // less 256 B for the static shared memory.
-  static constexpr int kSmemPerBlock = (233472 - 2 * 1024) / 2 - 256;
-  // The table's holes (pair_lut::hole): 8 per ring stage for the absmax codes, then 4 per
-  // row-unit of the A window.
-  static constexpr int kCodeHoles = 8;
-  static constexpr int kAHolesPerRowUnit = kUnitTiles;
+  static constexpr int kBarrierBytes = 128;  // 2 x kStages mbarriers, padded
+  static_assert(2 * kStages * 8 <= kBarrierBytes, "mbarriers must fit their slot");
   static_assert(kConsumers / 32 * 16 == kTileN, "one n-tile per unit");
 };
 
@@ -110,37 +104,36 @@ template <int K>
 __host__ __device__ constexpr int tile_words() {
   return Config::kBlocksPerTile * K;
 }
-// One ring stage: the planes of the unit's 4 k-tiles (their codes go to the table's holes).
-// The k-tile chunks are staggered (pads below) so that the 4 lanes of a quad, which read the
-// same column of 4 different k-tiles, hit different banks: with chunks 4 KB apart every plane
-// LDS.128 was a 4-way conflict (a third of all shared-memory wavefronts, Nsight Compute).
+// One ring stage: the planes of the unit's 4 k-tiles, then their absmax codes. The k-tile
+// chunks are staggered (pads below) so that the 4 lanes of a quad, which read the same column
+// of 4 different k-tiles, hit different banks: with chunks 4 KB apart every plane LDS.128 was a
+// 4-way conflict (a third of all shared-memory wavefronts, Nsight Compute).
 __host__ __device__ constexpr int plane_pad(int t) {
   return t == 0 ? 0 : t == 1 ? 16 : t == 2 ? 64 : 80;
+}
+__host__ __device__ constexpr int code_pad(int t) {
+  return t < 2 ? 0 : 16;
 }
 template <int K>
 __host__ __device__ constexpr int plane_chunk(int t) {  // byte offset of k-tile t's planes
   return t * tile_words<K>() * 4 + plane_pad(t);
 }
+__host__ __device__ constexpr int code_chunk(int t) {  // byte offset of k-tile t's codes
+  return t * Config::kBlocksPerTile + code_pad(t);
+}
 template <int K>
-__host__ __device__ constexpr int stage_bytes() {
+__host__ __device__ constexpr int stage_plane_bytes() {
   return plane_chunk<K>(Config::kUnitTiles);
 }
-// Ring depth: as many stages as leave 2 blocks per SM (K = 2..5: 6, 4, 3, 2), at most kMaxStages.
 template <int K>
-__host__ __device__ constexpr int stages() {
-  constexpr int fit =
-      (Config::kSmemPerBlock - Config::kBarrierBytes - Config::kLutBytes) / stage_bytes<K>();
-  return fit < Config::kMaxStages ? fit : Config::kMaxStages;
+__host__ __device__ constexpr int stage_bytes() {
+  return stage_plane_bytes<K>() + code_chunk(Config::kUnitTiles);
 }
-// Dynamic shared memory: barriers, the pair table (its holes hold the codes and A), the ring.
+// Dynamic shared memory: barriers, the pair table, the weight ring, the A window (`rows` rows).
 template <int K>
-__host__ __device__ constexpr int smem_bytes() {
-  static_assert(stages<K>() >= 2, "the ring needs 2 stages");
-  static_assert(
-      stages<K>() * Config::kCodeHoles + Config::kWindowRowUnits * Config::kAHolesPerRowUnit <=
-          dev::pair_lut::kHoles,
-      "the codes and the A window must fit the table's holes");
-  return Config::kBarrierBytes + Config::kLutBytes + stages<K>() * stage_bytes<K>();
+__host__ __device__ constexpr int smem_bytes(int rows) {
+  return Config::kBarrierBytes + Config::kLutBytes + Config::kStages * stage_bytes<K>() +
+         Config::kWindowRowUnits * Config::kUnitStride;
 }
 
 // A segment of one block's stripe: rows [row0, row0 + rows) of expert `expert` (0 when dense),
@@ -164,42 +157,29 @@ struct KernelArgs {
   float cb[32];
 };
 
-// The block's dynamic shared memory: barriers, the pair table (and its holes), the ring. The
-// regions are addressed from the symbol itself, so every table lookup's base is a uniform
-// register (LDS [R+UR]) rather than one more IADD per lookup.
-extern __shared__ __align__(128) unsigned char g_smem[];
-__shared__ unsigned long long g_wait[2];  // KBIT_GEMV_WAIT_STATS: consumers' full / window waits
-
-template <int K>
-struct Smem {
-  static constexpr int kLut = Config::kBarrierBytes;
-  static constexpr int kRing = kLut + Config::kLutBytes;
-  static __device__ unsigned char* lut() { return g_smem + kLut; }
-};
-
-// The weight ring in shared memory: stages<K>() stages, each with a `full` barrier (the
-// producer's plane and code copies complete it) and an `empty` barrier (each consumer thread
-// arrives once it has read the stage). Step q of the block's sequence uses stage q % S, phase
-// q / S. Stage s's absmax codes are in holes [8 s, 8 s + 8) of the table.
+// The weight ring in shared memory: kStages stages, each with a `full` barrier (the producer's
+// bulk copies complete on it) and an `empty` barrier (each consumer thread arrives once it has
+// read the stage). Step q of the block's sequence uses stage q % kStages, phase
+// q / kStages.
 template <int K>
 struct Ring {
-  static constexpr int S = stages<K>();
-  uint32_t bars;         // shared address of full[0..S) then empty[0..S)
-  unsigned char* first;  // generic pointer to stage 0
+  uint32_t bars;          // shared address of full[0..S) then empty[0..S)
+  unsigned char* stages;  // generic pointer to stage 0
 
   __device__ Ring(unsigned char* smem, int offset)
-      : bars(dev::smem_addr(smem)), first(smem + offset) {}
+      : bars(dev::smem_addr(smem)), stages(smem + offset) {}
   __device__ uint32_t full(int s) const { return bars + 8 * s; }
-  __device__ uint32_t empty(int s) const { return bars + 8 * (S + s); }
-  __device__ unsigned char* planes(int s) const { return first + s * stage_bytes<K>(); }
-  static __device__ int stage(uint32_t q) { return int(q % S); }
-  static __device__ uint32_t parity(uint32_t q) { return (q / S) & 1u; }
+  __device__ uint32_t empty(int s) const { return bars + 8 * (Config::kStages + s); }
+  __device__ unsigned char* planes(int s) const { return stages + s * stage_bytes<K>(); }
+  __device__ unsigned char* codes(int s) const { return planes(s) + stage_plane_bytes<K>(); }
+  static __device__ int stage(uint32_t q) { return int(q % Config::kStages); }
+  static __device__ uint32_t parity(uint32_t q) { return (q / Config::kStages) & 1u; }
 
   // Thread 0 initializes; every thread of the block must call (one __syncthreads).
   __device__ void init() const {
     if (threadIdx.x == 0) {
-      for (int s = 0; s < S; ++s) {
-        dev::mbar_init(full(s), 1 + 32);  // lane 0's expect_tx + each lane's code copies
+      for (int s = 0; s < Config::kStages; ++s) {
+        dev::mbar_init(full(s), 1);
         dev::mbar_init(empty(s), Config::kConsumers);
       }
       dev::fence_barrier_init();
@@ -208,95 +188,46 @@ struct Ring {
   }
 };
 
-// Walks a block's units in the consumers' order: unit u of segment s, segments [s, last).
-struct UnitCursor {
-  int s, last, u = 0;
-  Segment g{};
-  __device__ explicit UnitCursor(const KernelArgs& a)
-      : s(a.first_seg[blockIdx.x]), last(a.first_seg[blockIdx.x + 1]) {
-    if (s < last) g = a.segs[s], u = g.u0;
-  }
-  __device__ bool valid() const { return s < last; }
-  __device__ void advance(const KernelArgs& a) {
-    if (++u < g.u1) return;
-    if (++s < last) g = a.segs[s], u = g.u0;
-  }
-};
-
-// The scale pair (kb 0, kb 1) of a column as half2, from its two code bytes (kb 0 in byte 0,
-// kb 1 in byte 1) moved to bytes 0 and 2: E4M4 bits << 6 read as fp16 are the value / 16
-// exactly, subnormal codes included (the 4-bit exponent lands in fp16's 5-bit field, bias 15
-// instead of 11), so one exact HMUL2 by 16 finishes: PRMT, SHL, HMUL2 for two scales.
-__device__ __forceinline__ __half2 scale_pair(uint32_t codes) {
-  const uint32_t bits = __byte_perm(codes, 0u, 0x4140) << 6;
-  return __hmul2(*reinterpret_cast<const __half2*>(&bits), __float2half2_rn(16.0f));
-}
-
-// Byte offset (from the table) of the absmax codes of (stage st, k-tile kt of the unit,
-// column c), bytes kb = 0, 1: holes 8 st + 2 kt + c / 64, the two 8-column halves of each 16
-// swapped in k-tiles 2 and 3 (the quad lanes that read k-tiles 0 and 2 at once then hit other
-// banks).
-__device__ __forceinline__ int code_offset(int st, int kt, int c) {
-  const int cs = c ^ (8 * (kt >> 1));
-  return dev::pair_lut::hole(st * Config::kCodeHoles + 2 * kt + (cs >> 6)) + 2 * (cs & 63);
-}
-
-// This lane's share of a unit's absmax codes, by cp.async, so that the producer never waits
-// for a load (ordinary loads, even two units ahead, left it waiting on DRAM: session 6): k-tile
-// lane / 8 of the unit, columns 16 (lane % 8) .. + 15 (bytes 2c, 2c + 1 of the tile's 256),
-// zeros past K. Their landing is this lane's arrival on the stage's full barrier.
-__device__ __forceinline__ void copy_codes(const KernelArgs& a, const UnitCursor& c, int lane,
-                                           unsigned char* lut, int st, uint32_t full) {
-  const int kt = lane >> 3, kt_abs = c.u * Config::kUnitTiles + kt;
-  const bool in = kt_abs < a.k_tiles;
-  const long long tile = (long long)(in ? kt_abs : 0) * a.n_tiles + c.g.nt;
-  const uint8_t* src = a.absmax + c.g.expert * a.expert_bytes + tile * Config::kBlocksPerTile;
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {  // 8 columns (16 bytes) each
-    const int c0 = 16 * (lane & 7) + 8 * j;
-    dev::cp_async_16(lut + code_offset(st, kt, c0), src + 2 * c0, in ? 16 : 0);
-  }
-  dev::cp_async_mbarrier_arrive_noinc(full);
-}
-
-// The producer (the last warp): walks the block's units in the consumers' order. Lane 0 copies
-// each unit's planes (one contiguous chunk per k-tile; k-tiles past the end of K are not copied:
-// their A is zero) into the next free stage; all lanes copy the unit's absmax codes into the
-// stage's holes.
+// The producer (one lane of the last warp): walks the block's segments in the consumers' order
+// and copies each unit's planes and codes (per k-tile: one contiguous chunk of each) into the
+// next free stage. k-tiles past the end of K are not copied: their A is zero.
 template <int K>
 __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
-  constexpr uint32_t kPlaneBytes = tile_words<K>() * 4;
-  const int lane = threadIdx.x & 31;
-  dev::wait_stats::Stopwatch<kWaitStats> empty_wait;
-  UnitCursor c(a);
+  constexpr uint32_t kPlaneBytes = tile_words<K>() * 4, kCodeBytes = Config::kBlocksPerTile;
   uint32_t q = 0;
-  for (; c.valid(); ++q) {
-    const int st = Ring<K>::stage(q);
-    if (KBIT_GEMV_DIAG_NO_MATH == 5) {  // no consumers: refill once the last copy landed
-      if (q >= Ring<K>::S) dev::mbar_wait(ring.full(st), Ring<K>::parity(q) ^ 1u);
-    } else {
-      empty_wait.start();
-      dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
-      empty_wait.stop();
-    }
-    if (lane == 0) {
-      const int kt0 = c.u * Config::kUnitTiles, nk = min(Config::kUnitTiles, a.k_tiles - kt0);
-      const uint32_t* planes = a.packed + c.g.expert * a.expert_words;
+  dev::wait_stats::Stopwatch<kWaitStats> empty_wait;
+  for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
+    const Segment g = a.segs[s];
+    const uint32_t* planes = a.packed + g.expert * a.expert_words;
+    const uint8_t* codes = a.absmax + g.expert * a.expert_bytes;
+    for (int u = g.u0; u < g.u1; ++u, ++q) {
+      const int st = Ring<K>::stage(q);
+      const int kt0 = u * Config::kUnitTiles;
+      const int nk = min(Config::kUnitTiles, a.k_tiles - kt0);
+      if (KBIT_GEMV_DIAG_NO_MATH == 5) {  // no consumers: refill once the last copy landed
+        if (q >= Config::kStages) dev::mbar_wait(ring.full(st), Ring<K>::parity(q) ^ 1u);
+      } else {
+        empty_wait.start();
+        dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
+        empty_wait.stop();
+      }
       dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
-      dev::mbar_arrive_expect_tx(ring.full(st), uint32_t(nk) * kPlaneBytes);
+      constexpr bool kCodes = KBIT_GEMV_DIAG_NO_MATH != 2;
+      dev::mbar_arrive_expect_tx(ring.full(st),
+                                 uint32_t(nk) * (kPlaneBytes + (kCodes ? kCodeBytes : 0)));
       for (int i = 0; i < nk; ++i) {
-        const long long tile = (long long)(kt0 + i) * a.n_tiles + c.g.nt;
+        const long long tile = (long long)(kt0 + i) * a.n_tiles + g.nt;
         dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st) + plane_chunk<K>(i)),
                            planes + tile * tile_words<K>(), kPlaneBytes, ring.full(st));
+        if (kCodes)
+          dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st) + code_chunk(i)),
+                             codes + tile * Config::kBlocksPerTile, kCodeBytes, ring.full(st));
       }
     }
-    copy_codes(a, c, lane, Smem<K>::lut(), st, ring.full(st));
-    c.advance(a);
   }
-  if (kWaitStats && lane == 0)
-    dev::wait_stats::add(dev::wait_stats::kProducerEmpty, empty_wait.total);
-  if (KBIT_GEMV_DIAG_NO_MATH == 5 && lane == 0)  // nobody else waits for the last copies
-    for (uint32_t r = q > Ring<K>::S ? q - Ring<K>::S : 0; r < q; ++r)
+  if (kWaitStats) dev::wait_stats::add(dev::wait_stats::kProducerEmpty, empty_wait.total);
+  if (KBIT_GEMV_DIAG_NO_MATH == 5)  // nobody else waits for the last copies: drain them
+    for (uint32_t r = q > Config::kStages ? q - Config::kStages : 0; r < q; ++r)
       dev::mbar_wait(ring.full(Ring<K>::stage(r)), Ring<K>::parity(r));
 }
 
@@ -314,24 +245,18 @@ __host__ __device__ constexpr int window_units() {
   return Config::kWindowRowUnits / MV;
 }
 
-// Byte offset (from the table) of pair p of (row m, unit u, k-tile kt, k-block kb) of the
-// staged A window: each (row, unit, k-tile) is one hole of eight 16-byte slots (4 pairs each),
-// slot (4 kb + p / 4) XOR (2 kt + m % 2): the up to 8 lanes of one B load (k-tile t, rows m
-// and m + 1) read 8 different slots, all 32 banks (every hole starts at bank 0).
-template <int K, int MV>
+// Byte offset of pair p of (row m, unit u, k-tile kt, k-block kb) in the staged A window.
+template <int MV>
 __device__ __forceinline__ int a_offset(int m, int u, int kt, int kb, int p) {
-  const int row_unit = m * window_units<MV>() + u;
-  const int slot = (4 * kb + p / 4) ^ (2 * kt + (m & 1));
-  return dev::pair_lut::hole(Ring<K>::S * Config::kCodeHoles +
-                             row_unit * Config::kAHolesPerRowUnit + kt) +
-         16 * slot + 4 * (p % 4);
+  return (m * window_units<MV>() + u) * Config::kUnitStride + kt * Config::kKtStride + kb * 64 +
+         p * 4;
 }
 
 // Stages rows [row0, row0 + MV) of A, units [u, u + nunits), into shared memory as 16-bit
 // pairs in the MMA's k order: pair (R, q) of a block = elements (R + 8q, R + 8q + 4), stored
 // at p = 4R + q. Elements past K_dim are zero (they meet the unit's uncopied k-tiles).
-template <int K, int MV, typename T>
-__device__ void stage_a(const KernelArgs& a, int row0, int u, int nunits, unsigned char* lut) {
+template <int MV, typename T>
+__device__ void stage_a(const KernelArgs& a, int row0, int u, int nunits, unsigned char* s_a) {
   const T* A = static_cast<const T*>(a.A);
   constexpr int kGroups = Config::kUnitK / 8;  // 8 elements (one uint4) per group
   const int groups = MV * nunits * kGroups;
@@ -348,7 +273,7 @@ __device__ void stage_a(const KernelArgs& a, int row0, int u, int nunits, unsign
                             __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632)};
 #pragma unroll
     for (int r = 0; r < 4; ++r)
-      *reinterpret_cast<uint32_t*>(lut + a_offset<K, MV>(m, un, kt, kb, 4 * r + q)) = pr[r];
+      *reinterpret_cast<uint32_t*>(s_a + a_offset<MV>(m, un, kt, kb, 4 * r + q)) = pr[r];
   }
 }
 
@@ -364,17 +289,18 @@ struct UnitRegs {
 struct Lane {
   int lane, g, t;  // lane, MMA row group g = lane/4, quad lane t = lane%4
   int col_lo;      // column of MMA row g in the unit; row g+8 is col_lo + 8
-  uint32_t pair_col;
+  uint32_t pair_col, scale_col;
   __device__ Lane() {
     lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     col_lo = (threadIdx.x >> 5) * 16 + g;
     pair_col = dev::pair_lut::pair_column(lane);
+    scale_col = dev::pair_lut::scale_column(lane);
   }
 };
 
 template <int K>
 __device__ __forceinline__ void read_unit(const Lane& l, const unsigned char* planes,
-                                          const unsigned char* lut, int st, UnitRegs<K>& r) {
+                                          const unsigned char* codes, UnitRegs<K>& r) {
   const int chunk = l.t == 0   ? plane_chunk<K>(0)
                     : l.t == 1 ? plane_chunk<K>(1)
                     : l.t == 2 ? plane_chunk<K>(2)
@@ -388,21 +314,21 @@ __device__ __forceinline__ void read_unit(const Lane& l, const unsigned char* pl
     dev::load_planes<K>(src + K, r.p[h][1]);
 #pragma unroll
     for (int i = 0; i < 2; ++i)
-      r.codes[h][i] = *reinterpret_cast<const uint16_t*>(lut + code_offset(st, kt0 + i, col));
+      r.codes[h][i] = *reinterpret_cast<const uint16_t*>(codes + code_chunk(kt0 + i) + col * 2);
   }
 }
 
 // The 16 B-operand registers of one k-block for MMA set s (rows 2s, 2s+1): pairs 0..15 of
 // block (k-tile t', kb) of row 2s + lane/16 in the lanes of MMA column t' (+4). The other
 // lanes never load: their registers keep the zeros the segment started with.
-template <int K, int MV>
-__device__ __forceinline__ void load_b(const Lane& l, const unsigned char* lut, int u, int kb,
+template <int MV>
+__device__ __forceinline__ void load_b(const Lane& l, const unsigned char* s_a, int u, int kb,
                                        int s, uint32_t (&b)[16]) {
   const int m = 2 * s + (l.lane >> 4);
   if ((l.g & 3) != l.t || m >= MV) return;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const uint4 v = *reinterpret_cast<const uint4*>(lut + a_offset<K, MV>(m, u, l.t, kb, 4 * i));
+    const uint4 v = *reinterpret_cast<const uint4*>(s_a + a_offset<MV>(m, u, l.t, kb, 4 * i));
     b[4 * i] = v.x, b[4 * i + 1] = v.y, b[4 * i + 2] = v.z, b[4 * i + 3] = v.w;
   }
 }
@@ -458,7 +384,7 @@ __device__ __forceinline__ void mma_block(const Lane& l, const unsigned char* lu
 // acc[s][h] is this thread's share of output (row 2s + t/2, column lo / hi).
 template <int K, int MV, typename T>
 __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
-                                         const unsigned char* lut, int u,
+                                         const unsigned char* lut, const unsigned char* s_a, int u,
                                          uint32_t (&b)[(MV + 1) / 2][16],
                                          float (&acc)[(MV + 1) / 2][2]) {
   constexpr int S = (MV + 1) / 2;
@@ -466,25 +392,27 @@ __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
     acc[0][0] += __uint_as_float((r.p[0][0][0] ^ r.p[1][1][K - 1] ^ r.codes[0][0]) & 0x3fffffffu);
     return;
   }
-  float2 sc[2][2];  // [column lo/hi][i]: (kb 0, kb 1)
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int i = 0; i < 2; ++i) sc[h][i] = __half22float2(scale_pair(r.codes[h][i]));
 #pragma unroll
   for (int kb = 0; kb < 2; ++kb) {
 #pragma unroll
-    for (int s = 0; s < S; ++s) load_b<K, MV>(l, lut, u, kb, s, b[s]);
+    for (int s = 0; s < S; ++s) load_b<MV>(l, s_a, u, kb, s, b[s]);
     float c[S][4];
 #pragma unroll
     for (int s = 0; s < S; ++s) c[s][0] = c[s][1] = c[s][2] = c[s][3] = 0.0f;
     mma_block<K, S, T>(l, lut, r.p[0][kb], r.p[1][kb], b, c);
     // C column 2t + i of row lo/hi is the block of k-tile 2(t&1) + i (for row 2s + t/2).
-    auto scale = [&](int h, int i) { return kb == 0 ? sc[h][i].x : sc[h][i].y; };
+    float sc[2][2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      sc[h][0] = kb == 0 ? dev::pair_lut::scale<0>(lut, r.codes[h][0], l.scale_col)
+                         : dev::pair_lut::scale<1>(lut, r.codes[h][0], l.scale_col);
+      sc[h][1] = kb == 0 ? dev::pair_lut::scale<0>(lut, r.codes[h][1], l.scale_col)
+                         : dev::pair_lut::scale<1>(lut, r.codes[h][1], l.scale_col);
+    }
 #pragma unroll
     for (int s = 0; s < S; ++s) {
-      acc[s][0] = fmaf(scale(0, 0), c[s][0], fmaf(scale(0, 1), c[s][1], acc[s][0]));
-      acc[s][1] = fmaf(scale(1, 0), c[s][2], fmaf(scale(1, 1), c[s][3], acc[s][1]));
+      acc[s][0] = fmaf(sc[0][0], c[s][0], fmaf(sc[0][1], c[s][1], acc[s][0]));
+      acc[s][1] = fmaf(sc[1][0], c[s][2], fmaf(sc[1][1], c[s][3], acc[s][1]));
     }
   }
 }
@@ -534,6 +462,21 @@ __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment 
   if (g.contributors > 1 && !defer) finish_split<T>(a, g);
 }
 
+// The block's dynamic shared memory: barriers, the pair table, the ring, the A window. The
+// regions are addressed from the symbol itself, so every table lookup's base is a uniform
+// register (LDS [R+UR]) rather than one more IADD per lookup.
+extern __shared__ __align__(128) unsigned char g_smem[];
+__shared__ unsigned long long g_wait[2];  // KBIT_GEMV_WAIT_STATS: consumers' full / window waits
+
+template <int K>
+struct Smem {
+  static constexpr int kLut = Config::kBarrierBytes;
+  static constexpr int kRing = kLut + Config::kLutBytes;
+  static constexpr int kA = kRing + Config::kStages * stage_bytes<K>();
+  static __device__ unsigned char* lut() { return g_smem + kLut; }
+  static __device__ unsigned char* s_a() { return g_smem + kA; }
+};
+
 // One segment of a consumer thread. q is the block's ring step, carried across segments.
 template <int K, int MV, typename T>
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
@@ -560,7 +503,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     full_wait.start();
     dev::mbar_wait(ring.full(st), Ring<K>::parity(step));
     full_wait.stop();
-    read_unit<K>(l, ring.planes(st), Smem<K>::lut(), st, r);
+    read_unit<K>(l, ring.planes(st), ring.codes(st), r);
     // Every consumer thread arrives after its own reads. (One arrival per warp after
     // __syncwarp measured the same and racecheck reports it as a race: session 5.)
     dev::mbar_arrive(ring.empty(st));
@@ -572,17 +515,17 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     if (i % W == 0 && KBIT_GEMV_DIAG_NO_MATH != 4) {
       window.start();
       dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
-      stage_a<K, MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::lut());
+      stage_a<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
       dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
       window.stop();
     }
     if constexpr (kPrefetch) {
       const UnitRegs<K> r = next;
       if (i + 1 < n) fetch(q + 1, next);
-      dot_unit<K, MV, T>(l, r, Smem<K>::lut(), i % W, b, acc);
+      dot_unit<K, MV, T>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
     } else {
       if (i > 0) fetch(q, next);
-      dot_unit<K, MV, T>(l, next, Smem<K>::lut(), i % W, b, acc);
+      dot_unit<K, MV, T>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
     }
   }
   store_segment<MV, T>(a, l, g, acc, defer);
@@ -618,8 +561,8 @@ __device__ void build_table(const KernelArgs& a) {
 }
 
 // Initializes the ring; returns true in the consumer threads, which also build the pair table
-// (published by the first A-window barrier). The producer warp streams the ring and returns
-// false once it has issued every copy.
+// (published by the first A-window barrier). The producer lane streams the ring and returns
+// false once it has issued every copy; the rest of its warp leaves at once.
 template <int K, typename T>
 __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   ring.init();
@@ -632,7 +575,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
     if constexpr (!KBIT_GEMV_DIAG_NO_MATH) build_table<K, T>(a);
     return true;
   }
-  produce<K>(a, ring);
+  if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
   return false;
 }
 
@@ -692,7 +635,7 @@ struct GemvState : VariantState {
   const void* kernel = nullptr;
   int grid = 0, smem_bytes = 0, n_tiles = 0, k_tiles = 0, k_units = 0, units_per_block = 0,
       split_tiles = 0;
-  int blocks_per_sm = 0, stages = 0;
+  int blocks_per_sm = 0;
   DeviceBuffer<Segment> segs;
   DeviceBuffer<int> first_seg;
   DeviceBuffer<float> ws;
@@ -701,7 +644,7 @@ struct GemvState : VariantState {
     return "units of 1 n-tile x " + std::to_string(Config::kUnitTiles) +
            " k-tiles, pair table + mma.m16n8k16, stripes of " + std::to_string(units_per_block) +
            " units over " + std::to_string(grid) + " blocks, " + std::to_string(split_tiles) +
-           " tiles split, " + std::to_string(stages) + "-stage bulk-copy ring, " +
+           " tiles split, " + std::to_string(Config::kStages) + "-stage bulk-copy ring, " +
            std::to_string(blocks_per_sm) + " blocks/SM";
   }
   // Per-block scale steps (one per block of 32, and the zero-initialised MMA sum), split-K
@@ -714,18 +657,17 @@ struct OutTile {
   int expert, row0, rows, nt;
 };
 
-// Cuts units (tile-major, k-unit minor) into stripes of `per` units, one per block; per = -g:
-// g blocks, the units spread as evenly as they go (stripes of floor and ceil(units / g)).
+// Cuts units (tile-major, k-unit minor) into stripes of `per` units, one per block.
 void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
   const long long units = (long long)tiles.size() * s.k_units;
-  s.grid = per > 0 ? int((units + per - 1) / per) : int(std::min<long long>(-per, units));
-  s.units_per_block = per > 0 ? per : int((units + s.grid - 1) / s.grid);
-  auto bound = [&](long long b) { return per > 0 ? std::min(units, b * per) : b * units / s.grid; };
+  s.grid = int((units + per - 1) / per);
+  s.units_per_block = per;
   std::vector<Segment> segs;
   std::vector<int> first(std::size_t(s.grid) + 1, 0), contributors(tiles.size(), 0);
   for (int b = 0; b < s.grid; ++b) {
     first[std::size_t(b)] = int(segs.size());
-    for (long long u = bound(b), end = bound(b + 1); u < end;) {
+    for (long long u = (long long)b * per, end = std::min(units, (long long)(b + 1) * per);
+         u < end;) {
       const int ti = int(u / s.k_units), u0 = int(u % s.k_units);
       const int u1 = int(std::min<long long>(s.k_units, u0 + (end - u)));
       const OutTile& o = tiles[std::size_t(ti)];
@@ -764,7 +706,6 @@ int stripe_units(long long units, int k_units, int slots, SplitMode mode) {
            k_units;
   }
   if (mode == SplitMode::force_on && k_units >= 2) return (k_units + 1) / 2;
-  if (KBIT_GEMV_BALANCED) return -int(std::min<long long>(units, slots));
   const int per = int(std::max<long long>(1, (units + slots - 1) / slots));
   const int limit = per + per * KBIT_GEMV_ALIGN_SLACK / 100;
   for (int d = per; d <= std::min(limit, k_units); ++d)
@@ -788,10 +729,10 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   const char* who = rows_template == 0 ? "grouped_scalar_gemv" : "scalar_gemv";
   require_bulk_copy(who);
   s.kernel = kernel_for(s.dims.k_bits, rows_template, s.dims.dtype);
-  s.stages =
-      with_k_bits(s.dims.k_bits, [&](auto k_const) { return stages<decltype(k_const)::value>(); });
-  s.smem_bytes = with_k_bits(s.dims.k_bits,
-                             [&](auto k_const) { return smem_bytes<decltype(k_const)::value>(); });
+  s.smem_bytes = with_k_bits(s.dims.k_bits, [&](auto k_const) {
+    return smem_bytes<decltype(k_const)::value>(rows_template == 0 ? Config::kMaxRows
+                                                                   : rows_template);
+  });
   KBIT_CUDA_CHECK(
       cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem_bytes));
   int per_sm = 0, dev = 0, sms = 0;

@@ -31,10 +31,4 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N));
 }
 
-// An arrival on the mbarrier at shared address `bar` once this thread's earlier cp.async copies
-// have landed. .noinc: the barrier's expected count must already include this arrival.
-__device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(bar) : "memory");
-}
-
 }  // namespace kbit::dev

@@ -1,31 +1,24 @@
 // The pair lookup table of the MMA-lookup GEMV kernels: one shared-memory load turns a byte
 // holding two codebook indices into the two dequantized weights as a half2 / bfloat162 pair
-// (an MMA operand register).
+// (an MMA operand register), and a byte holding an E4M4 code into its float scale.
 //
 // Layout: 256 rows of 256 bytes (64 KB). Row r holds, in bytes [0, 128), the pair entry of
-// byte r repeated for the 32 lanes. Lane l reads word l of the row, so a warp's 32 lookups
-// hit 32 different banks whatever the indices are (no conflicts, no broadcast needed). The
-// address is one PRMT: byte 1 = the index byte, byte 0 = 4 * lane. Rows are 256 bytes only
-// because the PRMT forms the address; bytes [128, 256) of each row are not the table's: 256
-// "holes" of 128 B (32 KB) that the kernel uses for its own data (hole()).
+// byte r repeated for the 32 lanes, and in bytes [128, 256) the decoded scale of code r,
+// repeated likewise. Lane l reads word l of its half of the row, so a warp's 32 lookups hit
+// 32 different banks whatever the indices are (no conflicts, no broadcast needed). The
+// address is one PRMT: byte 1 = the index byte, byte 0 = 4 * lane (+ 128 for scales).
 #pragma once
 #include <cstdint>
 
 #include "variants/common/dtype.cuh"
+#include "variants/common/e4m4.cuh"
 
 namespace kbit::dev::pair_lut {
 
 constexpr int kRows = 256;
 constexpr int kRowBytes = 256;
 constexpr int kBytes = kRows * kRowBytes;
-constexpr int kHoles = kRows;  // one per row
-constexpr int kHoleBytes = kRowBytes / 2;
-
-// Byte offset (from the table) of hole j: the second half of row j. Every hole starts at
-// bank 0, so data that lanes read at the same time must differ in its offset inside holes.
-__host__ __device__ constexpr int hole(int j) {
-  return j * kRowBytes + kHoleBytes;
-}
+constexpr uint32_t kScaleHalf = 128;  // byte offset of the scale half of a row
 
 // Index bits per field in the bytes the table reads: K <= 4 packs two indices per byte
 // (nibbles, bits above K don't-care); K = 5 one per byte (bits 5..7 don't-care).
@@ -45,26 +38,31 @@ __device__ __forceinline__ uint32_t pair_entry(const float* cb, int r) {
     return pack2<T>(cb[r & kMask], 0.0f);
 }
 
-// Fills the table (not the holes); threads [0, nthreads) of the block take part (the caller
-// syncs after). cb is the codebook in shared memory: indexed in constant memory (a kernel
-// parameter) with up to 16 different indices per warp, every LDC is serialized (~5 us for the
-// table in a build with one block per SM, session 5).
+// Fills the table; threads [0, nthreads) of the block take part (the caller syncs after). cb is
+// the codebook in shared memory: indexed in constant memory (a kernel parameter) with up to 16
+// different indices per warp, every LDC is serialized (~5 us for the table in a build with
+// one block per SM, session 5).
 template <int K, typename T>
 __device__ void build(unsigned char* lut, const float* cb, int tid, int nthreads) {
-  constexpr int kQuads = kHoleBytes / 16;  // uint4 per row of entries
+  constexpr int kQuads = kRowBytes / 16;  // uint4 per row: 8 pair quads, then 8 scale quads
   for (int i = tid; i < kRows * kQuads; i += nthreads) {
-    const uint32_t v = pair_entry<K, T>(cb, i / kQuads);
-    reinterpret_cast<uint4*>(lut + (i / kQuads) * kRowBytes)[i % kQuads] = make_uint4(v, v, v, v);
+    const int r = i / kQuads;
+    const uint32_t v = (i % kQuads) < kQuads / 2 ? pair_entry<K, T>(cb, r)
+                                                 : __float_as_uint(decode_e4m4(uint32_t(r)));
+    reinterpret_cast<uint4*>(lut)[i] = make_uint4(v, v, v, v);
   }
 }
 
-// This lane's column of the table (4 * lane).
+// This lane's column of the pair half (4 * lane) and of the scale half (4 * lane + 128).
 __device__ __forceinline__ uint32_t pair_column(int lane) {
   return uint32_t(lane) * 4u;
 }
+__device__ __forceinline__ uint32_t scale_column(int lane) {
+  return uint32_t(lane) * 4u + kScaleHalf;
+}
 
 // Byte offset of row `byte Q of word` in this lane's column: PRMT puts the byte at bits 8..15
-// and the column (< 128) at bits 0..7; bits 16..31 come from the column's zero byte 1.
+// and the column (< 256) at bits 0..7; bits 16..31 come from the column's zero byte 1.
 template <int Q>
 __device__ __forceinline__ uint32_t offset(uint32_t word, uint32_t column) {
   static_assert(Q >= 0 && Q < 4, "a word has 4 bytes");
@@ -87,6 +85,12 @@ template <int Q>
 __device__ __forceinline__ uint32_t pair_split(const unsigned char* lut, uint32_t lo_word,
                                                uint32_t hi_word, uint32_t column) {
   return __byte_perm(pair<Q>(lut, lo_word, column), pair<Q>(lut, hi_word, column), 0x5410);
+}
+
+// The decoded scale of byte Q of `codes` (column: scale_column(lane)).
+template <int Q>
+__device__ __forceinline__ float scale(const unsigned char* lut, uint32_t codes, uint32_t column) {
+  return __uint_as_float(load(lut, offset<Q>(codes, column)));
 }
 
 }  // namespace kbit::dev::pair_lut
