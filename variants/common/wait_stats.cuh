@@ -113,7 +113,7 @@ __global__ void print_and_reset() {
   Stats& s = g_stats;
   const double blocks = s.done, warps = double(s.sum[kConsumerWarps]);
   const double ghz = double(s.sum[kBlockCycles]) / double(s.sum[kBlockNs]);
-  if ((s.launch++ & 127u) == 64u)
+  if ((s.launch++ & 127u) == 64u && s.done > 0)  // (no consumer reports under DIAG 5)
     printf(
         "wait_stats grid %u: span %.2f us (starts over %.2f, ends over %.2f), block %.2f us "
         "at %.2f GHz; per block: producer empty-wait %.2f us; per warp: full-wait %.2f us, "
@@ -122,7 +122,7 @@ __global__ void print_and_reset() {
         (s.end_max - s.end_min) * 1e-3, s.sum[kBlockNs] * 1e-3 / blocks, ghz,
         s.sum[kProducerEmpty] / blocks / ghz * 1e-3, s.sum[kConsumerFull] / warps / ghz * 1e-3,
         s.sum[kConsumerWindow] / warps / ghz * 1e-3);
-  if ((s.launch & 127u) == 65u) print_tail(s);
+  if ((s.launch & 127u) == 65u && s.done > 0) print_tail(s);
   for (int i = 0; i < kSlots; ++i) s.sum[i] = 0;
   s.start_min = s.end_min = ~0ull;
   s.start_max = s.end_max = 0;
