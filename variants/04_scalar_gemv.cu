@@ -584,7 +584,7 @@ template <int K, int MV, typename T>
 __global__ void __maxnreg__(Config::kMaxRegs)
     scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   const Ring<K> ring(g_smem, Smem<K>::kRing);
-  const unsigned long long start_ns = kWaitStats ? dev::wait_stats::now_ns() : 0;
+  const unsigned long long start_ns = kWaitStats ? dev::global_ns() : 0;
   const long long start_clk = kWaitStats ? clock64() : 0;
   if (kWaitStats && threadIdx.x == 0) g_wait[0] = g_wait[1] = 0;  // ring.init() syncs
   if (!start_block<K, T>(a, ring)) return;

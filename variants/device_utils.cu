@@ -1,5 +1,6 @@
 #include <cuda_runtime.h>
 
+#include "variants/common/clock.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/dtype.cuh"
@@ -24,17 +25,11 @@ __global__ void fill_random_kernel(T* out, std::int64_t n, std::uint64_t seed) {
   }
 }
 
-__device__ __forceinline__ std::uint64_t global_ns() {
-  std::uint64_t t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 __global__ void clock_probe_kernel(int spin_ns, unsigned long long* out) {
-  const std::uint64_t t0 = global_ns();
+  const std::uint64_t t0 = dev::global_ns();
   const long long c0 = clock64();
   std::uint64_t t1 = t0;
-  while (t1 - t0 < std::uint64_t(spin_ns)) t1 = global_ns();
+  while (t1 - t0 < std::uint64_t(spin_ns)) t1 = dev::global_ns();
   const long long c1 = clock64();
   out[0] = t1 - t0;
   out[1] = (unsigned long long)(c1 - c0);

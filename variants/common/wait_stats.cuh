@@ -6,6 +6,8 @@
 #pragma once
 #include <cstdio>
 
+#include "variants/common/clock.cuh"
+
 namespace kbit::dev::wait_stats {
 
 enum Slot {
@@ -30,12 +32,6 @@ struct Stats {
 };
 static __device__ Stats g_stats = {{0, 0, 0, 0, 0, 0}, {}, {}, ~0ull, 0, ~0ull, 0, 0, 0};
 
-__device__ __forceinline__ unsigned long long now_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // Accumulates the cycles between start() and stop(); a no-op unless On. 32-bit (fewer
 // registers: the diagnostic should perturb the kernel as little as it can).
 template <bool On>
@@ -55,14 +51,12 @@ __device__ __forceinline__ void add(Slot s, unsigned long long v) {
 
 // Consumer thread 0, once every consumer of the block is done: the block's times.
 __device__ inline void finish_block(unsigned long long start_ns, long long start_clk) {
-  const unsigned long long end_ns = now_ns();
+  const unsigned long long end_ns = global_ns();
   add(kBlockCycles, (unsigned long long)(clock64() - start_clk));
   add(kBlockNs, end_ns - start_ns);
   if (blockIdx.x < kMaxBlocks) {
-    unsigned sm;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
     g_stats.end_ns[blockIdx.x] = end_ns;
-    g_stats.sm[blockIdx.x] = sm;
+    g_stats.sm[blockIdx.x] = sm_id();
   }
   atomicAdd(&g_stats.done, 1u);
   atomicMin(&g_stats.start_min, start_ns);
