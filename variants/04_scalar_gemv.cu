@@ -159,8 +159,7 @@ struct KernelArgs {
 
 // The weight ring in shared memory: kStages stages, each with a `full` barrier (the producer's
 // bulk copies complete on it) and an `empty` barrier (each consumer thread arrives once it has
-// read the stage). Step q of the block's sequence uses stage q % kStages, phase
-// q / kStages.
+// read the stage). Step q of the block's sequence uses stage q % kStages, phase q / kStages.
 template <int K>
 struct Ring {
   uint32_t bars;          // shared address of full[0..S) then empty[0..S)
