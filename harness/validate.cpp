@@ -13,12 +13,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "harness/check.hpp"
 #include "harness/commands.hpp"
 #include "harness/config.hpp"
 #include "harness/device_info.hpp"
 #include "harness/execute.hpp"
 #include "harness/results.hpp"
 #include "reference/codebook.hpp"
+#include "reference/error_budget.hpp"
 #include "reference/random.hpp"
 #include "variants/common/cuda_check.hpp"
 
@@ -127,8 +129,10 @@ std::string write_repro(const ValidateOptions& o, const Case& c, const GemmDims&
   return path;
 }
 
-// Runs one problem (dims) with the given split modes; checks, and with split off (or for a
-// row without split-K) runs twice and compares the bits.
+// Runs one problem (dims) with the given split modes and checks it; then runs it again. A run
+// that cannot split (split off, or a row without split-K) must repeat its bits; one that may
+// split (atomics: the order of additions differs) must pass the check again, which is what
+// tests that its workspace, counters and work pools cleaned up after the first call.
 void validate_problem(const ValidateOptions& o, const VariantRow& row, const Case& c,
                       const GemmDims& d, const DeviceProblem& p, const RowReference& ref,
                       const std::vector<SplitMode>& splits, cudaStream_t stream, Tally& t) {
@@ -136,13 +140,25 @@ void validate_problem(const ValidateOptions& o, const VariantRow& row, const Cas
     ++t.problems;
     const Outcome out = execute_and_check(row, VariantOptions{split}, d, p, &ref, stream);
     bool bad = !out.error.empty() || !out.check.pass;
-    if (!bad && split != SplitMode::force_on) {
+    const bool may_split = row.support.split_k && split != SplitMode::force_off;
+    if (!bad) {
       std::vector<unsigned char> first(p.C_bytes), second(p.C_bytes);
       KBIT_CUDA_CHECK(cudaMemcpy(first.data(), p.C, p.C_bytes, cudaMemcpyDeviceToHost));
+      KBIT_CUDA_CHECK(cudaMemsetAsync(p.C, 0xFF, p.C_bytes, stream));  // poison again
       row.run(out.state.get(), d, p.args(row, 0), stream);
       KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
       KBIT_CUDA_CHECK(cudaMemcpy(second.data(), p.C, p.C_bytes, cudaMemcpyDeviceToHost));
-      if (first != second) {
+      if (may_split && out.checked) {
+        const GemmBound b = gemm_bound(d.dtype, d.dtype, d.K_dim, out.state->extra_additions());
+        const CheckResult again = check_output(ref, b, d.dtype, second, d.N);
+        if (!again.pass) {
+          bad = true;
+          std::printf("  SECOND CALL FAILS %s M=%lld K=%d %s split=%s: %lld of %lld outside\n",
+                      c.name.c_str(), (long long)d.M, d.k_bits, dtype_name(d.dtype),
+                      split_name(split).c_str(), (long long)again.violations,
+                      (long long)again.checked);
+        }
+      } else if (!may_split && first != second) {
         ++t.nondeterministic;
         bad = true;
         std::printf("  NONDETERMINISTIC %s M=%lld K=%d %s split=%s: two runs differ\n",

@@ -13,9 +13,11 @@
 
 namespace kbit::dev::splitk {
 
-// One contribution (RED.ADD.F32 at L2: the result is not read back).
+// One contribution, added at L2 with no result coming back (red, not atom). atomicAdd with its
+// result unused compiled to ATOMG on sm_90 (nvcc 12): its destination register makes the thread
+// wait a full L2 round trip at the register's next use (session 8).
 __device__ __forceinline__ void add(float* ws, std::int64_t idx, float v) {
-  atomicAdd(ws + idx, v);
+  asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;" ::"l"(ws + idx), "f"(v) : "memory");
 }
 
 // Called after its adds by every thread that holds outputs: the whole block (Threads = 0), or
