@@ -23,20 +23,24 @@ __device__ __forceinline__ void add(float* ws, std::int64_t idx, float v) {
 // Called after its adds by every thread that holds outputs: the whole block (Threads = 0), or
 // the first Threads threads (the consumer warps of a kernel with a producer warp). True, in
 // each of them, for the block that arrives last of `contributors`; it also resets the counter.
+// CUTLASS's semaphore pattern: the barrier gathers the block's adds, and one acq_rel atomic
+// releases them to the last arriver and acquires the others' for it (the barrier after it
+// passes that on to the block); no MEMBAR.SC.GPU, which __threadfence() compiles to.
 template <int Threads = 0>
 __device__ __forceinline__ bool arrive_is_last(int* counter, int contributors) {
   __shared__ int s_last;
-  __threadfence();  // make this block's adds visible before the counter moves
   sync_threads<Threads>();
   if (threadIdx.x == 0) {
-    const int prev = atomicAdd(counter, 1);
+    int prev;
+    asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], 1;"
+                 : "=r"(prev)
+                 : "l"(counter)
+                 : "memory");
     s_last = prev == contributors - 1;
     if (s_last) *counter = 0;  // every contributor has arrived: safe to reset
   }
   sync_threads<Threads>();
-  const bool last = s_last;
-  if (last) __threadfence();  // order the reads below after the other blocks' adds
-  return last;
+  return s_last;
 }
 
 // The final sum of one element (read at L2, past a possibly stale L1), zeroed for next time.
