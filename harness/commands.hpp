@@ -20,6 +20,7 @@ struct RunOptions {
   bool plot = true;                   // run harness/plot.py on the results at the end
   double memory_budget_gb = 0;        // weight copies for L2-cold timing; 0: half the free memory
   bool quiet = false;
+  bool pdl = false;               // forces [timing] pdl = true
   std::vector<std::string> argv;  // the command line, for run.json
 };
 int run_experiment(const std::string& config_path, const RunOptions& opts);

@@ -181,8 +181,10 @@ MoeConfig parse_moe(const Ctx& c, const toml::node& n) {
 }
 
 void parse_timing(const Ctx& c, const toml::table& t, TimingConfig& tc) {
-  check_keys(c, t, {"mode", "warmup", "min_samples", "max_samples", "max_rel_noise", "timeout_s"},
+  check_keys(c, t,
+             {"mode", "warmup", "min_samples", "max_samples", "max_rel_noise", "timeout_s", "pdl"},
              " in [timing]");
+  if (auto* n = t.get("pdl")) tc.pdl = get_bool(c, *n, "pdl");
   if (auto* n = t.get("mode")) {
     const std::string m = get_string(c, *n, "mode");
     if (m != "cold" && m != "hot") c.fail(*n, "mode", "= '" + m + "' must be \"cold\" or \"hot\"");

@@ -17,6 +17,10 @@ struct TimingConfig {
   int max_samples = 400;        // at most this many
   double max_rel_noise = 0.03;  // stop once (p90 - p10) / median is below this
   double timeout_s = 2.0;       // or once sampling has taken this long
+  // Programmatic dependent launch for the rows that support it (Support::pdl): each launch may
+  // start while the one before it still runs, so a sample is the time per launch of a stream of
+  // dependent launches. The CSV's `pdl` column says which rows ran so; the others are unchanged.
+  bool pdl = false;
 };
 
 struct CheckConfig {

@@ -13,6 +13,8 @@ def main(path):
     print(f"{'shape':28} {'M':>3} {'K':>2} {'variant':22} {'us':>9} {'floor':>7} "
           f"{'%floor':>7} {'speedup':>7} check  config")
     for r in rows:
+        if r.get("pdl") == "1":
+            r["variant"] += " (PDL)"
         frac = float(r["frac_of_floor"] or 0) * 100
         print(f"{r['shape']:28} {r['M']:>3} {r['k_bits']:>2} {r['variant']:22} "
               f"{float(r['median_us'] or 0):9.2f} {float(r['floor_us'] or 0):7.2f} "

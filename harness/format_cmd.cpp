@@ -86,10 +86,10 @@ int print_codebook(const std::string& name, int k) {
 }
 
 int list_variants() {
-  std::printf("%-22s %-9s %-8s %-10s %-8s %-22s %-14s %s\n", "name", "family", "K bits", "dtypes",
+  std::printf("%-22s %-9s %-8s %-10s %-8s %-28s %-14s %s\n", "name", "family", "K bits", "dtypes",
               "M", "shapes", "layout", "description");
   for (const auto& r : registry()) {
-    std::printf("%-22s %-9s %-8s %-10s %-8s %-22s %-14s %s\n", std::string(r.name).c_str(),
+    std::printf("%-22s %-9s %-8s %-10s %-8s %-28s %-14s %s\n", std::string(r.name).c_str(),
                 family_name(r.family), describe_k_bits(r.support).c_str(),
                 describe_dtypes(r.support).c_str(), describe_m_range(r.support).c_str(),
                 describe_shape_rules(r.support).c_str(), layout_name(r.layout).c_str(),

@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   run->add_option("--memory-budget-gb", run_opts.memory_budget_gb,
                   "device memory for L2-rotation weight copies (default: half the free memory)");
   run->add_flag("--quiet", run_opts.quiet, "no progress lines");
+  run->add_flag("--pdl", run_opts.pdl,
+                "time the rows that support it with programmatic dependent launch ([timing] pdl)");
 
   kbit::ValidateOptions val;
   auto* validate =

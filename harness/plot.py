@@ -34,6 +34,8 @@ def load_rows(run_dir):
                         r[k] = float(r[k])
                     except ValueError:
                         r[k] = float("nan")
+            if r.get("pdl") == "1":  # timed behind its own previous launch: its own series
+                r["variant"] += " (PDL)"
             rows.append(r)
     return rows
 
@@ -73,7 +75,7 @@ def grid(n):
 
 
 def variant_order(rows, run):
-    names = [v["name"] for v in run.get("variants", [])]
+    names = [n for v in run.get("variants", []) for n in (v["name"], v["name"] + " (PDL)")]
     seen = [r["variant"] for r in rows]
     return [n for n in names if n in seen] + sorted(set(seen) - set(names))
 

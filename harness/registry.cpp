@@ -50,13 +50,15 @@ Support gemv_support(bool grouped) {
   s.dense = !grouped;
   s.grouped = grouped;
   s.split_k = true;
+  s.pdl = true;
   s.min_sm = 90;  // the weight ring is fed by cp.async.bulk on mbarriers
   return s;
 }
 
-Support probe_support(int min_sm) {
+Support probe_support(int min_sm, bool pdl) {
   Support s;  // dense only; reads whatever K the weights have
   s.min_sm = min_sm;
+  s.pdl = pdl;
   return s;
 }
 
@@ -98,12 +100,12 @@ const std::vector<VariantRow>& registry() {
       {"read_ldg",
        "probe: reads the tiled weights + A with 16-byte loads (8 in flight per thread), writes C "
        "= 0; the shape's streaming ceiling, no GEMM",
-       Family::probe, probe_support(0), kTiled64x128, variants::read_ldg_setup,
+       Family::probe, probe_support(0, false), kTiled64x128, variants::read_ldg_setup,
        variants::read_probe_run},
       {"read_bulk",
        "probe: streams the tiled weights + A by cp.async.bulk (16 KB chunks, 4-stage ring per "
        "block) into shared memory, writes C = 0; no GEMM",
-       Family::probe, probe_support(90), kTiled64x128, variants::read_bulk_setup,
+       Family::probe, probe_support(90, true), kTiled64x128, variants::read_bulk_setup,
        variants::read_probe_run},
       {"inline_dequant",
        "Phase-1 fused MMA (m16n8k16): planes + E4M4 by cp.async, inline bit extraction + shfl "
@@ -221,6 +223,7 @@ std::string describe_shape_rules(const Support& s) {
   r += s.dense && s.grouped ? " dense+moe" : s.grouped ? " moe" : " dense";
   if (s.min_sm > 0)
     r += " sm>=" + std::to_string(s.min_sm / 10) + "." + std::to_string(s.min_sm % 10);
+  if (s.pdl) r += " pdl";  // can overlap the previous launch (GemmArgs::pdl)
   return r;
 }
 

@@ -25,6 +25,7 @@ struct Support {
   bool dense = true;                 // C = A W^T problems
   bool grouped = false;              // MoE problems (E experts)
   bool split_k = false;  // honours VariantOptions::split_k (validate runs it forced on and off)
+  bool pdl = false;      // honours GemmArgs::pdl (validate runs a PDL call behind a plain one)
   int min_sm = 0;        // compute capability x 10 the kernels need (90: cp.async.bulk); 0 any
 };
 

@@ -118,13 +118,19 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
     c.progress->start_item(std::string(row->name) + " " + L.name + " M=" + std::to_string(d.M) +
                            " K=" + std::to_string(d.k_bits) + " " + dtype_name(d.dtype));
     ResultRow r = base_row(c, L, d, *row);
+    const bool pdl = c.cfg.timing.pdl && row->support.pdl;
+    r.pdl = pdl ? 1 : 0;
     Outcome o =
         execute_and_check(*row, VariantOptions{}, d, prob, ref ? &*ref : nullptr, c.stream.get());
     if (o.error.empty()) {
       r.config = o.state->describe();
       try {
         const TimingResult t = time_launches(
-            [&](int copy, cudaStream_t s) { row->run(o.state.get(), d, prob.args(*row, copy), s); },
+            [&](int copy, cudaStream_t s) {
+              GemmArgs args = prob.args(*row, copy);
+              args.pdl = pdl;
+              row->run(o.state.get(), d, args, s);
+            },
             prob.weights->copies(), c.cfg.timing, c.stream.get());
         r.median_us = t.median_us;
         r.p10_us = t.p10_us;
@@ -282,6 +288,7 @@ ExperimentConfig narrowed(ExperimentConfig cfg, const RunOptions& opts) {
                 cfg.moe.end());
   if (cfg.shapes.empty() && cfg.moe.empty())
     throw Error("--shapes matches no shape or MoE layer of " + cfg.path);
+  if (opts.pdl) cfg.timing.pdl = true;
   if (!opts.m.empty()) {
     for (std::int64_t m : opts.m)
       if (m < 1) throw Error("--m " + std::to_string(m) + " must be at least 1");
@@ -332,18 +339,22 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   run["build"] = to_json(build);
   run["config"] = {{"path", cfg.path}, {"hash", config_hash(cfg.text)}, {"text", cfg.text}};
   run["argv"] = opts.argv;
-  run["overrides"] = {{"variants", opts.variants}, {"shapes", opts.shapes}, {"m", opts.m}};
+  run["overrides"] = {
+      {"variants", opts.variants}, {"shapes", opts.shapes}, {"m", opts.m}, {"pdl", opts.pdl}};
   for (const VariantRow* r : rows) {
     run["variants"].push_back({{"name", r->name},
                                {"description", r->description},
                                {"family", family_name(r->family)},
                                {"layout", layout_name(r->layout)}});
   }
-  run["timing"] = {
-      {"mode", cfg.timing.cold ? "cold" : "hot"},  {"warmup", cfg.timing.warmup},
-      {"min_samples", cfg.timing.min_samples},     {"max_samples", cfg.timing.max_samples},
-      {"max_rel_noise", cfg.timing.max_rel_noise}, {"timeout_s", cfg.timing.timeout_s},
-      {"rotation_budget_bytes", c.budget}};
+  run["timing"] = {{"mode", cfg.timing.cold ? "cold" : "hot"},
+                   {"warmup", cfg.timing.warmup},
+                   {"min_samples", cfg.timing.min_samples},
+                   {"max_samples", cfg.timing.max_samples},
+                   {"max_rel_noise", cfg.timing.max_rel_noise},
+                   {"timeout_s", cfg.timing.timeout_s},
+                   {"pdl", cfg.timing.pdl},
+                   {"rotation_budget_bytes", c.budget}};
   write_json_file(dir + "/run.json", run);
   c.csv = std::make_unique<CsvWriter>(dir + "/results.csv");
   Progress progress(count_items(c), opts.quiet);

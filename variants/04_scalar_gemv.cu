@@ -42,9 +42,11 @@
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/dispatch.hpp"
 #include "variants/common/dtype.cuh"
+#include "variants/common/launch.hpp"
 #include "variants/common/load.cuh"
 #include "variants/common/mma.cuh"
 #include "variants/common/pair_lut.cuh"
+#include "variants/common/pdl.cuh"
 #include "variants/common/splitk.cuh"
 #include "variants/common/wait_stats.cuh"
 #include "variants/gemv_variants.hpp"
@@ -71,6 +73,9 @@ namespace {
 // windows; 5 no consumers, the producer refills a stage once it has landed (docs/notes.md).
 #ifndef KBIT_GEMV_DIAG_NO_MATH
 #define KBIT_GEMV_DIAG_NO_MATH 0
+#endif
+#ifndef KBIT_GEMV_PDL_TRIGGER  // 0: every block lets the next launch start at once; 1: at its end
+#define KBIT_GEMV_PDL_TRIGGER 0
 #endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
@@ -572,6 +577,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   if (warp < Config::kConsumers / 32) {
     if (KBIT_GEMV_DIAG_NO_MATH == 5) return false;
     if constexpr (!KBIT_GEMV_DIAG_NO_MATH) build_table<K, T>(a);
+    dev::pdl::wait();  // A, C and the split-K workspace belong to the previous launch until here
     return true;
   }
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
@@ -586,6 +592,7 @@ __global__ void __maxnreg__(Config::kMaxRegs)
   const unsigned long long start_ns = kWaitStats ? dev::global_ns() : 0;
   const long long start_clk = kWaitStats ? clock64() : 0;
   if (kWaitStats && threadIdx.x == 0) g_wait[0] = g_wait[1] = 0;  // ring.init() syncs
+  if (KBIT_GEMV_PDL_TRIGGER == 0) dev::pdl::launch_dependents();
   if (!start_block<K, T>(a, ring)) return;
   uint32_t q = 0;
   const int first = a.first_seg[blockIdx.x], last = a.first_seg[blockIdx.x + 1];
@@ -781,8 +788,8 @@ void launch(const GemvState& s, const GemmDims& d, const GemmArgs& g, cudaStream
   if (s.grid == 0) return;
   KernelArgs a = make_args(s, d, g);
   void* params[] = {&a};
-  KBIT_CUDA_CHECK(cudaLaunchKernel(s.kernel, dim3(s.grid), dim3(Config::kThreads), params,
-                                   s.smem_bytes, stream));
+  launch_kernel(s.kernel, dim3(s.grid), dim3(Config::kThreads), s.smem_bytes, stream, params,
+                g.pdl);
   if (kWaitStats) {
     dev::wait_stats::print_and_reset<<<1, 1, 0, stream>>>();
     KBIT_CUDA_CHECK(cudaGetLastError());

@@ -24,6 +24,8 @@
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
+#include "variants/common/launch.hpp"
+#include "variants/common/pdl.cuh"
 
 namespace kbit::variants {
 namespace {
@@ -105,15 +107,20 @@ __global__ void __launch_bounds__(LdgConfig::kThreads) read_ldg_kernel(ProbeArgs
 
 __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
-  write_zero_c(a, (long long)blockIdx.x * blockDim.x + threadIdx.x,
-               (long long)gridDim.x * blockDim.x);
-  if (threadIdx.x != 0) return;
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  dev::pdl::launch_dependents();  // under KBIT_PROBE_PDL the next launch may start at once
+  if (threadIdx.x != 0) {
+    dev::pdl::wait();  // C belongs to the previous launch until then
+    write_zero_c(a, tid, (long long)gridDim.x * blockDim.x);
+    return;
+  }
   const uint32_t bars = dev::smem_addr(smem), ring = bars + BulkConfig::kBarrierBytes;
   const uint32_t S = uint32_t(a.stages);
   for (uint32_t s = 0; s < S; ++s) dev::mbar_init(bars + 8 * s, 1);
   dev::fence_barrier_init();
   uint32_t q = 0;  // chunks issued by this block; chunk q uses stage q % S
   for (int s = 0; s < 3; ++s) {
+    if (s == 2) dev::pdl::wait();  // the weights first; A is the previous launch's output
     const long long chunks = (a.span[s].bytes + a.chunk - 1) / a.chunk;
     const long long per = (chunks + gridDim.x - 1) / gridDim.x;  // striped: chunks per block
     const long long c0 = a.striped ? blockIdx.x * per : blockIdx.x;
@@ -130,6 +137,7 @@ __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeAr
   }
   for (uint32_t r = q > S ? q - S : 0; r < q; ++r)  // drain the ring
     dev::mbar_wait(bars + 8 * (r % S), (r / S) & 1u);
+  write_zero_c(a, tid, (long long)gridDim.x * blockDim.x);
 }
 
 struct ProbeState : VariantState {
@@ -215,8 +223,9 @@ void probe_run(VariantState* state, const GemmDims& d, const GemmArgs& a, cudaSt
   p.c_elems = d.M * d.N;
   p.sink = s->sink.get();
   p.chunk = s->chunk, p.stages = s->stages, p.striped = s->striped;
-  s->kernel<<<s->grid, s->threads, s->smem, stream>>>(p);
-  KBIT_CUDA_CHECK(cudaGetLastError());
+  void* params[] = {&p};
+  launch_kernel(reinterpret_cast<const void*>(s->kernel), dim3(s->grid), dim3(s->threads), s->smem,
+                stream, params, a.pdl && s->kernel == read_bulk_kernel);
 }
 
 }  // namespace

@@ -62,6 +62,10 @@ struct GemmArgs {
   WeightView w;
   gpu::CodebookArg codebook{};
   const std::int64_t* expert_offsets = nullptr;  // device copy (grouped only)
+  // Launch with programmatic dependent launch: the kernel may start while the stream's previous
+  // kernel still runs and waits (griddepcontrol.wait) before touching A, C or its workspace.
+  // Honoured by rows whose Support::pdl is set; the others launch as usual.
+  bool pdl = false;
 };
 
 // Knobs the harness may force (validate runs split-K both ways).

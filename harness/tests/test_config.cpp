@@ -44,8 +44,18 @@ TEST_CASE("a good config parses, includes resolved", "[config]") {
   CHECK(c.dtypes == std::vector<DType>{DType::f16, DType::bf16});
   CHECK_FALSE(c.timing.cold);
   CHECK(c.timing.timeout_s == 0.5);
+  CHECK_FALSE(c.timing.pdl);
   CHECK(c.check.seed == 3);
   CHECK(c.baseline == "cublas_fp16");
+}
+
+TEST_CASE("[timing] pdl is a boolean", "[config]") {
+  auto sub = [](std::string s, const std::string& from, const std::string& to) {
+    return s.replace(s.find(from), from.size(), to);
+  };
+  CHECK(parse_experiment(sub(kGood, "timeout_s = 0.5", "pdl = true"), P("e.toml")).timing.pdl);
+  CHECK_THROWS_WITH(parse_experiment(sub(kGood, "timeout_s = 0.5", "pdl = 1"), P("e.toml")),
+                    Catch::Contains("e.toml:9") && Catch::Contains("'pdl'"));
 }
 
 TEST_CASE("every shipped experiment config parses", "[config]") {

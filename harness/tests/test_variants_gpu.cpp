@@ -1,11 +1,13 @@
 // GPU: every registry row that is not a baseline passes the check on a small sweep (odd N,
 // K_dim not a multiple of 64, every K, both dtypes, split-K forced on and off), and with
-// split-K off two runs give identical bits. Driven by the registry: a new row is tested here
-// without touching this file. The full sweep is `kbit-harness validate --variant NAME`.
+// split-K off two runs give identical bits; a row that supports programmatic dependent launch
+// also passes with a PDL call right behind a plain one. Driven by the registry: a new row is tested
+// here without touching this file. The full sweep is `kbit-harness validate --variant NAME`.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 
+#include "harness/check.hpp"
 #include "harness/execute.hpp"
 #include "harness/registry.hpp"
 #include "reference/codebook.hpp"
@@ -67,6 +69,18 @@ void check_row(const VariantRow& row, const Problem& p, Stream& s) {
       KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
       KBIT_CUDA_CHECK(cudaMemcpy(b.data(), dp.C, dp.C_bytes, cudaMemcpyDeviceToHost));
       REQUIRE(a == b);
+    }
+    if (row.support.pdl) {  // a PDL call right behind a plain one: its wait guards C and workspace
+      KBIT_CUDA_CHECK(cudaMemsetAsync(dp.C, 0xFF, dp.C_bytes, s.get()));
+      row.run(o.state.get(), p.d, dp.args(row, 0), s.get());
+      GemmArgs behind = dp.args(row, 0);
+      behind.pdl = true;
+      row.run(o.state.get(), p.d, behind, s.get());
+      KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
+      std::vector<unsigned char> c(dp.C_bytes);
+      KBIT_CUDA_CHECK(cudaMemcpy(c.data(), dp.C, dp.C_bytes, cudaMemcpyDeviceToHost));
+      const GemmBound b = gemm_bound(p.d.dtype, p.d.dtype, p.d.K_dim, o.state->extra_additions());
+      REQUIRE(check_output(ref, b, p.d.dtype, c, p.d.N).pass);
     }
   }
 }
