@@ -24,6 +24,9 @@
 //   per resident block (Marlin's stripes), rounded to k-bands of a tile where that is cheap:
 //   no tail wave; a stripe that ends inside a tile reduces through the self-cleaning split-K
 //   workspace (variants/common/splitk.cuh).
+// * Programmatic dependent launch when GemmArgs::pdl asks for it: the ring, the table and the
+//   first units are fetched while the previous launch drains; A, C and the workspace wait
+//   behind griddepcontrol.wait (variants/common/pdl.cuh).
 //
 // grouped_scalar_gemv runs the same segments over (expert, rows <= 4) pairs: MoE decode in
 // one launch.
@@ -49,6 +52,7 @@
 #include "variants/common/pdl.cuh"
 #include "variants/common/splitk.cuh"
 #include "variants/common/wait_stats.cuh"
+#include "variants/gemv_stripes.hpp"
 #include "variants/gemv_variants.hpp"
 
 namespace kbit::variants {
@@ -141,12 +145,8 @@ __host__ __device__ constexpr int smem_bytes(int rows) {
          Config::kWindowRowUnits * Config::kUnitStride;
 }
 
-// A segment of one block's stripe: rows [row0, row0 + rows) of expert `expert` (0 when dense),
-// n-tile nt, k-units [u0, u1). Its output tile is tile_id; contributors > 1 means other
-// blocks' stripes cover the rest of its k-range.
-struct Segment {
-  int expert, row0, rows, nt, u0, u1, tile_id, contributors;
-};
+using gemv::OutTile;  // the host schedule: variants/gemv_stripes.hpp
+using gemv::Segment;
 
 struct KernelArgs {
   const void* A;
@@ -658,38 +658,17 @@ struct GemvState : VariantState {
   std::int64_t extra_additions() const override { return dims.K_dim / 32 + 2 * (k_units + 1); }
 };
 
-// An output tile before striping: rows of one expert, one n-tile.
-struct OutTile {
-  int expert, row0, rows, nt;
-};
-
-// Cuts units (tile-major, k-unit minor) into stripes of `per` units, one per block.
+// Cuts the tiles into stripes of `per` units and uploads them (and a clean workspace and
+// counters where a tile is split).
 void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
-  const long long units = (long long)tiles.size() * s.k_units;
-  s.grid = int((units + per - 1) / per);
+  const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
+  s.grid = st.grid;
   s.units_per_block = per;
-  std::vector<Segment> segs;
-  std::vector<int> first(std::size_t(s.grid) + 1, 0), contributors(tiles.size(), 0);
-  for (int b = 0; b < s.grid; ++b) {
-    first[std::size_t(b)] = int(segs.size());
-    for (long long u = (long long)b * per, end = std::min(units, (long long)(b + 1) * per);
-         u < end;) {
-      const int ti = int(u / s.k_units), u0 = int(u % s.k_units);
-      const int u1 = int(std::min<long long>(s.k_units, u0 + (end - u)));
-      const OutTile& o = tiles[std::size_t(ti)];
-      segs.push_back({o.expert, o.row0, o.rows, o.nt, u0, u1, ti, 0});
-      ++contributors[std::size_t(ti)];
-      u += u1 - u0;
-    }
-  }
-  first[std::size_t(s.grid)] = int(segs.size());
-  s.split_tiles = 0;
-  for (auto& g : segs) g.contributors = contributors[std::size_t(g.tile_id)];
-  for (int c : contributors) s.split_tiles += c > 1;
-  s.segs = DeviceBuffer<Segment>(segs.size());
-  KBIT_CUDA_CHECK(
-      cudaMemcpy(s.segs.get(), segs.data(), segs.size() * sizeof(Segment), cudaMemcpyHostToDevice));
-  s.first_seg = DeviceBuffer<int>(first);
+  s.split_tiles = st.split_tiles;
+  s.segs = DeviceBuffer<Segment>(st.segs.size());
+  KBIT_CUDA_CHECK(cudaMemcpy(s.segs.get(), st.segs.data(), st.segs.size() * sizeof(Segment),
+                             cudaMemcpyHostToDevice));
+  s.first_seg = DeviceBuffer<int>(st.first);
   if (s.split_tiles > 0) {
     s.ws = DeviceBuffer<float>(std::size_t(s.dims.M * s.dims.N));
     s.counters = DeviceBuffer<int>(tiles.size());
@@ -697,26 +676,6 @@ void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
     s.counters.fill_bytes(0);
   }
   KBIT_CUDA_CHECK(cudaDeviceSynchronize());
-}
-
-// Stripe length: one stripe per resident block (balanced, no tail wave); split-K forced off
-// keeps whole tiles, forced on splits every tile of 2 or more units. Automatic: rounded up to
-// a divisor of k_units when that costs at most KBIT_GEMV_ALIGN_SLACK percent more units per
-// block, so that every stripe is one k-band of one tile (the blocks walk the same k-rows at
-// the same time and no stripe spans two tiles).
-int stripe_units(long long units, int k_units, int slots, SplitMode mode) {
-  if (mode == SplitMode::force_off) {
-    const long long tiles = units / k_units;
-    return int((tiles + std::min<long long>(tiles, slots) - 1) /
-               std::min<long long>(tiles, slots)) *
-           k_units;
-  }
-  if (mode == SplitMode::force_on && k_units >= 2) return (k_units + 1) / 2;
-  const int per = int(std::max<long long>(1, (units + slots - 1) / slots));
-  const int limit = per + per * KBIT_GEMV_ALIGN_SLACK / 100;
-  for (int d = per; d <= std::min(limit, k_units); ++d)
-    if (k_units % d == 0) return d;
-  return per;
 }
 
 // The weight ring is fed by cp.async.bulk and mbarrier transaction counts: sm_90 and newer.
@@ -753,7 +712,9 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   s.blocks_per_sm = per_sm;
   if (tiles.empty()) return;  // grouped problem with no rows at all: nothing to launch
   const long long units = (long long)tiles.size() * s.k_units;
-  build_stripes(s, tiles, stripe_units(units, s.k_units, per_sm * sms, o.split_k));
+  build_stripes(
+      s, tiles,
+      gemv::stripe_units(units, s.k_units, per_sm * sms, o.split_k, KBIT_GEMV_ALIGN_SLACK));
 }
 
 KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {

@@ -1,0 +1,102 @@
+// CPU: variant 04's schedule (variants/gemv_stripes.hpp). Every unit of every tile is in
+// exactly one stripe, in order; the split-K bookkeeping (contributors, split tiles) matches the
+// cut; the stripe length follows the documented rule on the Llama3 shapes the variant page
+// quotes (stripes of 8 / 7 / 32 / 28 units).
+#include <catch2/catch.hpp>
+
+#include <map>
+
+#include "reference/error.hpp"
+#include "variants/gemv_stripes.hpp"
+
+using namespace kbit;
+using namespace kbit::variants::gemv;
+
+namespace {
+
+std::vector<OutTile> dense_tiles(int n_tiles) {
+  std::vector<OutTile> t;
+  for (int nt = 0; nt < n_tiles; ++nt) t.push_back({0, 0, 1, nt});
+  return t;
+}
+
+// Walks the stripes block by block and checks that they cover tile-major, k-unit-minor order
+// exactly once, and that contributors / split_tiles agree with the segments.
+void check_cover(const std::vector<OutTile>& tiles, int k_units, int per) {
+  INFO("tiles " << tiles.size() << " k_units " << k_units << " per " << per);
+  const Stripes s = cut_stripes(tiles, k_units, per);
+  const long long units = (long long)tiles.size() * k_units;
+  REQUIRE(s.grid == int((units + per - 1) / per));
+  REQUIRE(s.first.size() == std::size_t(s.grid) + 1);
+  REQUIRE(s.first.front() == 0);
+  REQUIRE(s.first.back() == int(s.segs.size()));
+  long long next = 0;  // the next unit, tile-major
+  std::map<int, int> segs_of_tile;
+  for (int b = 0; b < s.grid; ++b) {
+    long long in_block = 0;
+    for (int i = s.first[std::size_t(b)]; i < s.first[std::size_t(b) + 1]; ++i) {
+      const Segment& g = s.segs[std::size_t(i)];
+      REQUIRE(g.tile_id == int(next / k_units));
+      REQUIRE(g.u0 == int(next % k_units));
+      REQUIRE(g.u0 < g.u1);
+      REQUIRE(g.u1 <= k_units);
+      REQUIRE(g.nt == tiles[std::size_t(g.tile_id)].nt);
+      REQUIRE(g.row0 == tiles[std::size_t(g.tile_id)].row0);
+      next += g.u1 - g.u0;
+      in_block += g.u1 - g.u0;
+      ++segs_of_tile[g.tile_id];
+    }
+    REQUIRE(in_block == std::min<long long>(per, units - (long long)b * per));
+  }
+  REQUIRE(next == units);
+  int split = 0;
+  for (const auto& [tile, n] : segs_of_tile) split += n > 1;
+  CHECK(s.split_tiles == split);
+  for (const Segment& g : s.segs) CHECK(g.contributors == segs_of_tile[g.tile_id]);
+}
+
+}  // namespace
+
+TEST_CASE("stripes cover every unit once, in order", "[gemv][stripes]") {
+  for (int per : {1, 2, 3, 7, 8, 16, 17, 100}) {
+    check_cover(dense_tiles(5), 8, per);
+    check_cover(dense_tiles(1), 3, per);
+  }
+  // grouped: tiles of several experts and row groups
+  const std::vector<OutTile> g = {{0, 0, 4, 0}, {0, 0, 4, 1}, {0, 4, 2, 0}, {3, 6, 1, 0}};
+  for (int per : {1, 5, 9}) check_cover(g, 9, per);
+}
+
+TEST_CASE("stripe length follows the k-band rule on the Llama3 shapes", "[gemv][stripes]") {
+  const int slots = 2 * 132;  // two blocks per SM on the H100
+  // 8B gate/up: 112 tiles x 16 units; 7 per block rounds up to 8, a divisor of 16
+  CHECK(stripe_units(112LL * 16, 16, slots, SplitMode::automatic, 20) == 8);
+  // 8B down: 32 tiles x 56 units -> 7, which divides 56
+  CHECK(stripe_units(32LL * 56, 56, slots, SplitMode::automatic, 20) == 7);
+  // 70B gate/up: 224 tiles x 32 units; 28 rounds up to 32 (one whole tile per block)
+  CHECK(stripe_units(224LL * 32, 32, slots, SplitMode::automatic, 20) == 32);
+  CHECK(cut_stripes(dense_tiles(224), 32, 32).split_tiles == 0);
+  // 70B down: 64 tiles x 112 units -> 28, a divisor of 112 (4 blocks per tile)
+  CHECK(stripe_units(64LL * 112, 112, slots, SplitMode::automatic, 20) == 28);
+  // no slack: 70B gate/up stays at 28 and splits tiles across blocks
+  CHECK(stripe_units(224LL * 32, 32, slots, SplitMode::automatic, 0) == 28);
+  CHECK(cut_stripes(dense_tiles(224), 32, 28).split_tiles > 0);
+}
+
+TEST_CASE("forced split-K modes", "[gemv][stripes]") {
+  // off: whole tiles, however few blocks that leaves
+  for (int tiles : {1, 7, 300}) {
+    const int per = stripe_units(tiles * 10LL, 10, 264, SplitMode::force_off, 20);
+    CHECK(per % 10 == 0);
+    CHECK(cut_stripes(dense_tiles(tiles), 10, per).split_tiles == 0);
+  }
+  // on: every tile of two or more units is split
+  const int per = stripe_units(4 * 10LL, 10, 264, SplitMode::force_on, 20);
+  CHECK(cut_stripes(dense_tiles(4), 10, per).split_tiles == 4);
+  CHECK(stripe_units(4, 1, 264, SplitMode::force_on, 20) == 1);  // one unit: nothing to split
+}
+
+TEST_CASE("cut_stripes refuses an empty stripe length", "[gemv][stripes]") {
+  CHECK_THROWS_AS(cut_stripes(dense_tiles(2), 4, 0), Error);
+  CHECK_THROWS_WITH(cut_stripes(dense_tiles(2), 0, 3), Catch::Contains("k_units = 0"));
+}
