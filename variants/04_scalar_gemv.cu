@@ -514,6 +514,10 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   };
   UnitRegs<K> next;
   fetch(q, next);
+  // Under PDL the first unit is already in registers and its stage free for the producer when
+  // the consumers wait here for the previous launch: A, C and the split-K workspace are its
+  // memory until then. (After the block's first segment the wait returns at once.)
+  dev::pdl::wait();
   for (int i = 0; i < n; ++i, ++q) {
     constexpr int W = window_units<MV>();
     if (i % W == 0 && KBIT_GEMV_DIAG_NO_MATH != 4) {
@@ -577,7 +581,6 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   if (warp < Config::kConsumers / 32) {
     if (KBIT_GEMV_DIAG_NO_MATH == 5) return false;
     if constexpr (!KBIT_GEMV_DIAG_NO_MATH) build_table<K, T>(a);
-    dev::pdl::wait();  // A, C and the split-K workspace belong to the previous launch until here
     return true;
   }
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
