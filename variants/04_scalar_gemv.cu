@@ -159,7 +159,6 @@ struct KernelArgs {
   const int* first_seg;  // block b runs segs[first_seg[b] .. first_seg[b+1])
   float* ws;             // split-K workspace [rows of C][N], zero between calls
   int* counters;         // one per output tile, zero between calls
-  int pdl;               // launched with programmatic dependent launch (GemmArgs::pdl)
   float cb[32];
 };
 
@@ -513,12 +512,11 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     // __syncwarp measured the same and racecheck reports it as a race: session 5.)
     dev::mbar_arrive(ring.empty(st));
   };
-  // The first unit and the first A window: under PDL the unit comes first, so that its stage is
-  // free for the producer while the consumers wait here for the previous launch (A, C and the
-  // split-K workspace are its memory until then); without PDL the window's global load comes
-  // first and overlaps the unit's landing. After a block's first segment the wait returns at once.
   UnitRegs<K> next;
-  if (a.pdl) fetch(q, next);
+  fetch(q, next);
+  // Under PDL the first unit is already in registers and its stage free for the producer when
+  // the consumers wait here for the previous launch: A, C and the split-K workspace are its
+  // memory until then. (After the block's first segment the wait returns at once.)
   dev::pdl::wait();
   for (int i = 0; i < n; ++i, ++q) {
     constexpr int W = window_units<MV>();
@@ -529,7 +527,6 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
       dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
       window.stop();
     }
-    if (i == 0 && !a.pdl) fetch(q, next);
     if constexpr (kPrefetch) {
       const UnitRegs<K> r = next;
       if (i + 1 < n) fetch(q + 1, next);
@@ -739,7 +736,6 @@ KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
   a.first_seg = s.first_seg.get();
   a.ws = s.ws.get();
   a.counters = s.counters.get();
-  a.pdl = g.pdl ? 1 : 0;
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
   return a;
 }
