@@ -51,8 +51,9 @@ for s in "$@"; do
     test) step test ctest --preset default -j4 ;;
     validate) v=${arg%%:*}; x=""; [[ $arg == *:* ]] && x=${arg#*:}
               step "validate_$v" $H validate --variant $v $x ;;
-    run) step "run_$(basename ${arg%.toml})" bash -c "$H run $arg --no-plot --quiet &&
-           python3 harness/csv_brief.py \$(ls -t results/*/*/results.csv | head -1)" ;;
+    run) cfg=${arg%% *}; m=$(mktemp)  # the brief reads the CSV this run wrote (--out-root too)
+         step "run_$(basename ${cfg%.toml})" bash -c "$H run $arg --no-plot --quiet &&
+           python3 harness/csv_brief.py \$(find results /tmp -name results.csv -newer $m 2>/dev/null | head -1)" ;;
     sanitize) c="--cases n200_k96 n1000_k2080 moe_e8_n200_k96 --quick --no-seed-shapes"
               step "memcheck_$arg" compute-sanitizer --tool memcheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 4
               step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 3 ;;
