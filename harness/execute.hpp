@@ -52,6 +52,13 @@ struct Outcome {
 Outcome execute_and_check(const VariantRow& row, const VariantOptions& opts, const GemmDims& dims,
                           const DeviceProblem& prob, const RowReference* ref, cudaStream_t stream);
 
+// The second call of a checked problem (after execute_and_check, same state): poison C, run on
+// copy 0, and for a row that supports programmatic dependent launch queue a PDL call right behind
+// it (no host sync), whose C is the one left; then synchronize. A kernel that touches its
+// workspace, counters or C before griddepcontrol.wait races the call before it.
+void run_again(const VariantRow& row, VariantState* state, const GemmDims& dims,
+               const DeviceProblem& prob, cudaStream_t stream);
+
 // An owning non-blocking stream (graph capture needs one).
 class Stream {
  public:

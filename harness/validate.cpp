@@ -129,27 +129,11 @@ std::string write_repro(const ValidateOptions& o, const Case& c, const GemmDims&
   return path;
 }
 
-// The second call of a problem, into C poisoned again. A row that supports programmatic
-// dependent launch runs a plain call with a PDL call right behind it (no host sync), and the PDL
-// call's C is the one checked: a kernel that touched its workspace, counters or C before
-// griddepcontrol.wait would race the call before it.
-void run_again(const VariantRow& row, const Outcome& out, const GemmDims& d, const DeviceProblem& p,
-               cudaStream_t stream) {
-  KBIT_CUDA_CHECK(cudaMemsetAsync(p.C, 0xFF, p.C_bytes, stream));
-  row.run(out.state.get(), d, p.args(row, 0), stream);
-  if (row.support.pdl) {
-    GemmArgs behind = p.args(row, 0);
-    behind.pdl = true;
-    row.run(out.state.get(), d, behind, stream);
-  }
-  KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-}
-
 // Runs one problem (dims) with the given split modes and checks it; then runs it again
-// (run_again). A run that cannot split (split off, or a row without split-K) must repeat its
-// bits; one that may split (atomics: the order of additions differs) must pass the check again,
-// which is what tests that its workspace, counters and work pools cleaned up after the first
-// call.
+// (run_again: for a PDL row, a PDL call behind a plain one). A run that cannot split (split off, or
+// a row without split-K) must repeat its bits; one that may split (atomics: the order of additions
+// differs) must pass the check again, which is what tests that its workspace, counters and work
+// pools cleaned up after the first call.
 void validate_problem(const ValidateOptions& o, const VariantRow& row, const Case& c,
                       const GemmDims& d, const DeviceProblem& p, const RowReference& ref,
                       const std::vector<SplitMode>& splits, cudaStream_t stream, Tally& t) {
@@ -161,7 +145,7 @@ void validate_problem(const ValidateOptions& o, const VariantRow& row, const Cas
     if (!bad) {
       std::vector<unsigned char> first(p.C_bytes), second(p.C_bytes);
       KBIT_CUDA_CHECK(cudaMemcpy(first.data(), p.C, p.C_bytes, cudaMemcpyDeviceToHost));
-      run_again(row, out, d, p, stream);
+      run_again(row, out.state.get(), d, p, stream);
       KBIT_CUDA_CHECK(cudaMemcpy(second.data(), p.C, p.C_bytes, cudaMemcpyDeviceToHost));
       if (may_split && out.checked) {
         const GemmBound b = gemm_bound(d.dtype, d.dtype, d.K_dim, out.state->extra_additions());

@@ -108,7 +108,7 @@ __global__ void __launch_bounds__(LdgConfig::kThreads) read_ldg_kernel(ProbeArgs
 __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  dev::pdl::launch_dependents();  // under KBIT_PROBE_PDL the next launch may start at once
+  dev::pdl::launch_dependents();  // with GemmArgs::pdl the next launch may start at once
   if (threadIdx.x != 0) {
     dev::pdl::wait();  // C belongs to the previous launch until then
     write_zero_c(a, tid, (long long)gridDim.x * blockDim.x);

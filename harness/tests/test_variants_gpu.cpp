@@ -71,12 +71,7 @@ void check_row(const VariantRow& row, const Problem& p, Stream& s) {
       REQUIRE(a == b);
     }
     if (row.support.pdl) {  // a PDL call right behind a plain one: its wait guards C and workspace
-      KBIT_CUDA_CHECK(cudaMemsetAsync(dp.C, 0xFF, dp.C_bytes, s.get()));
-      row.run(o.state.get(), p.d, dp.args(row, 0), s.get());
-      GemmArgs behind = dp.args(row, 0);
-      behind.pdl = true;
-      row.run(o.state.get(), p.d, behind, s.get());
-      KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
+      run_again(row, o.state.get(), p.d, dp, s.get());
       std::vector<unsigned char> c(dp.C_bytes);
       KBIT_CUDA_CHECK(cudaMemcpy(c.data(), dp.C, dp.C_bytes, cudaMemcpyDeviceToHost));
       const GemmBound b = gemm_bound(p.d.dtype, p.d.dtype, p.d.K_dim, o.state->extra_additions());
