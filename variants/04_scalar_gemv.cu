@@ -78,6 +78,11 @@ namespace {
 #ifndef KBIT_GEMV_DIAG_NO_MATH
 #define KBIT_GEMV_DIAG_NO_MATH 0
 #endif
+// Diagnostic (results are wrong): 1 the producer copies only the block's first kStages units
+// and then releases every stage uncopied, so the consumers compute alone (docs/notes.md, s. 10).
+#ifndef KBIT_GEMV_DIAG_NO_STREAM
+#define KBIT_GEMV_DIAG_NO_STREAM 0
+#endif
 #ifndef KBIT_GEMV_PDL_TRIGGER  // 0: every block lets the next launch start at once; 1: at its end
 #define KBIT_GEMV_PDL_TRIGGER 0
 #endif
@@ -214,6 +219,10 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
         empty_wait.start();
         dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
         empty_wait.stop();
+      }
+      if (KBIT_GEMV_DIAG_NO_STREAM && q >= Config::kStages) {  // stale stage, released as is
+        dev::mbar_arrive(ring.full(st));
+        continue;
       }
       dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
       constexpr bool kCodes = KBIT_GEMV_DIAG_NO_MATH != 2;
@@ -470,7 +479,8 @@ __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment 
 // regions are addressed from the symbol itself, so every table lookup's base is a uniform
 // register (LDS [R+UR]) rather than one more IADD per lookup.
 extern __shared__ __align__(128) unsigned char g_smem[];
-__shared__ unsigned long long g_wait[2];  // KBIT_GEMV_WAIT_STATS: consumers' full / window waits
+__shared__ unsigned long long g_wait[2];   // KBIT_GEMV_WAIT_STATS: consumers' full / window waits
+__shared__ unsigned long long g_start_ns;  // KBIT_GEMV_WAIT_STATS: the block's start (thread 0)
 
 template <int K>
 struct Smem {
@@ -513,7 +523,9 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     dev::mbar_arrive(ring.empty(st));
   };
   UnitRegs<K> next;
+  const bool block_first = q == 0;
   fetch(q, next);
+  if (kWaitStats && block_first) dev::wait_stats::mark(dev::wait_stats::kFirstLanded, g_start_ns);
   // Under PDL the first unit is already in registers and its stage free for the producer when
   // the consumers wait here for the previous launch: A, C and the split-K workspace are its
   // memory until then. (After the block's first segment the wait returns at once.)
@@ -526,6 +538,8 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
       stage_a<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
       dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
       window.stop();
+      if (kWaitStats && block_first && i == 0)
+        dev::wait_stats::mark(dev::wait_stats::kFirstWindow, g_start_ns);
     }
     if constexpr (kPrefetch) {
       const UnitRegs<K> r = next;
@@ -581,6 +595,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   if (warp < Config::kConsumers / 32) {
     if (KBIT_GEMV_DIAG_NO_MATH == 5) return false;
     if constexpr (!KBIT_GEMV_DIAG_NO_MATH) build_table<K, T>(a);
+    if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kTableBuilt, g_start_ns);
     return true;
   }
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
@@ -594,7 +609,10 @@ __global__ void __maxnreg__(Config::kMaxRegs)
   const Ring<K> ring(g_smem, Smem<K>::kRing);
   const unsigned long long start_ns = kWaitStats ? dev::global_ns() : 0;
   const long long start_clk = kWaitStats ? clock64() : 0;
-  if (kWaitStats && threadIdx.x == 0) g_wait[0] = g_wait[1] = 0;  // ring.init() syncs
+  if (kWaitStats && threadIdx.x == 0) {  // ring.init() syncs
+    g_wait[0] = g_wait[1] = 0;
+    g_start_ns = start_ns;
+  }
   if (KBIT_GEMV_PDL_TRIGGER == 0) dev::pdl::launch_dependents();
   if (!start_block<K, T>(a, ring)) return;
   uint32_t q = 0;
@@ -608,6 +626,7 @@ __global__ void __maxnreg__(Config::kMaxRegs)
     else
       run_segment<K, MV, T>(a, a.segs[s], ring, q, defer);
   }
+  if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kComputed, g_start_ns);
   if (last - first > 1 && a.segs[first].contributors > 1) finish_split<T>(a, a.segs[first]);
   if constexpr (kWaitStats) {
     dev::sync_threads<Config::kConsumers>();

@@ -17,6 +17,11 @@ enum Slot {
   kConsumerWarps,   // warps that reported
   kBlockCycles,     // block run time, SM clock (consumer thread 0)
   kBlockNs,         // block run time, globaltimer
+  // Milestones, ns after the block's start (consumer thread 0, once per block; mark()):
+  kTableBuilt,   // its share of the table written
+  kFirstLanded,  // the block's first unit landed and read
+  kFirstWindow,  // the first A window staged
+  kComputed,     // the last unit computed (before the split-K end)
   kSlots
 };
 
@@ -25,12 +30,12 @@ constexpr int kMaxSms = 256;
 
 struct Stats {
   unsigned long long sum[kSlots];
-  unsigned long long end_ns[kMaxBlocks];
+  unsigned long long start_ns[kMaxBlocks], end_ns[kMaxBlocks];
   unsigned sm[kMaxBlocks];
   unsigned long long start_min, start_max, end_min, end_max;  // globaltimer, ns
   unsigned int done, launch;
 };
-static __device__ Stats g_stats = {{0, 0, 0, 0, 0, 0}, {}, {}, ~0ull, 0, ~0ull, 0, 0, 0};
+static __device__ Stats g_stats = {{}, {}, {}, {}, ~0ull, 0, ~0ull, 0, 0, 0};
 
 // Accumulates the cycles between start() and stop(); a no-op unless On. 32-bit (fewer
 // registers: the diagnostic should perturb the kernel as little as it can).
@@ -49,12 +54,18 @@ __device__ __forceinline__ void add(Slot s, unsigned long long v) {
   atomicAdd(&g_stats.sum[s], v);
 }
 
+// Consumer thread 0, once per block: a milestone at ns after the block's start.
+__device__ __forceinline__ void mark(Slot s, unsigned long long start_ns) {
+  if (threadIdx.x == 0) add(s, global_ns() - start_ns);
+}
+
 // Consumer thread 0, once every consumer of the block is done: the block's times.
 __device__ inline void finish_block(unsigned long long start_ns, long long start_clk) {
   const unsigned long long end_ns = global_ns();
   add(kBlockCycles, (unsigned long long)(clock64() - start_clk));
   add(kBlockNs, end_ns - start_ns);
   if (blockIdx.x < kMaxBlocks) {
+    g_stats.start_ns[blockIdx.x] = start_ns;
     g_stats.end_ns[blockIdx.x] = end_ns;
     g_stats.sm[blockIdx.x] = sm_id();
   }
@@ -101,6 +112,20 @@ __device__ inline void print_tail(const Stats& s) {
   printf("\n");
 }
 
+// The mean block: when it starts after the grid's first block, and its milestones.
+__device__ inline void print_milestones(const Stats& s) {
+  const int n = min(int(s.done), kMaxBlocks);
+  double start = 0;
+  for (int b = 0; b < n; ++b) start += double(s.start_ns[b] - s.start_min);
+  const double blocks = s.done;
+  printf(
+      "wait_stats milestones (mean block, us after its start): starts %.2f after the grid; "
+      "table %.2f, first unit %.2f, first A window %.2f, last unit computed %.2f, end %.2f\n",
+      n ? start * 1e-3 / n : 0.0, s.sum[kTableBuilt] * 1e-3 / blocks,
+      s.sum[kFirstLanded] * 1e-3 / blocks, s.sum[kFirstWindow] * 1e-3 / blocks,
+      s.sum[kComputed] * 1e-3 / blocks, s.sum[kBlockNs] * 1e-3 / blocks);
+}
+
 // Launched <<<1, 1>>> after each launch of the kernel under study (a printf in that kernel
 // would change its register allocation): prints the averages of every 128th launch, resets.
 __global__ void print_and_reset() {
@@ -117,6 +142,7 @@ __global__ void print_and_reset() {
         s.sum[kProducerEmpty] / blocks / ghz * 1e-3, s.sum[kConsumerFull] / warps / ghz * 1e-3,
         s.sum[kConsumerWindow] / warps / ghz * 1e-3);
   if ((s.launch & 127u) == 65u && s.done > 0) print_tail(s);
+  if ((s.launch & 127u) == 66u && s.done > 0) print_milestones(s);
   for (int i = 0; i < kSlots; ++i) s.sum[i] = 0;
   s.start_min = s.end_min = ~0ull;
   s.start_max = s.end_max = 0;
