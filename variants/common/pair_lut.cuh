@@ -41,9 +41,27 @@ __device__ __forceinline__ uint32_t pair_entry(const float* cb, int r) {
 // Fills the table; threads [0, nthreads) of the block take part (the caller syncs after). cb is
 // the codebook in shared memory: indexed in constant memory (a kernel parameter) with up to 16
 // different indices per warp, every LDC is serialized (~5 us for the table in a build with
-// one block per SM, session 5).
+// one block per SM, session 5). A thread computes the two values of a row once and stores each
+// 8 times; store j of lane l goes to 16-byte quad (j + l) % 8 of its half, so the 8 lanes of
+// each phase of an STS.128 write 8 different quads (all 32 banks): no conflicts although the
+// lanes' rows are 256 B apart.
 template <int K, typename T>
 __device__ void build(unsigned char* lut, const float* cb, int tid, int nthreads) {
+  constexpr int kQuadsPerHalf = kRowBytes / 2 / 16;
+  for (int r = tid; r < kRows; r += nthreads) {
+    const uint32_t p = pair_entry<K, T>(cb, r), s = __float_as_uint(decode_e4m4(uint32_t(r)));
+    uint4* row = reinterpret_cast<uint4*>(lut + r * kRowBytes);
+#pragma unroll
+    for (int j = 0; j < kQuadsPerHalf; ++j) {
+      const int q = (j + tid) % kQuadsPerHalf;
+      row[q] = make_uint4(p, p, p, p);
+      row[kQuadsPerHalf + q] = make_uint4(s, s, s, s);
+    }
+  }
+}
+
+template <int K, typename T>
+__device__ void build_strided(unsigned char* lut, const float* cb, int tid, int nthreads) {
   constexpr int kQuads = kRowBytes / 16;  // uint4 per row: 8 pair quads, then 8 scale quads
   for (int i = tid; i < kRows * kQuads; i += nthreads) {
     const int r = i / kQuads;
