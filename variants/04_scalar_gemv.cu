@@ -83,15 +83,6 @@ namespace {
 #ifndef KBIT_GEMV_DIAG_NO_STREAM
 #define KBIT_GEMV_DIAG_NO_STREAM 0
 #endif
-#ifndef KBIT_GEMV_EARLY_A  // 1: without PDL, the first A window's loads go out before the table
-#define KBIT_GEMV_EARLY_A 1
-#endif
-#ifndef KBIT_GEMV_PINGPONG  // 1: two register sets alternate between units (no copy per unit)
-#define KBIT_GEMV_PINGPONG 1
-#endif
-#ifndef KBIT_GEMV_TABLE_STRIDED  // 1: the table build of sessions 5-9 (A/B)
-#define KBIT_GEMV_TABLE_STRIDED 0
-#endif
 #ifndef KBIT_GEMV_PDL_TRIGGER  // 0: every block lets the next launch start at once; 1: at its end
 #define KBIT_GEMV_PDL_TRIGGER 0
 #endif
@@ -169,7 +160,6 @@ struct KernelArgs {
   const uint8_t* absmax;
   long long expert_words, expert_bytes;  // per-expert strides of the tiled weights
   int N, K_dim, n_tiles, k_tiles;
-  int pdl;  // launched with PDL: A may be read only after griddepcontrol.wait
   const Segment* segs;   // every block's segments, in block order
   const int* first_seg;  // block b runs segs[first_seg[b] .. first_seg[b+1])
   float* ws;             // split-K workspace [rows of C][N], zero between calls
@@ -275,68 +265,30 @@ __device__ __forceinline__ int a_offset(int m, int u, int kt, int kb, int p) {
          p * 4;
 }
 
-// Staged A: rows [row0, row0 + MV), units [u, u + nunits), in 16-byte groups of 8 elements
-// (group gi: row gi / (nunits * 32), then unit, then element / 8), stored as 16-bit pairs in
-// the MMA's k order: pair (R, q) of a block = elements (R + 8q, R + 8q + 4), stored at
-// p = 4R + q. Elements past K_dim are zero (they meet the unit's uncopied k-tiles).
-constexpr int kGroupsPerUnit = Config::kUnitK / 8;
-
-template <typename T>
-__device__ __forceinline__ uint4 load_a_group(const KernelArgs& a, int row0, int u, int nunits,
-                                              int gi) {
-  const int m = gi / (nunits * kGroupsPerUnit), rem = gi % (nunits * kGroupsPerUnit);
-  const long long k = (long long)(u + rem / kGroupsPerUnit) * Config::kUnitK +
-                      (rem % kGroupsPerUnit) * 8;
-  if (k >= a.K_dim) return make_uint4(0, 0, 0, 0);  // K_dim is a multiple of 32: all or none
-  const T* A = static_cast<const T*>(a.A);
-  return __ldg(reinterpret_cast<const uint4*>(A + (long long)(row0 + m) * a.K_dim + k));
-}
-
-template <int MV>
-__device__ __forceinline__ void store_a_group(uint4 v, int nunits, int gi, unsigned char* s_a) {
-  const int m = gi / (nunits * kGroupsPerUnit), rem = gi % (nunits * kGroupsPerUnit);
-  const int un = rem / kGroupsPerUnit, e0 = (rem % kGroupsPerUnit) * 8;  // element of the unit
-  const int kt = e0 / 64, kb = (e0 / 32) % 2, q = (e0 % 32) / 8;
-  // Elements e0 + r and e0 + 4 + r form pair R = r: low halves of (x, z), then high halves.
-  const uint32_t pr[4] = {__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632),
-                          __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632)};
-#pragma unroll
-  for (int r = 0; r < 4; ++r)
-    *reinterpret_cast<uint32_t*>(s_a + a_offset<MV>(m, un, kt, kb, 4 * r + q)) = pr[r];
-}
-
+// Stages rows [row0, row0 + MV) of A, units [u, u + nunits), into shared memory as 16-bit
+// pairs in the MMA's k order: pair (R, q) of a block = elements (R + 8q, R + 8q + 4), stored
+// at p = 4R + q. Elements past K_dim are zero (they meet the unit's uncopied k-tiles).
 template <int MV, typename T>
 __device__ void stage_a(const KernelArgs& a, int row0, int u, int nunits, unsigned char* s_a) {
-  for (int gi = threadIdx.x; gi < MV * nunits * kGroupsPerUnit; gi += Config::kConsumers)
-    store_a_group<MV>(load_a_group<T>(a, row0, u, nunits, gi), nunits, gi, s_a);
+  const T* A = static_cast<const T*>(a.A);
+  constexpr int kGroups = Config::kUnitK / 8;  // 8 elements (one uint4) per group
+  const int groups = MV * nunits * kGroups;
+  for (int gi = threadIdx.x; gi < groups; gi += Config::kConsumers) {
+    const int m = gi / (nunits * kGroups), rem = gi % (nunits * kGroups);
+    const int un = rem / kGroups, e0 = (rem % kGroups) * 8;  // element of the unit
+    const long long k = (long long)(u + un) * Config::kUnitK + e0;
+    uint4 v = make_uint4(0, 0, 0, 0);
+    if (k < a.K_dim)  // K_dim is a multiple of 32: a group is all in or all out
+      v = __ldg(reinterpret_cast<const uint4*>(A + (long long)(row0 + m) * a.K_dim + k));
+    const int kt = e0 / 64, kb = (e0 / 32) % 2, q = (e0 % 32) / 8;
+    // Elements e0 + r and e0 + 4 + r form pair R = r: low halves of (x, z), then high halves.
+    const uint32_t pr[4] = {__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632),
+                            __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632)};
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+      *reinterpret_cast<uint32_t*>(s_a + a_offset<MV>(m, un, kt, kb, 4 * r + q)) = pr[r];
+  }
 }
-
-// The block's first A window, loaded into registers before the table is built so that its
-// latency hides behind the build, and stored after it (dense kernels without PDL: under PDL,
-// A belongs to the previous launch until griddepcontrol.wait).
-template <int MV, typename T>
-struct FirstWindow {
-  static constexpr int kPerThread = Config::kWindowRowUnits * kGroupsPerUnit / Config::kConsumers;
-  uint4 v[kPerThread];
-  Segment g;
-  int nunits = 0;
-  __device__ void load(const KernelArgs& a) {
-    g = a.segs[a.first_seg[blockIdx.x]];
-    nunits = min(window_units<MV>(), g.u1 - g.u0);
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int gi = threadIdx.x + j * Config::kConsumers;
-      if (gi < MV * nunits * kGroupsPerUnit) v[j] = load_a_group<T>(a, g.row0, g.u0, nunits, gi);
-    }
-  }
-  __device__ void store(unsigned char* s_a) const {
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int gi = threadIdx.x + j * Config::kConsumers;
-      if (gi < MV * nunits * kGroupsPerUnit) store_a_group<MV>(v[j], nunits, gi, s_a);
-    }
-  }
-};
 
 // What a consumer thread needs of one unit: its k-tile's planes of columns g and g+8 (both
 // k-blocks) and the absmax codes of the blocks whose MMA sums it holds.
@@ -540,10 +492,10 @@ struct Smem {
 };
 
 // One segment of a consumer thread. q is the block's ring step, carried across segments.
-template <int K, int MV, typename T, bool kGrouped = false>
+template <int K, int MV, typename T>
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
-                                            const Ring<K>& ring, uint32_t& q, bool defer,
-                                            bool staged) {  // staged: its first A window
+                                            const Ring<K>& ring, uint32_t& q,
+                                            bool defer) {  // g by value: registers
   constexpr int S = (MV + 1) / 2;
   const Lane l;
   const int n = g.u1 - g.u0;
@@ -570,51 +522,32 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     // __syncwarp measured the same and racecheck reports it as a race: session 5.)
     dev::mbar_arrive(ring.empty(st));
   };
+  UnitRegs<K> next;
   const bool block_first = q == 0;
-  UnitRegs<K> regs[2];  // ping-pong: unit i in regs[i % 2] (constant indices below)
-  fetch(q, regs[0]);
+  fetch(q, next);
   if (kWaitStats && block_first) dev::wait_stats::mark(dev::wait_stats::kFirstLanded, g_start_ns);
   // Under PDL the first unit is already in registers and its stage free for the producer when
   // the consumers wait here for the previous launch: A, C and the split-K workspace are its
   // memory until then. (After the block's first segment the wait returns at once.)
   dev::pdl::wait();
-  constexpr int W = window_units<MV>();
-  auto window_if_due = [&](int i) {
-    if (i % W != 0 || KBIT_GEMV_DIAG_NO_MATH == 4) return;
-    window.start();
-    if (i == 0 && staged) {  // start_block stored it: one barrier publishes table and window
-      dev::sync_threads<Config::kConsumers>();
-    } else {
+  for (int i = 0; i < n; ++i, ++q) {
+    constexpr int W = window_units<MV>();
+    if (i % W == 0 && KBIT_GEMV_DIAG_NO_MATH != 4) {
+      window.start();
       dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
       stage_a<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
       dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
+      window.stop();
+      if (kWaitStats && block_first && i == 0)
+        dev::wait_stats::mark(dev::wait_stats::kFirstWindow, g_start_ns);
     }
-    window.stop();
-    if (kWaitStats && block_first && i == 0)
-      dev::wait_stats::mark(dev::wait_stats::kFirstWindow, g_start_ns);
-  };
-  // One unit: fetch unit i+1 into `nxt` (freeing its stage), then compute unit i from `cur`.
-  auto step = [&](int i, const UnitRegs<K>& cur, UnitRegs<K>& nxt) {
-    window_if_due(i);
     if constexpr (kPrefetch) {
-      if (i + 1 < n) fetch(q + 1, nxt);
-      dot_unit<K, MV, T>(l, cur, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
+      const UnitRegs<K> r = next;
+      if (i + 1 < n) fetch(q + 1, next);
+      dot_unit<K, MV, T>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
     } else {
-      if (i > 0) fetch(q, nxt);
-      dot_unit<K, MV, T>(l, nxt, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
-    }
-    ++q;
-  };
-  // (M = 3, 4 and the grouped kernel spill with two fixed register sets: they copy instead.)
-  if constexpr (KBIT_GEMV_PINGPONG && kPrefetch && MV <= 2 && !kGrouped) {
-    for (int i = 0; i < n; i += 2) {
-      step(i, regs[0], regs[1]);
-      if (i + 1 < n) step(i + 1, regs[1], regs[0]);
-    }
-  } else {
-    for (int i = 0; i < n; ++i) {
-      const UnitRegs<K> r = regs[0];
-      step(i, r, regs[0]);
+      if (i > 0) fetch(q, next);
+      dot_unit<K, MV, T>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
     }
   }
   store_segment<MV, T>(a, l, g, acc, defer);
@@ -630,13 +563,13 @@ __device__ void run_rows(const KernelArgs& a, const Segment g, const Ring<K>& ri
                          bool defer) {
   switch (g.rows) {
     case 1:
-      return run_segment<K, 1, T, true>(a, g, ring, q, defer, false);
+      return run_segment<K, 1, T>(a, g, ring, q, defer);
     case 2:
-      return run_segment<K, 2, T, true>(a, g, ring, q, defer, false);
+      return run_segment<K, 2, T>(a, g, ring, q, defer);
     case 3:
-      return run_segment<K, 3, T, true>(a, g, ring, q, defer, false);
+      return run_segment<K, 3, T>(a, g, ring, q, defer);
     default:
-      return run_segment<K, 4, T, true>(a, g, ring, q, defer, false);
+      return run_segment<K, 4, T>(a, g, ring, q, defer);
   }
 }
 
@@ -646,22 +579,14 @@ __device__ void build_table(const KernelArgs& a) {
   __shared__ float s_cb[32];  // the codebook, copied once (see pair_lut::build)
   if (threadIdx.x < 32) s_cb[threadIdx.x] = a.cb[threadIdx.x];
   dev::sync_threads<Config::kConsumers>();
-  if (KBIT_GEMV_TABLE_STRIDED)
-    dev::pair_lut::build_strided<K, T>(Smem<K>::lut(), s_cb, threadIdx.x, Config::kConsumers);
-  else
-    dev::pair_lut::build<K, T>(Smem<K>::lut(), s_cb, threadIdx.x, Config::kConsumers);
+  dev::pair_lut::build<K, T>(Smem<K>::lut(), s_cb, threadIdx.x, Config::kConsumers);
 }
 
 // Initializes the ring; returns true in the consumer threads, which also build the pair table
-// (published by the first A-window barrier) and, for dense kernels without PDL, stage the first
-// A window (`staged`). The producer lane streams the ring and returns false once it has issued
-// every copy; the rest of its warp leaves at once.
-template <int K, int MV, typename T>
-__device__ bool start_block(const KernelArgs& a, const Ring<K>& ring, bool& staged) {
-  FirstWindow<(MV > 0 ? MV : 1), T> first_window;
-  staged = MV > 0 && KBIT_GEMV_EARLY_A && !a.pdl && !KBIT_GEMV_DIAG_NO_MATH &&
-           threadIdx.x < Config::kConsumers;
-  if (staged) first_window.load(a);
+// (published by the first A-window barrier). The producer lane streams the ring and returns
+// false once it has issued every copy; the rest of its warp leaves at once.
+template <int K, typename T>
+__device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   ring.init();
   // The warp index through a shuffle: the compiler then knows the role branch is warp-uniform
   // and keeps block-wide constants (the table's base) in uniform registers (CUTLASS's
@@ -671,7 +596,6 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring, bool& stag
     if (KBIT_GEMV_DIAG_NO_MATH == 5) return false;
     if constexpr (!KBIT_GEMV_DIAG_NO_MATH) build_table<K, T>(a);
     if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kTableBuilt, g_start_ns);
-    if (staged) first_window.store(Smem<K>::s_a());
     return true;
   }
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
@@ -690,8 +614,7 @@ __global__ void __maxnreg__(Config::kMaxRegs)
     g_start_ns = start_ns;
   }
   if (KBIT_GEMV_PDL_TRIGGER == 0) dev::pdl::launch_dependents();
-  bool staged;
-  if (!start_block<K, MV, T>(a, ring, staged)) return;
+  if (!start_block<K, T>(a, ring)) return;
   uint32_t q = 0;
   const int first = a.first_seg[blockIdx.x], last = a.first_seg[blockIdx.x + 1];
   for (int s = first; s < last; ++s) {
@@ -701,7 +624,7 @@ __global__ void __maxnreg__(Config::kMaxRegs)
     if constexpr (MV == 0)
       run_rows<K, T>(a, a.segs[s], ring, q, defer);
     else
-      run_segment<K, MV, T>(a, a.segs[s], ring, q, defer, staged && s == first);
+      run_segment<K, MV, T>(a, a.segs[s], ring, q, defer);
   }
   if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kComputed, g_start_ns);
   if (last - first > 1 && a.segs[first].contributors > 1) finish_split<T>(a, a.segs[first]);
@@ -828,7 +751,6 @@ KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
   a.K_dim = int(d.K_dim);
   a.n_tiles = s.n_tiles;
   a.k_tiles = s.k_tiles;
-  a.pdl = g.pdl;
   a.segs = s.segs.get();
   a.first_seg = s.first_seg.get();
   a.ws = s.ws.get();

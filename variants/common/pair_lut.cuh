@@ -60,17 +60,6 @@ __device__ void build(unsigned char* lut, const float* cb, int tid, int nthreads
   }
 }
 
-template <int K, typename T>
-__device__ void build_strided(unsigned char* lut, const float* cb, int tid, int nthreads) {
-  constexpr int kQuads = kRowBytes / 16;  // uint4 per row: 8 pair quads, then 8 scale quads
-  for (int i = tid; i < kRows * kQuads; i += nthreads) {
-    const int r = i / kQuads;
-    const uint32_t v = (i % kQuads) < kQuads / 2 ? pair_entry<K, T>(cb, r)
-                                                 : __float_as_uint(decode_e4m4(uint32_t(r)));
-    reinterpret_cast<uint4*>(lut)[i] = make_uint4(v, v, v, v);
-  }
-}
-
 // This lane's column of the pair half (4 * lane) and of the scale half (4 * lane + 128).
 __device__ __forceinline__ uint32_t pair_column(int lane) {
   return uint32_t(lane) * 4u;
