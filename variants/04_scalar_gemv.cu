@@ -4,29 +4,23 @@
 //
 // * 288 threads per block: 8 consumer warps and one producer warp. A work unit is one n-tile
 //   (128 columns) x 4 k-tiles (256 k); the producer streams each unit (4 x 4 KB of planes +
-//   4 x 256 B of absmax at K = 4) with cp.async.bulk into a kStages-deep shared-memory ring on
-//   mbarriers.
-// * Dequantize by table, multiply on tensor cores (v6). Residue words put two codebook
-//   indices in each byte (K = 3, 4: one 4x4 bit transpose of a block's planes); one PRMT
-//   + one LDS of a 64 KB pair table (variants/common/pair_lut.cuh) turn a byte into the two
-//   weights as an fp16/bf16 pair, which is an mma.m16n8k16 A-operand register as it stands.
-//   The seed's per-weight shfl + FFMA (v1-v5: 4.3 thread-instructions per weight) becomes
-//   2.05 (SASS): 1 PRMT + 1 LDS per two weights, 1/8 HMMA per weight.
+//   4 x 256 B of absmax at K = 4) with cp.async.bulk into a 2-stage mbarrier ring.
+// * Dequantize by table, multiply on tensor cores (v6): one 4x4 bit transpose of a block's
+//   planes puts two codebook indices in each byte (K = 3, 4); one PRMT + one LDS of a 64 KB
+//   pair table (variants/common/pair_lut.cuh) turn a byte into the two weights as an
+//   fp16/bf16 pair, an mma.m16n8k16 A-operand register as it stands: 2.05 thread-instructions
+//   per weight (the seed's per-weight shfl + FFMA: ~15; v1-v5: 4.3).
 // * The per-block scale rides on the MMA's N dimension. Consumer warp w owns columns
-//   16w..16w+15 of the unit (the MMA's 16 rows: g and g+8, g = lane/4); lane t = lane%4 of a
-//   quad owns k-tile t of the unit, both of its k-blocks. The B operand holds the activations
-//   of block (k-tile t', k-block kb) only in MMA column t' (+4 for the second row of A), zeros
-//   elsewhere, so C column t' is the unscaled sum of one quantization block: the scale is one
-//   FFMA per block on the MMA result, and the accumulation stays fp32.
-// * The k order inside a block is permuted consistently for A and B (pair (R, q) = elements
-//   R + 8q and R + 8q + 4); A is staged in shared memory in that order.
-// * Work is cut on the host into equal contiguous stripes of (n-tile, k-unit) units, one stripe
-//   per resident block (Marlin's stripes), rounded to k-bands of a tile where that is cheap:
-//   no tail wave; a stripe that ends inside a tile reduces through the self-cleaning split-K
-//   workspace (variants/common/splitk.cuh).
-// * Programmatic dependent launch when GemmArgs::pdl asks for it: the ring, the table and the
-//   first units are fetched while the previous launch drains; A, C and the workspace wait
-//   behind griddepcontrol.wait (variants/common/pdl.cuh).
+//   16w..16w+15 of the unit (MMA rows g and g+8, g = lane/4); quad lane t = lane%4 owns k-tile
+//   t, both of its k-blocks. B holds the activations of block (k-tile t', kb) only in MMA
+//   column t' (+4 for a second row of A), so C column t' is one block's unscaled sum: one FFMA
+//   per block applies the scale, and the sums stay fp32. The k order inside a block is
+//   permuted alike for A and B (pair (R, q) = elements R + 8q, R + 8q + 4).
+// * Host-cut equal contiguous stripes of (n-tile, k-unit) units, one per resident block
+//   (Marlin's), rounded to k-bands of a tile where cheap (variants/gemv_stripes.hpp); a stripe
+//   that ends inside a tile adds into the self-cleaning split-K workspace (common/splitk.cuh).
+// * With GemmArgs::pdl the ring, the table and the first units are fetched while the previous
+//   launch drains; A, C and the workspace wait behind griddepcontrol.wait (common/pdl.cuh).
 //
 // grouped_scalar_gemv runs the same segments over (expert, rows <= 4) pairs: MoE decode in
 // one launch.
@@ -60,7 +54,7 @@ namespace {
 
 // Tuning knobs (docs/variants/04_scalar_gemv.md has the sweeps); override with -D at configure
 // time, e.g. cmake -DCMAKE_CUDA_FLAGS="-DKBIT_GEMV_STAGES=3".
-#ifndef KBIT_GEMV_STAGES  // 2 beat 3 and 4 on the H100 (docs/notes.md, v5)
+#ifndef KBIT_GEMV_STAGES  // 2 beat 3 and 4 (notes.md: v5, and two groups per block in session 10)
 #define KBIT_GEMV_STAGES 2
 #endif
 #ifndef KBIT_GEMV_MAX_REGS  // 96: 2 blocks of 288 threads per SM (9 warps allocate as 10)
@@ -82,9 +76,6 @@ namespace {
 // and then releases every stage uncopied, so the consumers compute alone (docs/notes.md, s. 10).
 #ifndef KBIT_GEMV_DIAG_NO_STREAM
 #define KBIT_GEMV_DIAG_NO_STREAM 0
-#endif
-#ifndef KBIT_GEMV_PDL_TRIGGER  // 0: every block lets the next launch start at once; 1: at its end
-#define KBIT_GEMV_PDL_TRIGGER 0
 #endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
@@ -314,10 +305,7 @@ struct Lane {
 template <int K>
 __device__ __forceinline__ void read_unit(const Lane& l, const unsigned char* planes,
                                           const unsigned char* codes, UnitRegs<K>& r) {
-  const int chunk = l.t == 0   ? plane_chunk<K>(0)
-                    : l.t == 1 ? plane_chunk<K>(1)
-                    : l.t == 2 ? plane_chunk<K>(2)
-                               : plane_chunk<K>(3);
+  const int chunk = plane_chunk<K>(l.t);
   const int kt0 = 2 * (l.t & 1);  // the k-tiles whose block sums this thread scales
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -613,7 +601,7 @@ __global__ void __maxnreg__(Config::kMaxRegs)
     g_wait[0] = g_wait[1] = 0;
     g_start_ns = start_ns;
   }
-  if (KBIT_GEMV_PDL_TRIGGER == 0) dev::pdl::launch_dependents();
+  dev::pdl::launch_dependents();  // at once: at the block's end kept 0.2 of 1.5 us (notes.md)
   if (!start_block<K, T>(a, ring)) return;
   uint32_t q = 0;
   const int first = a.first_seg[blockIdx.x], last = a.first_seg[blockIdx.x + 1];
@@ -630,12 +618,7 @@ __global__ void __maxnreg__(Config::kMaxRegs)
   if (last - first > 1 && a.segs[first].contributors > 1) finish_split<T>(a, a.segs[first]);
   if constexpr (kWaitStats) {
     dev::sync_threads<Config::kConsumers>();
-    if (threadIdx.x == 0) {
-      dev::wait_stats::add(dev::wait_stats::kConsumerFull, g_wait[0]);
-      dev::wait_stats::add(dev::wait_stats::kConsumerWindow, g_wait[1]);
-      dev::wait_stats::add(dev::wait_stats::kConsumerWarps, Config::kConsumers / 32);
-      dev::wait_stats::finish_block(start_ns, start_clk);
-    }
+    dev::wait_stats::finish_consumers(g_wait, Config::kConsumers / 32, start_ns, start_clk);
   }
 }
 
@@ -700,21 +683,10 @@ void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
   KBIT_CUDA_CHECK(cudaDeviceSynchronize());
 }
 
-// The weight ring is fed by cp.async.bulk and mbarrier transaction counts: sm_90 and newer.
-void require_bulk_copy(const char* who) {
-  int dev = 0, major = 0, minor = 0;
-  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
-  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
-  if (major < 9)
-    throw Error(std::string(who) + ": needs compute capability 9.0 or newer (cp.async.bulk); " +
-                "this device is " + std::to_string(major) + "." + std::to_string(minor));
-}
-
 void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
           const VariantOptions& o) {
   const char* who = rows_template == 0 ? "grouped_scalar_gemv" : "scalar_gemv";
-  require_bulk_copy(who);
+  require_compute_capability(9, who, "cp.async.bulk into an mbarrier ring");
   s.kernel = kernel_for(s.dims.k_bits, rows_template, s.dims.dtype);
   s.smem_bytes = with_k_bits(s.dims.k_bits, [&](auto k_const) {
     return smem_bytes<decltype(k_const)::value>(rows_template == 0 ? Config::kMaxRows
@@ -798,11 +770,6 @@ std::unique_ptr<GemvState> new_state(const GemmDims& d) {
   return s;
 }
 
-// The output tiles of `rows` rows starting at row0: one per n-tile.
-void add_tiles(std::vector<OutTile>& out, int expert, int row0, int rows, int n_tiles) {
-  for (int nt = 0; nt < n_tiles; ++nt) out.push_back({expert, row0, rows, nt});
-}
-
 }  // namespace
 
 std::unique_ptr<VariantState> scalar_gemv_setup(const GemmDims& d, const VariantOptions& o) {
@@ -812,9 +779,7 @@ std::unique_ptr<VariantState> scalar_gemv_setup(const GemmDims& d, const Variant
     throw Error("scalar_gemv: M = " + std::to_string(d.M) +
                 " is outside 1..4 (use an MMA variant for larger M)");
   auto s = new_state(d);
-  std::vector<OutTile> tiles;
-  add_tiles(tiles, 0, 0, int(d.M), s->n_tiles);
-  plan(*s, tiles, int(d.M), o);
+  plan(*s, gemv::dense_tiles(int(d.M), s->n_tiles), int(d.M), o);
   return s;
 }
 
@@ -827,30 +792,10 @@ std::unique_ptr<VariantState> grouped_scalar_gemv_setup(const GemmDims& d,
                                                         const VariantOptions& o) {
   check_common(d, "grouped_scalar_gemv");
   if (!d.grouped()) throw Error("grouped_scalar_gemv: needs a grouped (MoE) problem");
-  const auto& off = d.expert_offsets;
-  if (off.size() != std::size_t(d.num_experts) + 1)
-    throw Error("grouped_scalar_gemv: expert_offsets has " + std::to_string(off.size()) +
-                " entries; " + std::to_string(d.num_experts) + " experts need " +
-                std::to_string(d.num_experts + 1));
-  if (off.front() != 0)
-    throw Error("grouped_scalar_gemv: expert_offsets[0] = " + std::to_string(off.front()) +
-                " must be 0");
-  for (std::size_t e = 0; e + 1 < off.size(); ++e) {
-    if (off[e + 1] < off[e])
-      throw Error("grouped_scalar_gemv: expert_offsets is not monotonic at expert " +
-                  std::to_string(e) + " (" + std::to_string(off[e]) + " then " +
-                  std::to_string(off[e + 1]) + ")");
-  }
-  if (off.back() > d.M)
-    throw Error("grouped_scalar_gemv: expert_offsets ends at row " + std::to_string(off.back()) +
-                ", past the end of A (" + std::to_string(d.M) + " rows)");
   auto s = new_state(d);
-  std::vector<OutTile> tiles;  // row groups of at most 4 rows per expert
-  for (int e = 0; e < d.num_experts; ++e)
-    for (std::int64_t r = off[std::size_t(e)]; r < off[std::size_t(e) + 1]; r += Config::kMaxRows)
-      add_tiles(tiles, e, int(r),
-                int(std::min<std::int64_t>(Config::kMaxRows, off[std::size_t(e) + 1] - r)),
-                s->n_tiles);
+  const std::vector<OutTile> tiles =
+      gemv::grouped_tiles(d.expert_offsets, int(d.num_experts), d.M, s->n_tiles, Config::kMaxRows,
+                          "grouped_scalar_gemv");
   plan(*s, tiles, 0, o);
   return s;
 }

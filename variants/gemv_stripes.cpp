@@ -7,6 +7,41 @@
 
 namespace kbit::variants::gemv {
 
+namespace {
+void add_tiles(std::vector<OutTile>& out, int expert, int row0, int rows, int n_tiles) {
+  for (int nt = 0; nt < n_tiles; ++nt) out.push_back({expert, row0, rows, nt});
+}
+}  // namespace
+
+std::vector<OutTile> dense_tiles(int rows, int n_tiles) {
+  std::vector<OutTile> tiles;
+  add_tiles(tiles, 0, 0, rows, n_tiles);
+  return tiles;
+}
+
+std::vector<OutTile> grouped_tiles(const std::vector<std::int64_t>& off, int num_experts,
+                                   std::int64_t M, int n_tiles, int max_rows, const char* who) {
+  const std::string w(who);
+  if (off.size() != std::size_t(num_experts) + 1)
+    throw Error(w + ": expert_offsets has " + std::to_string(off.size()) + " entries; " +
+                std::to_string(num_experts) + " experts need " + std::to_string(num_experts + 1));
+  if (off.front() != 0)
+    throw Error(w + ": expert_offsets[0] = " + std::to_string(off.front()) + " must be 0");
+  for (std::size_t e = 0; e + 1 < off.size(); ++e)
+    if (off[e + 1] < off[e])
+      throw Error(w + ": expert_offsets is not monotonic at expert " + std::to_string(e) + " (" +
+                  std::to_string(off[e]) + " then " + std::to_string(off[e + 1]) + ")");
+  if (off.back() > M)
+    throw Error(w + ": expert_offsets ends at row " + std::to_string(off.back()) +
+                ", past the end of A (" + std::to_string(M) + " rows)");
+  std::vector<OutTile> tiles;
+  for (int e = 0; e < num_experts; ++e)
+    for (std::int64_t r = off[std::size_t(e)]; r < off[std::size_t(e) + 1]; r += max_rows)
+      add_tiles(tiles, e, int(r),
+                int(std::min<std::int64_t>(max_rows, off[std::size_t(e) + 1] - r)), n_tiles);
+  return tiles;
+}
+
 Stripes cut_stripes(const std::vector<OutTile>& tiles, int k_units, int per) {
   if (k_units < 1 || per < 1)
     throw Error("cut_stripes: k_units = " + std::to_string(k_units) +

@@ -2,6 +2,7 @@
 // contiguous stripes of (tile, k-unit) work units, one stripe per resident block (Marlin's
 // stripes). Plain C++ so that a CPU test checks the cut; the kernel reads the Segments.
 #pragma once
+#include <cstdint>
 #include <vector>
 
 #include "variants/variant_api.hpp"
@@ -26,6 +27,16 @@ struct Stripes {
   int grid = 0;               // blocks (stripes)
   int split_tiles = 0;        // tiles with more than one contributor
 };
+
+// The output tiles of a dense problem: `rows` rows, one tile per n-tile.
+std::vector<OutTile> dense_tiles(int rows, int n_tiles);
+
+// The output tiles of a grouped (MoE) problem: per expert, its rows of A (expert e owns rows
+// [offsets[e], offsets[e + 1])) in groups of at most max_rows, each one tile per n-tile; experts
+// with no rows have none. Throws (naming `who`, the value and the limit) when offsets does not
+// have num_experts + 1 entries, does not start at 0, is not monotonic or ends past row M.
+std::vector<OutTile> grouped_tiles(const std::vector<std::int64_t>& offsets, int num_experts,
+                                   std::int64_t M, int n_tiles, int max_rows, const char* who);
 
 // Cuts tiles.size() x k_units units (tile-major, k-unit minor) into stripes of `per` units.
 Stripes cut_stripes(const std::vector<OutTile>& tiles, int k_units, int per);

@@ -178,6 +178,7 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
   const char* name = bulk ? "read_bulk" : "read_ldg";
   if (d.grouped()) throw Error(std::string(name) + ": dense problems only");
   if (d.dtype == DType::f32) throw Error(std::string(name) + ": dtype fp32 is not supported");
+  if (bulk) require_compute_capability(9, name, "cp.async.bulk");
   auto s = std::make_unique<ProbeState>();
   s->kernel = bulk ? read_bulk_kernel : read_ldg_kernel;
   s->threads = bulk ? BulkConfig::kThreads : LdgConfig::kThreads;

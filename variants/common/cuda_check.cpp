@@ -18,4 +18,15 @@ bool cuda_device_available() {
   return n > 0;
 }
 
+void require_compute_capability(int major, const char* who, const char* why) {
+  int dev = 0, have_major = 0, have_minor = 0;
+  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
+  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&have_major, cudaDevAttrComputeCapabilityMajor, dev));
+  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&have_minor, cudaDevAttrComputeCapabilityMinor, dev));
+  if (have_major < major)
+    throw Error(std::string(who) + ": needs compute capability " + std::to_string(major) +
+                ".0 or newer (" + why + "); this device is " + std::to_string(have_major) + "." +
+                std::to_string(have_minor));
+}
+
 }  // namespace kbit

@@ -24,6 +24,10 @@ class CudaError : public Error {
 // device, insufficient driver) counts as "no device".
 bool cuda_device_available();
 
+// Throws "<who>: needs compute capability <major>.0 or newer (<why>); this device is X.Y" when
+// the current device is older (a variant's setup, before it allocates anything).
+void require_compute_capability(int major, const char* who, const char* why);
+
 }  // namespace kbit
 
 #define KBIT_CUDA_CHECK(call)                                         \

@@ -76,6 +76,17 @@ __device__ inline void finish_block(unsigned long long start_ns, long long start
   atomicMax(&g_stats.end_max, end_ns);
 }
 
+// Consumer thread 0 of a block whose consumer warps have each added their full-wait and window
+// cycles into waits[0] / waits[1] (after a barrier over the consumers): the block's totals.
+__device__ inline void finish_consumers(const unsigned long long (&waits)[2], int warps,
+                                        unsigned long long start_ns, long long start_clk) {
+  if (threadIdx.x != 0) return;
+  add(kConsumerFull, waits[0]);
+  add(kConsumerWindow, waits[1]);
+  add(kConsumerWarps, (unsigned long long)warps);
+  finish_block(start_ns, start_clk);
+}
+
 // The tail: the end times (after the first block's start) of the blocks alone on their SM,
 // and of the first and the last block to end on SMs that ran several.
 __device__ inline void print_tail(const Stats& s) {

@@ -14,12 +14,6 @@ using namespace kbit::variants::gemv;
 
 namespace {
 
-std::vector<OutTile> dense_tiles(int n_tiles) {
-  std::vector<OutTile> t;
-  for (int nt = 0; nt < n_tiles; ++nt) t.push_back({0, 0, 1, nt});
-  return t;
-}
-
 // Walks the stripes block by block and checks that they cover tile-major, k-unit-minor order
 // exactly once, and that contributors / split_tiles agree with the segments.
 void check_cover(const std::vector<OutTile>& tiles, int k_units, int per) {
@@ -59,8 +53,8 @@ void check_cover(const std::vector<OutTile>& tiles, int k_units, int per) {
 
 TEST_CASE("stripes cover every unit once, in order", "[gemv][stripes]") {
   for (int per : {1, 2, 3, 7, 8, 16, 17, 100}) {
-    check_cover(dense_tiles(5), 8, per);
-    check_cover(dense_tiles(1), 3, per);
+    check_cover(dense_tiles(1, 5), 8, per);
+    check_cover(dense_tiles(1, 1), 3, per);
   }
   // grouped: tiles of several experts and row groups
   const std::vector<OutTile> g = {{0, 0, 4, 0}, {0, 0, 4, 1}, {0, 4, 2, 0}, {3, 6, 1, 0}};
@@ -75,12 +69,12 @@ TEST_CASE("stripe length follows the k-band rule on the Llama3 shapes", "[gemv][
   CHECK(stripe_units(32LL * 56, 56, slots, SplitMode::automatic, 20) == 7);
   // 70B gate/up: 224 tiles x 32 units; 28 rounds up to 32 (one whole tile per block)
   CHECK(stripe_units(224LL * 32, 32, slots, SplitMode::automatic, 20) == 32);
-  CHECK(cut_stripes(dense_tiles(224), 32, 32).split_tiles == 0);
+  CHECK(cut_stripes(dense_tiles(1, 224), 32, 32).split_tiles == 0);
   // 70B down: 64 tiles x 112 units -> 28, a divisor of 112 (4 blocks per tile)
   CHECK(stripe_units(64LL * 112, 112, slots, SplitMode::automatic, 20) == 28);
   // no slack: 70B gate/up stays at 28 and splits tiles across blocks
   CHECK(stripe_units(224LL * 32, 32, slots, SplitMode::automatic, 0) == 28);
-  CHECK(cut_stripes(dense_tiles(224), 32, 28).split_tiles > 0);
+  CHECK(cut_stripes(dense_tiles(1, 224), 32, 28).split_tiles > 0);
 }
 
 TEST_CASE("forced split-K modes", "[gemv][stripes]") {
@@ -88,15 +82,39 @@ TEST_CASE("forced split-K modes", "[gemv][stripes]") {
   for (int tiles : {1, 7, 300}) {
     const int per = stripe_units(tiles * 10LL, 10, 264, SplitMode::force_off, 20);
     CHECK(per % 10 == 0);
-    CHECK(cut_stripes(dense_tiles(tiles), 10, per).split_tiles == 0);
+    CHECK(cut_stripes(dense_tiles(1, tiles), 10, per).split_tiles == 0);
   }
   // on: every tile of two or more units is split
   const int per = stripe_units(4 * 10LL, 10, 264, SplitMode::force_on, 20);
-  CHECK(cut_stripes(dense_tiles(4), 10, per).split_tiles == 4);
+  CHECK(cut_stripes(dense_tiles(1, 4), 10, per).split_tiles == 4);
   CHECK(stripe_units(4, 1, 264, SplitMode::force_on, 20) == 1);  // one unit: nothing to split
 }
 
 TEST_CASE("cut_stripes refuses an empty stripe length", "[gemv][stripes]") {
-  CHECK_THROWS_AS(cut_stripes(dense_tiles(2), 4, 0), Error);
-  CHECK_THROWS_WITH(cut_stripes(dense_tiles(2), 0, 3), Catch::Contains("k_units = 0"));
+  CHECK_THROWS_AS(cut_stripes(dense_tiles(1, 2), 4, 0), Error);
+  CHECK_THROWS_WITH(cut_stripes(dense_tiles(1, 2), 0, 3), Catch::Contains("k_units = 0"));
+}
+
+TEST_CASE("tiles of dense and grouped problems", "[gemv][stripes]") {
+  const auto dense = dense_tiles(3, 5);
+  REQUIRE(dense.size() == 5);
+  CHECK((dense[4].expert == 0 && dense[4].row0 == 0 && dense[4].rows == 3 && dense[4].nt == 4));
+  // experts 0..3 own rows [0,6), [6,6), [6,7), [7,16): 2 + 0 + 1 + 3 row groups of <= 4 rows
+  const auto g = grouped_tiles({0, 6, 6, 7, 16}, 4, 16, 2, 4, "t");
+  REQUIRE(g.size() == 6 * 2);
+  CHECK((g[0].expert == 0 && g[0].row0 == 0 && g[0].rows == 4));
+  CHECK((g[2].expert == 0 && g[2].row0 == 4 && g[2].rows == 2));
+  CHECK((g[4].expert == 2 && g[4].row0 == 6 && g[4].rows == 1));
+  CHECK((g[10].expert == 3 && g[10].row0 == 15 && g[10].rows == 1 && g[10].nt == 0));
+}
+
+TEST_CASE("grouped_tiles refuses malformed expert offsets", "[gemv][stripes]") {
+  CHECK_THROWS_WITH(grouped_tiles({0, 2}, 2, 4, 1, 4, "who"),
+                    Catch::Contains("who: expert_offsets has 2 entries; 2 experts need 3"));
+  CHECK_THROWS_WITH(grouped_tiles({1, 2, 3}, 2, 4, 1, 4, "who"),
+                    Catch::Contains("expert_offsets[0] = 1 must be 0"));
+  CHECK_THROWS_WITH(grouped_tiles({0, 3, 2}, 2, 4, 1, 4, "who"),
+                    Catch::Contains("not monotonic at expert 1 (3 then 2)"));
+  CHECK_THROWS_WITH(grouped_tiles({0, 2, 5}, 2, 4, 1, 4, "who"),
+                    Catch::Contains("ends at row 5, past the end of A (4 rows)"));
 }
