@@ -8,6 +8,7 @@
 
 #include "reference/error.hpp"
 #include "variants/baselines.hpp"
+#include "variants/common/cuda_check.hpp"
 #include "variants/gemm_variants.hpp"
 #include "variants/gemv_variants.hpp"
 
@@ -155,22 +156,6 @@ std::vector<const VariantRow*> match_variants(const std::vector<std::string>& pa
   }
   std::sort(out.begin(), out.end());  // registry order (rows live in one vector)
   return out;
-}
-
-// Compute capability x 10 of the current device, 0 when there is none (CPU-only machines: no
-// variant runs there, so nothing is refused for it).
-int current_device_sm() {
-  static const int sm = [] {
-    int dev = 0, major = 0, minor = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
-      cudaGetLastError();  // clear the sticky "no device" error for later callers
-      return 0;
-    }
-    return major * 10 + minor;
-  }();
-  return sm;
 }
 
 std::string unsupported_reason(const VariantRow& row, const GemmDims& d) {

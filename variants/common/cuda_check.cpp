@@ -18,15 +18,28 @@ bool cuda_device_available() {
   return n > 0;
 }
 
+int current_device_sm() {
+  static const int sm = [] {
+    int dev = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess ||
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev) != cudaSuccess) {
+      cudaGetLastError();  // clear the sticky "no device" error for later callers
+      return 0;
+    }
+    return major * 10 + minor;
+  }();
+  return sm;
+}
+
 void require_compute_capability(int major, const char* who, const char* why) {
-  int dev = 0, have_major = 0, have_minor = 0;
-  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
-  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&have_major, cudaDevAttrComputeCapabilityMajor, dev));
-  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&have_minor, cudaDevAttrComputeCapabilityMinor, dev));
-  if (have_major < major)
-    throw Error(std::string(who) + ": needs compute capability " + std::to_string(major) +
-                ".0 or newer (" + why + "); this device is " + std::to_string(have_major) + "." +
-                std::to_string(have_minor));
+  const int sm = current_device_sm();
+  if (sm < major * 10)
+    throw Error(
+        std::string(who) + ": needs compute capability " + std::to_string(major) + ".0 or newer (" +
+        why + "); " +
+        (sm == 0 ? std::string("no CUDA device")
+                 : "this device is " + std::to_string(sm / 10) + "." + std::to_string(sm % 10)));
 }
 
 }  // namespace kbit

@@ -24,8 +24,12 @@ class CudaError : public Error {
 // device, insufficient driver) counts as "no device".
 bool cuda_device_available();
 
+// Compute capability x 10 of the current device, 0 when there is none (CPU-only machines: no
+// variant runs there, so the registry refuses nothing for it). Read once.
+int current_device_sm();
+
 // Throws "<who>: needs compute capability <major>.0 or newer (<why>); this device is X.Y" when
-// the current device is older (a variant's setup, before it allocates anything).
+// the current device is older or absent (a variant's setup, before it allocates anything).
 void require_compute_capability(int major, const char* who, const char* why);
 
 }  // namespace kbit
