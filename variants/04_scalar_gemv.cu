@@ -381,27 +381,25 @@ __device__ __forceinline__ void mma_block(const Lane& l, const unsigned char* lu
   for_each_index(std::make_integer_sequence<int, 8>{}, mma_pair);
 }
 
-// One unit of a consumer thread: two k-blocks of MMAs, each followed by the scale FFMAs.
+// One unit of a consumer thread: both k-blocks' MMAs, then `between` (the next unit's fetch:
+// its barrier wait and plane loads overlap the MMAs in flight instead of stalling the warp's
+// in-order issue before them; session 11), then the scale FFMAs, which wait for the MMAs.
+// kBetween false (no fetch to overlap): each k-block's FFMAs follow its MMAs (fewer registers).
 // acc[s][h] is this thread's share of output (row 2s + t/2, column lo / hi).
-template <int K, int MV, typename T>
+template <int K, int MV, typename T, bool kBetween, typename Between>
 __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
                                          const unsigned char* lut, const unsigned char* s_a, int u,
                                          uint32_t (&b)[(MV + 1) / 2][16],
-                                         float (&acc)[(MV + 1) / 2][2]) {
+                                         float (&acc)[(MV + 1) / 2][2], Between&& between) {
   constexpr int S = (MV + 1) / 2;
   if constexpr (KBIT_GEMV_DIAG_NO_MATH) {
     acc[0][0] += __uint_as_float((r.p[0][0][0] ^ r.p[1][1][K - 1] ^ r.codes[0][0]) & 0x3fffffffu);
+    between();
     return;
   }
-#pragma unroll
-  for (int kb = 0; kb < 2; ++kb) {
-#pragma unroll
-    for (int s = 0; s < S; ++s) load_b<MV>(l, s_a, u, kb, s, b[s]);
-    float c[S][4];
-#pragma unroll
-    for (int s = 0; s < S; ++s) c[s][0] = c[s][1] = c[s][2] = c[s][3] = 0.0f;
-    mma_block<K, S, T>(l, lut, r.p[0][kb], r.p[1][kb], b, c);
-    // C column 2t + i of row lo/hi is the block of k-tile 2(t&1) + i (for row 2s + t/2).
+  // The scale FFMAs of k-block kb: C column 2t + i of row lo/hi is the block of k-tile
+  // 2(t&1) + i (for row 2s + t/2).
+  auto scale_add = [&](int kb, const float(&c)[S][4]) {
     float sc[2][2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -415,6 +413,21 @@ __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
       acc[s][0] = fmaf(sc[0][0], c[s][0], fmaf(sc[0][1], c[s][1], acc[s][0]));
       acc[s][1] = fmaf(sc[1][0], c[s][2], fmaf(sc[1][1], c[s][3], acc[s][1]));
     }
+  };
+  float c[2][S][4];
+#pragma unroll
+  for (int kb = 0; kb < 2; ++kb) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) load_b<MV>(l, s_a, u, kb, s, b[s]);
+#pragma unroll
+    for (int s = 0; s < S; ++s) c[kb][s][0] = c[kb][s][1] = c[kb][s][2] = c[kb][s][3] = 0.0f;
+    mma_block<K, S, T>(l, lut, r.p[0][kb], r.p[1][kb], b, c[kb]);
+    if (!kBetween) scale_add(kb, c[kb]);  // nothing to overlap: each k-block's C dies at once
+  }
+  between();
+  if (kBetween) {
+    scale_add(0, c[0]);
+    scale_add(1, c[1]);
   }
 }
 
@@ -495,9 +508,10 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
 #pragma unroll
     for (int j = 0; j < 16; ++j) b[s][j] = 0u;
   }
-  // Unit i+1 is copied to registers (and its stage freed) before unit i is computed, so the
-  // producer keeps kStages units in flight however long the math takes. K = 5 has no registers
-  // to spare for it (spills): it reads each unit just before computing it.
+  // Unit i+1 is copied to registers (and its stage freed) while unit i is computed, between its
+  // MMAs and its FFMAs, so the producer keeps ~kStages units in flight however long the math
+  // takes. K = 5 has no registers to spare for it (spills): it reads each unit just before
+  // computing it.
   constexpr bool kPrefetch = K <= 4;
   dev::wait_stats::Stopwatch<kWaitStats> full_wait, window;
   auto fetch = [&](uint32_t step, UnitRegs<K>& r) {
@@ -531,11 +545,12 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     }
     if constexpr (kPrefetch) {
       const UnitRegs<K> r = next;
-      if (i + 1 < n) fetch(q + 1, next);
-      dot_unit<K, MV, T>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
+      dot_unit<K, MV, T, true>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc, [&] {
+        if (i + 1 < n) fetch(q + 1, next);
+      });
     } else {
       if (i > 0) fetch(q, next);
-      dot_unit<K, MV, T>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc);
+      dot_unit<K, MV, T, false>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc, [] {});
     }
   }
   store_segment<MV, T>(a, l, g, acc, defer);
@@ -745,8 +760,11 @@ void launch(const GemvState& s, const GemmDims& d, const GemmArgs& g, cudaStream
   void* params[] = {&a};
   launch_kernel(s.kernel, dim3(s.grid), dim3(Config::kThreads), s.smem_bytes, stream, params,
                 g.pdl);
-  if (kWaitStats) {
-    dev::wait_stats::print_and_reset<<<1, 1, 0, stream>>>();
+  // Under PDL a kernel after every launch would break the chain of dependent launches: the
+  // statistics are summed over 64 launches (wait_stats.cuh).
+  static unsigned launches = 0;
+  if (kWaitStats && (!g.pdl || ++launches % 64 == 0)) {
+    dev::wait_stats::print_and_reset<<<1, 1, 0, stream>>>(g.pdl);
     KBIT_CUDA_CHECK(cudaGetLastError());
   }
 }

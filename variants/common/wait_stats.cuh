@@ -2,7 +2,8 @@
 // producer's waits for a free stage (the consumers are the limit), the consumers' waits for a
 // landed stage (the stream is the limit), their other barriers, and the spread of block start
 // and end times over the grid (launch ramp, tail). Compiled in only under a kernel's knob
-// (scalar_gemv: KBIT_GEMV_WAIT_STATS); the host launches print_and_reset after each launch.
+// (scalar_gemv: KBIT_GEMV_WAIT_STATS); the host launches print_and_reset after each launch
+// (after every 64th under PDL).
 #pragma once
 #include <cstdio>
 
@@ -123,8 +124,9 @@ __device__ inline void print_tail(const Stats& s) {
   printf("\n");
 }
 
-// The mean block: when it starts after the grid's first block, and its milestones.
-__device__ inline void print_milestones(const Stats& s) {
+// The mean block: when it starts after the grid's first block (only when the sums are one
+// grid's: `one_grid`), and its milestones.
+__device__ inline void print_milestones(const Stats& s, bool one_grid) {
   const int n = min(int(s.done), kMaxBlocks);
   double start = 0;
   for (int b = 0; b < n; ++b) start += double(s.start_ns[b] - s.start_min);
@@ -132,28 +134,44 @@ __device__ inline void print_milestones(const Stats& s) {
   printf(
       "wait_stats milestones (mean block, us after its start): starts %.2f after the grid; "
       "table %.2f, first unit %.2f, first A window %.2f, last unit computed %.2f, end %.2f\n",
-      n ? start * 1e-3 / n : 0.0, s.sum[kTableBuilt] * 1e-3 / blocks,
+      one_grid && n ? start * 1e-3 / n : -1.0, s.sum[kTableBuilt] * 1e-3 / blocks,
       s.sum[kFirstLanded] * 1e-3 / blocks, s.sum[kFirstWindow] * 1e-3 / blocks,
       s.sum[kComputed] * 1e-3 / blocks, s.sum[kBlockNs] * 1e-3 / blocks);
 }
 
-// Launched <<<1, 1>>> after each launch of the kernel under study (a printf in that kernel
-// would change its register allocation): prints the averages of every 128th launch, resets.
-__global__ void print_and_reset() {
-  Stats& s = g_stats;
+// The per-block and per-warp means of the sums.
+__device__ inline void print_means(const Stats& s) {
   const double blocks = s.done, warps = double(s.sum[kConsumerWarps]);
   const double ghz = double(s.sum[kBlockCycles]) / double(s.sum[kBlockNs]);
-  if ((s.launch++ & 127u) == 64u && s.done > 0)  // (no consumer reports under DIAG 5)
-    printf(
-        "wait_stats grid %u: span %.2f us (starts over %.2f, ends over %.2f), block %.2f us "
-        "at %.2f GHz; per block: producer empty-wait %.2f us; per warp: full-wait %.2f us, "
-        "A windows %.2f us\n",
-        s.done, (s.end_max - s.start_min) * 1e-3, (s.start_max - s.start_min) * 1e-3,
-        (s.end_max - s.end_min) * 1e-3, s.sum[kBlockNs] * 1e-3 / blocks, ghz,
-        s.sum[kProducerEmpty] / blocks / ghz * 1e-3, s.sum[kConsumerFull] / warps / ghz * 1e-3,
-        s.sum[kConsumerWindow] / warps / ghz * 1e-3);
-  if ((s.launch & 127u) == 65u && s.done > 0) print_tail(s);
-  if ((s.launch & 127u) == 66u && s.done > 0) print_milestones(s);
+  printf(
+      "wait_stats means over %u blocks: block %.2f us at %.2f GHz; per block: producer "
+      "empty-wait %.2f us; per warp: full-wait %.2f us, A windows %.2f us\n",
+      s.done, s.sum[kBlockNs] * 1e-3 / blocks, ghz, s.sum[kProducerEmpty] / blocks / ghz * 1e-3,
+      s.sum[kConsumerFull] / warps / ghz * 1e-3, s.sum[kConsumerWindow] / warps / ghz * 1e-3);
+}
+
+// Launched <<<1, 1>>> after a launch of the kernel under study (a printf in that kernel would
+// change its register allocation); resets the sums. Plain launches (a call after every launch):
+// one grid's span and means every 128th call, its tail and milestones on the next two calls.
+// `chained` (PDL, where a kernel between two launches would break the chain, so the host calls
+// this after every 64th launch only): the means and milestones over those 64 launches, every
+// second call; spans and tails across launches mean nothing and are left out.
+__global__ void print_and_reset(bool chained = false) {
+  Stats& s = g_stats;
+  const unsigned call = s.launch++;
+  if (s.done > 0 && chained && call % 2 == 1) {  // (no consumer reports under DIAG 5)
+    print_means(s);
+    print_milestones(s, false);
+  }
+  if (s.done > 0 && !chained) {
+    if (call % 128 == 64)
+      printf("wait_stats grid %u: span %.2f us (starts over %.2f, ends over %.2f)\n", s.done,
+             (s.end_max - s.start_min) * 1e-3, (s.start_max - s.start_min) * 1e-3,
+             (s.end_max - s.end_min) * 1e-3);
+    if (call % 128 == 64) print_means(s);
+    if (call % 128 == 65) print_tail(s);
+    if (call % 128 == 66) print_milestones(s, true);
+  }
   for (int i = 0; i < kSlots; ++i) s.sum[i] = 0;
   s.start_min = s.end_min = ~0ull;
   s.start_max = s.end_max = 0;
