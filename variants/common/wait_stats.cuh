@@ -124,19 +124,19 @@ __device__ inline void print_tail(const Stats& s) {
   printf("\n");
 }
 
-// The mean block: when it starts after the grid's first block (only when the sums are one
-// grid's: `one_grid`), and its milestones.
+// The mean block's milestones, and when it starts after the grid's first block (only when the
+// sums are one grid's: `one_grid`).
 __device__ inline void print_milestones(const Stats& s, bool one_grid) {
   const int n = min(int(s.done), kMaxBlocks);
   double start = 0;
   for (int b = 0; b < n; ++b) start += double(s.start_ns[b] - s.start_min);
   const double blocks = s.done;
-  printf(
-      "wait_stats milestones (mean block, us after its start): starts %.2f after the grid; "
-      "table %.2f, first unit %.2f, first A window %.2f, last unit computed %.2f, end %.2f\n",
-      one_grid && n ? start * 1e-3 / n : -1.0, s.sum[kTableBuilt] * 1e-3 / blocks,
-      s.sum[kFirstLanded] * 1e-3 / blocks, s.sum[kFirstWindow] * 1e-3 / blocks,
-      s.sum[kComputed] * 1e-3 / blocks, s.sum[kBlockNs] * 1e-3 / blocks);
+  printf("wait_stats milestones (mean block, us after its start): ");
+  if (one_grid && n) printf("starts %.2f after the grid; ", start * 1e-3 / n);
+  printf("table %.2f, first unit %.2f, first A window %.2f, last unit computed %.2f, end %.2f\n",
+         s.sum[kTableBuilt] * 1e-3 / blocks, s.sum[kFirstLanded] * 1e-3 / blocks,
+         s.sum[kFirstWindow] * 1e-3 / blocks, s.sum[kComputed] * 1e-3 / blocks,
+         s.sum[kBlockNs] * 1e-3 / blocks);
 }
 
 // The per-block and per-warp means of the sums.
@@ -164,11 +164,12 @@ __global__ void print_and_reset(bool chained = false) {
     print_milestones(s, false);
   }
   if (s.done > 0 && !chained) {
-    if (call % 128 == 64)
+    if (call % 128 == 64) {
       printf("wait_stats grid %u: span %.2f us (starts over %.2f, ends over %.2f)\n", s.done,
              (s.end_max - s.start_min) * 1e-3, (s.start_max - s.start_min) * 1e-3,
              (s.end_max - s.end_min) * 1e-3);
-    if (call % 128 == 64) print_means(s);
+      print_means(s);
+    }
     if (call % 128 == 65) print_tail(s);
     if (call % 128 == 66) print_milestones(s, true);
   }
