@@ -35,6 +35,7 @@
 #include "variants/common/barrier.cuh"
 #include "variants/common/bitplane.cuh"
 #include "variants/common/bulk_copy.cuh"
+#include "variants/common/cluster.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/dispatch.hpp"
@@ -77,6 +78,15 @@ namespace {
 #ifndef KBIT_GEMV_DIAG_NO_STREAM
 #define KBIT_GEMV_DIAG_NO_STREAM 0
 #endif
+// Diagnostics (session 12; results may be wrong): 1 the consumers skip griddepcontrol.wait
+// (what the dependency on the previous launch costs); 2 split tiles are never completed (what
+// the split-K end costs).
+#ifndef KBIT_GEMV_DIAG_BOUNDARY
+#define KBIT_GEMV_DIAG_BOUNDARY 0
+#endif
+#ifndef KBIT_GEMV_CLUSTER_SPLIT  // 0: split tiles always end through the L2 workspace (session 12)
+#define KBIT_GEMV_CLUSTER_SPLIT 1
+#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif
@@ -100,8 +110,10 @@ struct Config {
   static constexpr int kWindowRowUnits = KBIT_GEMV_WINDOW;    // staged A: rows x units, 9 KB at
                                                               // 16: M = 1 stages 16 units a time
   static constexpr int kMaxRows = 4;
-  static constexpr int kBarrierBytes = 128;  // 2 x kStages mbarriers, padded
-  static_assert(2 * kStages * 8 <= kBarrierBytes, "mbarriers must fit their slot");
+  static constexpr int kBarrierBytes = 128;  // 2 x kStages ring mbarriers + the end's, padded
+  static constexpr int kEndBarrier = 2 * kStages * 8;  // a cluster's split-tile end (below)
+  static constexpr int kMaxCluster = 8;                // the portable cluster size
+  static_assert(kEndBarrier + 8 <= kBarrierBytes, "mbarriers must fit their slot");
   static_assert(kConsumers / 32 * 16 == kTileN, "one n-tile per unit");
 };
 
@@ -155,6 +167,7 @@ struct KernelArgs {
   const int* first_seg;  // block b runs segs[first_seg[b] .. first_seg[b+1])
   float* ws;             // split-K workspace [rows of C][N], zero between calls
   int* counters;         // one per output tile, zero between calls
+  int cluster;           // > 1: each split tile's contributors are one cluster of this size
   float cb[32];
 };
 
@@ -435,7 +448,8 @@ __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
 // fp32 sums of the tile's [rows x 128] outputs and writes C (all consumer threads take part).
 template <typename T>
 __device__ void finish_split(const KernelArgs& a, const Segment g) {
-  if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
+  if (KBIT_GEMV_DIAG_BOUNDARY == 2 ||
+      !dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
     return;
   T* C = static_cast<T*>(a.C);
   for (int i = threadIdx.x; i < g.rows * Config::kTileN; i += Config::kConsumers) {
@@ -445,33 +459,46 @@ __device__ void finish_split(const KernelArgs& a, const Segment g) {
   }
 }
 
-// Writes (or, split, adds) a segment's [rows x 128] output. Lanes t and t^1 hold the two
-// halves of one row's sum; lane t = 0 / 2 of a quad writes row 2s / 2s + 1. `defer`: a split
-// segment only adds; the caller finishes it later (finish_split), so that the first segment
-// of a stripe does not stall the block in the middle of its stream.
+// Where a consumer thread's sums go. After reduce() lanes t and t^1 hold the same two sums of
+// one row (the halves of its k-tiles); lane t = 0 / 2 of a quad writes row 2s / 2s + 1.
+template <int MV>
+struct OutSlots {
+  const Lane& l;
+  const Segment& g;
+  int N;
+  __device__ int column(int h) const { return g.nt * Config::kTileN + l.col_lo + 8 * h; }
+  __device__ int row(int s) const { return 2 * s + (l.t >> 1); }
+  __device__ bool writer(int s) const { return (l.t & 1) == 0 && row(s) < MV; }
+  __device__ bool owns(int s, int h) const { return writer(s) && column(h) < N; }
+  __device__ long long index(int s, int h) const {
+    return (long long)(g.row0 + row(s)) * N + column(h);
+  }
+  static __device__ void reduce(float (&acc)[(MV + 1) / 2][2]) {
+#pragma unroll
+    for (int s = 0; s < (MV + 1) / 2; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) acc[s][h] += __shfl_xor_sync(dev::kFullMask, acc[s][h], 1);
+  }
+};
+
+// Writes (or, split, adds) a segment's [rows x 128] output. `defer`: a split segment only adds;
+// the caller finishes it later (finish_split), so that the first segment of a stripe does not
+// stall the block in the middle of its stream.
 template <int MV, typename T>
 __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment g,
                               float (&acc)[(MV + 1) / 2][2], bool defer) {
-  constexpr int S = (MV + 1) / 2;
-#pragma unroll
-  for (int s = 0; s < S; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) acc[s][h] += __shfl_xor_sync(dev::kFullMask, acc[s][h], 1);
+  const OutSlots<MV> o{l, g, a.N};
+  o.reduce(acc);
   T* C = static_cast<T*>(a.C);
-  const bool writer = (l.t & 1) == 0;
-  auto column = [&](int h) { return g.nt * Config::kTileN + l.col_lo + 8 * h; };
-  auto row = [&](int s) { return 2 * s + (l.t >> 1); };
-  auto owns = [&](int s, int h) { return writer && row(s) < MV && column(h) < a.N; };
-  auto index = [&](int s, int h) { return (long long)(g.row0 + row(s)) * a.N + column(h); };
 #pragma unroll
-  for (int s = 0; s < S; ++s)
+  for (int s = 0; s < (MV + 1) / 2; ++s)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      if (!owns(s, h)) continue;
+      if (!o.owns(s, h)) continue;
       if (g.contributors == 1)
-        C[index(s, h)] = dev::from_float<T>(acc[s][h]);
+        C[o.index(s, h)] = dev::from_float<T>(acc[s][h]);
       else
-        dev::splitk::add(a.ws, index(s, h), acc[s][h]);
+        dev::splitk::add(a.ws, o.index(s, h), acc[s][h]);
     }
   if (g.contributors > 1 && !defer) finish_split<T>(a, g);
 }
@@ -492,8 +519,55 @@ struct Smem {
   static __device__ unsigned char* s_a() { return g_smem + kA; }
 };
 
+// The end of a split tile whose contributors form one cluster (KernelArgs::cluster, session 12):
+// no L2 round trip. Ranks 1.. put their [rows x 128] sums in their own (drained) ring and
+// arrive on rank 0's end barrier; rank 0 reads them through distributed shared memory, adds
+// them to its own in rank order (deterministic) and writes C, then releases the others, whose
+// shared memory must live until it has read. Through the workspace the same end took three L2
+// round trips under a full memory system (~1 us plain, ~2 us of each PDL launch on 8B).
+template <int K, int MV, typename T, bool kDense>
+__device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Segment g,
+                                   float (&acc)[(MV + 1) / 2][2]) {
+  if constexpr (!kDense) return;  // never called: the grouped kernel leaves it out (registers)
+  const OutSlots<MV> o{l, g, a.N};
+  o.reduce(acc);
+  float* sums = reinterpret_cast<float*>(g_smem + Smem<K>::kRing);
+  const uint32_t bar = dev::smem_addr(g_smem + Config::kEndBarrier);
+  auto slot = [&](int s, int h) { return o.row(s) * Config::kTileN + l.col_lo + 8 * h; };
+  dev::cluster::wait();                     // every block of the cluster has its end barrier
+  dev::sync_threads<Config::kConsumers>();  // and every warp here has read its last stage
+  const uint32_t rank = dev::cluster::rank();
+  if (rank != 0) {
+#pragma unroll
+    for (int s = 0; s < (MV + 1) / 2; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        if (o.writer(s)) sums[slot(s, h)] = acc[s][h];
+    dev::sync_threads<Config::kConsumers>();
+    if (threadIdx.x == 0) dev::cluster::arrive_remote(dev::cluster::map(bar, 0));
+    dev::mbar_wait(bar, 0);  // rank 0 has read them
+    return;
+  }
+  dev::cluster::wait_acquire(bar, 0);  // every other rank's sums are in its shared memory
+  T* C = static_cast<T*>(a.C);
+  const uint32_t base = dev::smem_addr(sums);
+#pragma unroll
+  for (int s = 0; s < (MV + 1) / 2; ++s)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (!o.owns(s, h)) continue;
+      float v = acc[s][h];
+      for (int r = 1; r < a.cluster; ++r)
+        v += dev::cluster::load(dev::cluster::map(base + 4 * slot(s, h), r));
+      C[o.index(s, h)] = dev::from_float<T>(v);
+    }
+  dev::sync_threads<Config::kConsumers>();
+  if (threadIdx.x >= 1 && threadIdx.x < a.cluster)
+    dev::cluster::arrive_remote(dev::cluster::map(bar, threadIdx.x));
+}
+
 // One segment of a consumer thread. q is the block's ring step, carried across segments.
-template <int K, int MV, typename T>
+template <int K, int MV, typename T, bool kDense>  // kDense: a cluster may end a split tile
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
                                             const Ring<K>& ring, uint32_t& q,
                                             bool defer) {  // g by value: registers
@@ -531,7 +605,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // Under PDL the first unit is already in registers and its stage free for the producer when
   // the consumers wait here for the previous launch: A, C and the split-K workspace are its
   // memory until then. (After the block's first segment the wait returns at once.)
-  dev::pdl::wait();
+  if (KBIT_GEMV_DIAG_BOUNDARY != 1) dev::pdl::wait();
   for (int i = 0; i < n; ++i, ++q) {
     constexpr int W = window_units<MV>();
     if (i % W == 0 && KBIT_GEMV_DIAG_NO_MATH != 4) {
@@ -553,7 +627,10 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
       dot_unit<K, MV, T, false>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc, [] {});
     }
   }
-  store_segment<MV, T>(a, l, g, acc, defer);
+  if (kDense && g.contributors > 1 && a.cluster > 1)
+    combine_in_cluster<K, MV, T, kDense>(a, l, g, acc);
+  else
+    store_segment<MV, T>(a, l, g, acc, defer);
   if (kWaitStats && l.lane == 0) {
     atomicAdd(&g_wait[0], (unsigned long long)full_wait.total);
     atomicAdd(&g_wait[1], (unsigned long long)window.total);
@@ -566,13 +643,13 @@ __device__ void run_rows(const KernelArgs& a, const Segment g, const Ring<K>& ri
                          bool defer) {
   switch (g.rows) {
     case 1:
-      return run_segment<K, 1, T>(a, g, ring, q, defer);
+      return run_segment<K, 1, T, false>(a, g, ring, q, defer);
     case 2:
-      return run_segment<K, 2, T>(a, g, ring, q, defer);
+      return run_segment<K, 2, T, false>(a, g, ring, q, defer);
     case 3:
-      return run_segment<K, 3, T>(a, g, ring, q, defer);
+      return run_segment<K, 3, T, false>(a, g, ring, q, defer);
     default:
-      return run_segment<K, 4, T>(a, g, ring, q, defer);
+      return run_segment<K, 4, T, false>(a, g, ring, q, defer);
   }
 }
 
@@ -590,7 +667,12 @@ __device__ void build_table(const KernelArgs& a) {
 // false once it has issued every copy; the rest of its warp leaves at once.
 template <int K, typename T>
 __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
-  ring.init();
+  const bool clustered = a.cluster > 1;
+  if (clustered && threadIdx.x == 0)  // rank 0 gathers the others' arrivals, they its release
+    dev::mbar_init(dev::smem_addr(g_smem + Config::kEndBarrier),
+                   dev::cluster::rank() == 0 ? a.cluster - 1 : 1);
+  ring.init();  // also publishes the end barrier (fence.mbarrier_init.release.cluster)
+  if (clustered) dev::cluster::arrive_relaxed();  // every thread; each waits once, later
   // The warp index through a shuffle: the compiler then knows the role branch is warp-uniform
   // and keeps block-wide constants (the table's base) in uniform registers (CUTLASS's
   // canonical_warp_idx_sync).
@@ -602,6 +684,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
     return true;
   }
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
+  if (clustered) dev::cluster::wait();
   return false;
 }
 
@@ -627,7 +710,7 @@ __global__ void __maxnreg__(Config::kMaxRegs)
     if constexpr (MV == 0)
       run_rows<K, T>(a, a.segs[s], ring, q, defer);
     else
-      run_segment<K, MV, T>(a, a.segs[s], ring, q, defer);
+      run_segment<K, MV, T, true>(a, a.segs[s], ring, q, defer);
   }
   if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kComputed, g_start_ns);
   if (last - first > 1 && a.segs[first].contributors > 1) finish_split<T>(a, a.segs[first]);
@@ -661,7 +744,7 @@ struct GemvState : VariantState {
   const void* kernel = nullptr;
   int grid = 0, smem_bytes = 0, n_tiles = 0, k_tiles = 0, k_units = 0, units_per_block = 0,
       split_tiles = 0;
-  int blocks_per_sm = 0;
+  int blocks_per_sm = 0, cluster = 1;
   DeviceBuffer<Segment> segs;
   DeviceBuffer<int> first_seg;
   DeviceBuffer<float> ws;
@@ -670,7 +753,9 @@ struct GemvState : VariantState {
     return "units of 1 n-tile x " + std::to_string(Config::kUnitTiles) +
            " k-tiles, pair table + mma.m16n8k16, stripes of " + std::to_string(units_per_block) +
            " units over " + std::to_string(grid) + " blocks, " + std::to_string(split_tiles) +
-           " tiles split, " + std::to_string(Config::kStages) + "-stage bulk-copy ring, " +
+           " tiles split" +
+           (cluster > 1 ? " (combined in clusters of " + std::to_string(cluster) + ")" : "") +
+           ", " + std::to_string(Config::kStages) + "-stage bulk-copy ring, " +
            std::to_string(blocks_per_sm) + " blocks/SM";
   }
   // Per-block scale steps (one per block of 32, and the zero-initialised MMA sum), split-K
@@ -678,18 +763,40 @@ struct GemvState : VariantState {
   std::int64_t extra_additions() const override { return dims.K_dim / 32 + 2 * (k_units + 1); }
 };
 
+// Clusters for the split tiles' ends where the stripes allow them (gemv::cluster_size) and
+// enough clusters fit at once: as many blocks as resident slots (or the grid) must run together,
+// or the clusters would trail in a second wave.
+int choose_cluster(const GemvState& s, const gemv::Stripes& st, int slots) {
+  const bool dense = !s.dims.grouped();  // the grouped kernel leaves it out (registers)
+  const int c = KBIT_GEMV_CLUSTER_SPLIT && dense ? gemv::cluster_size(st, Config::kMaxCluster) : 1;
+  if (c == 1) return 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(st.grid);
+  cfg.blockDim = dim3(Config::kThreads);
+  cfg.dynamicSmemBytes = size_t(s.smem_bytes);
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim = {unsigned(c), 1, 1};
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  int fit = 0;
+  KBIT_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, s.kernel, &cfg));
+  return fit * c >= std::min(st.grid, slots) ? c : 1;
+}
+
 // Cuts the tiles into stripes of `per` units and uploads them (and a clean workspace and
-// counters where a tile is split).
-void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per) {
+// counters where a tile is split and its end is not a cluster's).
+void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per, int slots) {
   const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
   s.grid = st.grid;
   s.units_per_block = per;
   s.split_tiles = st.split_tiles;
+  s.cluster = choose_cluster(s, st, slots);
   s.segs = DeviceBuffer<Segment>(st.segs.size());
   KBIT_CUDA_CHECK(cudaMemcpy(s.segs.get(), st.segs.data(), st.segs.size() * sizeof(Segment),
                              cudaMemcpyHostToDevice));
   s.first_seg = DeviceBuffer<int>(st.first);
-  if (s.split_tiles > 0) {
+  if (s.split_tiles > 0 && s.cluster == 1) {
     s.ws = DeviceBuffer<float>(std::size_t(s.dims.M * s.dims.N));
     s.counters = DeviceBuffer<int>(tiles.size());
     s.ws.fill_bytes(0);
@@ -721,9 +828,10 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   s.blocks_per_sm = per_sm;
   if (tiles.empty()) return;  // grouped problem with no rows at all: nothing to launch
   const long long units = (long long)tiles.size() * s.k_units;
-  build_stripes(
-      s, tiles,
-      gemv::stripe_units(units, s.k_units, per_sm * sms, o.split_k, KBIT_GEMV_ALIGN_SLACK));
+  const int slots = per_sm * sms;
+  build_stripes(s, tiles,
+                gemv::stripe_units(units, s.k_units, slots, o.split_k, KBIT_GEMV_ALIGN_SLACK),
+                slots);
 }
 
 KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
@@ -742,6 +850,7 @@ KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
   a.first_seg = s.first_seg.get();
   a.ws = s.ws.get();
   a.counters = s.counters.get();
+  a.cluster = s.cluster;
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
   return a;
 }
@@ -758,8 +867,8 @@ void launch(const GemvState& s, const GemmDims& d, const GemmArgs& g, cudaStream
   if (s.grid == 0) return;
   KernelArgs a = make_args(s, d, g);
   void* params[] = {&a};
-  launch_kernel(s.kernel, dim3(s.grid), dim3(Config::kThreads), s.smem_bytes, stream, params,
-                g.pdl);
+  launch_kernel(s.kernel, dim3(s.grid), dim3(Config::kThreads), s.smem_bytes, stream, params, g.pdl,
+                unsigned(s.cluster));
   // Under PDL a kernel after every launch would break the chain of dependent launches: the
   // statistics are summed over 64 launches (wait_stats.cuh).
   static unsigned launches = 0;

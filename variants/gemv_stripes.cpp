@@ -82,4 +82,15 @@ int stripe_units(long long units, int k_units, int slots, SplitMode mode, int sl
   return per;
 }
 
+int cluster_size(const Stripes& s, int max_cluster) {
+  if (s.grid == 0 || s.segs.size() != std::size_t(s.grid)) return 1;  // a stripe spans tiles
+  const int c = s.segs.front().contributors;
+  if (c < 2 || c > max_cluster || s.grid % c != 0) return 1;
+  for (int b = 0; b < s.grid; ++b) {
+    const Segment& g = s.segs[std::size_t(b)];
+    if (s.first[std::size_t(b)] != b || g.contributors != c || g.tile_id != b / c) return 1;
+  }
+  return c;
+}
+
 }  // namespace kbit::variants::gemv

@@ -48,4 +48,10 @@ Stripes cut_stripes(const std::vector<OutTile>& tiles, int k_units, int per);
 // the same k-rows together and no stripe spans two tiles).
 int stripe_units(long long units, int k_units, int slots, SplitMode mode, int slack_pct);
 
+// The cluster size whose blocks can combine every split tile in shared memory: c in
+// [2, max_cluster] when every stripe is one segment (one k-band of one tile), every tile has
+// the same c contributors, and tile t's are blocks t x c .. t x c + c - 1 (one cluster of
+// consecutive blocks); 1 otherwise (split tiles, if any, end through the L2 workspace).
+int cluster_size(const Stripes& s, int max_cluster);
+
 }  // namespace kbit::variants::gemv

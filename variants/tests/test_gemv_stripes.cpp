@@ -77,6 +77,26 @@ TEST_CASE("stripe length follows the k-band rule on the Llama3 shapes", "[gemv][
   CHECK(cut_stripes(dense_tiles(1, 224), 32, 28).split_tiles > 0);
 }
 
+TEST_CASE("split tiles combine in clusters where the stripes are k-bands", "[gemv][stripes]") {
+  // the Llama3 stripes above: 8B gate/up 2 blocks per tile, 8B down 8, 70B down 4
+  CHECK(cluster_size(cut_stripes(dense_tiles(1, 112), 16, 8), 8) == 2);
+  CHECK(cluster_size(cut_stripes(dense_tiles(1, 32), 56, 7), 8) == 8);
+  CHECK(cluster_size(cut_stripes(dense_tiles(4, 64), 112, 28), 8) == 4);
+  CHECK(cluster_size(cut_stripes(dense_tiles(1, 32), 56, 7), 4) == 1);  // 8 > the limit
+  // no split tile, stripes across tiles, an uneven last stripe: the workspace
+  CHECK(cluster_size(cut_stripes(dense_tiles(1, 224), 32, 32), 8) == 1);
+  CHECK(cluster_size(cut_stripes(dense_tiles(1, 224), 32, 28), 8) == 1);
+  CHECK(cluster_size(cut_stripes(dense_tiles(1, 5), 10, 4), 8) == 1);
+  CHECK(cluster_size(cut_stripes(dense_tiles(1, 5), 10, 20), 8) == 1);
+  // the contributors of every cluster are one tile's, ranks in k order
+  const Stripes s = cut_stripes(dense_tiles(2, 6), 9, 3);
+  REQUIRE(cluster_size(s, 8) == 3);
+  for (int b = 0; b < s.grid; ++b) {
+    CHECK(s.segs[std::size_t(b)].tile_id == b / 3);
+    CHECK(s.segs[std::size_t(b)].u0 == 3 * (b % 3));
+  }
+}
+
 TEST_CASE("forced split-K modes", "[gemv][stripes]") {
   // off: whole tiles, however few blocks that leaves
   for (int tiles : {1, 7, 300}) {
