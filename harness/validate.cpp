@@ -35,10 +35,12 @@ struct Case {
 };
 
 // Tile multiples and not, tiny and large; K_dim multiples of 32 that are not of 64 or 128.
+// n5000_k480: every tile split in two k-bands (scalar_gemv's cluster end, session 12).
 std::vector<Case> dense_cases(bool quick) {
-  std::vector<Case> c = {{"n200_k96", 200, 96},      {"n64_k32", 64, 32}, {"n128_k64", 128, 64},
-                         {"n257_k160", 257, 160},    {"n1_k64", 1, 64},   {"n300_k1024", 300, 1024},
-                         {"n1000_k2080", 1000, 2080}};
+  std::vector<Case> c = {{"n200_k96", 200, 96},       {"n64_k32", 64, 32},
+                         {"n128_k64", 128, 64},       {"n257_k160", 257, 160},
+                         {"n1_k64", 1, 64},           {"n300_k1024", 300, 1024},
+                         {"n1000_k2080", 1000, 2080}, {"n5000_k480", 5000, 480}};
   if (!quick) c.push_back({"n4096_k4096", 4096, 4096});
   return c;
 }
@@ -293,6 +295,25 @@ void validate_grouped(const ValidateOptions& o, const VariantRow& row,
   }
 }
 
+// Every --cases pattern must name at least one case: a typo would otherwise validate nothing
+// and pass.
+void check_case_patterns(const ValidateOptions& o) {
+  std::vector<Case> all = dense_cases(false);
+  for (auto* more : {moe_cases, seed_shape_cases}) {
+    const std::vector<Case> m = more();
+    all.insert(all.end(), m.begin(), m.end());
+  }
+  for (const std::string& g : o.cases) {
+    const bool hit = std::any_of(all.begin(), all.end(), [&](const Case& c) {
+      return fnmatch(g.c_str(), c.name.c_str(), 0) == 0;
+    });
+    if (hit) continue;
+    std::string names;
+    for (const Case& c : all) names += " " + c.name;
+    throw Error("--cases '" + g + "' matches no case; the cases are:" + names);
+  }
+}
+
 }  // namespace
 
 int validate_variant(const ValidateOptions& o) {
@@ -301,6 +322,7 @@ int validate_variant(const ValidateOptions& o) {
     throw Error("variant '" + o.variant +
                 "' is a probe: it computes no GEMM, so there is nothing to validate");
   for (int k : o.k_bits) check_k_bits(k);
+  check_case_patterns(o);
   if (!cuda_device_available()) {
     std::cerr << "kbit-harness validate: no CUDA device; nothing was validated (exit "
               << kExitNoDevice << ")\n";

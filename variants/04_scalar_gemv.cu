@@ -515,55 +515,52 @@ struct Smem {
   static constexpr int kLut = Config::kBarrierBytes;
   static constexpr int kRing = kLut + Config::kLutBytes;
   static constexpr int kA = kRing + Config::kStages * stage_bytes<K>();
+  static constexpr int kRecv = kA + Config::kWindowRowUnits * Config::kUnitStride;  // clusters
   static __device__ unsigned char* lut() { return g_smem + kLut; }
   static __device__ unsigned char* s_a() { return g_smem + kA; }
 };
 
 // The end of a split tile whose contributors form one cluster (KernelArgs::cluster, session 12):
-// no L2 round trip. Ranks 1.. put their [rows x 128] sums in their own (drained) ring and
-// arrive on rank 0's end barrier; rank 0 reads them through distributed shared memory, adds
-// them to its own in rank order (deterministic) and writes C, then releases the others, whose
-// shared memory must live until it has read. Through the workspace the same end took three L2
-// round trips under a full memory system (~1 us plain, ~2 us of each PDL launch on 8B).
+// no L2 round trip. Ranks 1.. store their [rows x 128] sums into rank 0's receive area through
+// distributed shared memory, arrive on its end barrier (release) and exit; rank 0 waits
+// (acquire), adds them to its own sums in rank order (deterministic) and writes C. Through the
+// workspace the same end took three L2 round trips under a full memory system (~1 us plain,
+// ~2 us of each PDL launch on 8B).
 template <int K, int MV, typename T, bool kDense>
 __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Segment g,
                                    float (&acc)[(MV + 1) / 2][2]) {
   if constexpr (!kDense) return;  // never called: the grouped kernel leaves it out (registers)
   const OutSlots<MV> o{l, g, a.N};
   o.reduce(acc);
-  float* sums = reinterpret_cast<float*>(g_smem + Smem<K>::kRing);
   const uint32_t bar = dev::smem_addr(g_smem + Config::kEndBarrier);
-  auto slot = [&](int s, int h) { return o.row(s) * Config::kTileN + l.col_lo + 8 * h; };
-  dev::cluster::wait();                     // every block of the cluster has its end barrier
-  dev::sync_threads<Config::kConsumers>();  // and every warp here has read its last stage
-  const uint32_t rank = dev::cluster::rank();
+  const float* recv = reinterpret_cast<const float*>(g_smem + Smem<K>::kRecv);
+  auto slot = [&](int r, int s, int h) {  // float index of rank r's sum (row(s), column h)
+    return ((r - 1) * MV + o.row(s)) * Config::kTileN + l.col_lo + 8 * h;
+  };
+  dev::cluster::wait();  // every block of the cluster has started and initialized its barrier
+  const int rank = int(dev::cluster::rank());
   if (rank != 0) {
+    const uint32_t dst = dev::cluster::map(dev::smem_addr(recv), 0);
 #pragma unroll
     for (int s = 0; s < (MV + 1) / 2; ++s)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        if (o.writer(s)) sums[slot(s, h)] = acc[s][h];
-    dev::sync_threads<Config::kConsumers>();
+        if (o.writer(s)) dev::cluster::store(dst + 4 * slot(rank, s, h), acc[s][h]);
+    dev::sync_threads<Config::kConsumers>();  // the block's stores before thread 0's release
     if (threadIdx.x == 0) dev::cluster::arrive_remote(dev::cluster::map(bar, 0));
-    dev::mbar_wait(bar, 0);  // rank 0 has read them
     return;
   }
-  dev::cluster::wait_acquire(bar, 0);  // every other rank's sums are in its shared memory
+  dev::cluster::wait_acquire(bar, 0);  // every other rank's sums are here
   T* C = static_cast<T*>(a.C);
-  const uint32_t base = dev::smem_addr(sums);
 #pragma unroll
   for (int s = 0; s < (MV + 1) / 2; ++s)
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       if (!o.owns(s, h)) continue;
       float v = acc[s][h];
-      for (int r = 1; r < a.cluster; ++r)
-        v += dev::cluster::load(dev::cluster::map(base + 4 * slot(s, h), r));
+      for (int r = 1; r < a.cluster; ++r) v += recv[slot(r, s, h)];
       C[o.index(s, h)] = dev::from_float<T>(v);
     }
-  dev::sync_threads<Config::kConsumers>();
-  if (threadIdx.x >= 1 && threadIdx.x < a.cluster)
-    dev::cluster::arrive_remote(dev::cluster::map(bar, threadIdx.x));
 }
 
 // One segment of a consumer thread. q is the block's ring step, carried across segments.
@@ -668,9 +665,8 @@ __device__ void build_table(const KernelArgs& a) {
 template <int K, typename T>
 __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   const bool clustered = a.cluster > 1;
-  if (clustered && threadIdx.x == 0)  // rank 0 gathers the others' arrivals, they its release
-    dev::mbar_init(dev::smem_addr(g_smem + Config::kEndBarrier),
-                   dev::cluster::rank() == 0 ? a.cluster - 1 : 1);
+  if (clustered && threadIdx.x == 0)  // rank 0's gathers the other ranks' arrivals
+    dev::mbar_init(dev::smem_addr(g_smem + Config::kEndBarrier), a.cluster - 1);
   ring.init();  // also publishes the end barrier (fence.mbarrier_init.release.cluster)
   if (clustered) dev::cluster::arrive_relaxed();  // every thread; each waits once, later
   // The warp index through a shuffle: the compiler then knows the role branch is warp-uniform
@@ -763,25 +759,37 @@ struct GemvState : VariantState {
   std::int64_t extra_additions() const override { return dims.K_dim / 32 + 2 * (k_units + 1); }
 };
 
-// Clusters for the split tiles' ends where the stripes allow them (gemv::cluster_size) and
-// enough clusters fit at once: as many blocks as resident slots (or the grid) must run together,
-// or the clusters would trail in a second wave.
-int choose_cluster(const GemvState& s, const gemv::Stripes& st, int slots) {
+// Clusters for the split tiles' ends where the stripes allow them (gemv::cluster_size), rank
+// 0's receive area keeps the blocks per SM, and enough clusters fit at once: as many blocks as
+// resident slots (or the grid) must run together, or clusters would trail in a second wave.
+// Returns the cluster size (1: none) and grows s.smem_bytes by the receive area.
+int choose_cluster(GemvState& s, const gemv::Stripes& st, int slots) {
   const bool dense = !s.dims.grouped();  // the grouped kernel leaves it out (registers)
   const int c = KBIT_GEMV_CLUSTER_SPLIT && dense ? gemv::cluster_size(st, Config::kMaxCluster) : 1;
   if (c == 1) return 1;
+  const int smem = s.smem_bytes + (c - 1) * int(s.dims.M) * Config::kTileN * 4;
+  int per_sm = 0, fit = 0;
+  KBIT_CUDA_CHECK(
+      cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  KBIT_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s.kernel, Config::kThreads, smem));
   cudaLaunchConfig_t cfg{};
   cfg.gridDim = dim3(st.grid);
   cfg.blockDim = dim3(Config::kThreads);
-  cfg.dynamicSmemBytes = size_t(s.smem_bytes);
+  cfg.dynamicSmemBytes = size_t(smem);
   cudaLaunchAttribute attr{};
   attr.id = cudaLaunchAttributeClusterDimension;
   attr.val.clusterDim = {unsigned(c), 1, 1};
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
-  int fit = 0;
   KBIT_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, s.kernel, &cfg));
-  return fit * c >= std::min(st.grid, slots) ? c : 1;
+  if (per_sm < s.blocks_per_sm || fit * c < std::min(st.grid, slots)) {
+    KBIT_CUDA_CHECK(
+        cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem_bytes));
+    return 1;
+  }
+  s.smem_bytes = smem;
+  return c;
 }
 
 // Cuts the tiles into stripes of `per` units and uploads them (and a clean workspace and

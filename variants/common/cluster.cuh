@@ -29,11 +29,9 @@ __device__ __forceinline__ uint32_t map(uint32_t smem_addr, uint32_t target) {
   return out;
 }
 
-// A float from another block's shared memory (an address from map()).
-__device__ __forceinline__ float load(uint32_t cluster_addr) {
-  float v = 0.0f;
-  KBIT_CLUSTER_ASM("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(cluster_addr) : "memory");
-  return v;
+// A float into another block's shared memory (an address from map()).
+__device__ __forceinline__ void store(uint32_t cluster_addr, float v) {
+  KBIT_CLUSTER_ASM("st.shared::cluster.f32 [%0], %1;" ::"r"(cluster_addr), "f"(v) : "memory");
 }
 
 // One arrival on an mbarrier of another block (an address from map()), releasing this
@@ -44,7 +42,7 @@ __device__ __forceinline__ void arrive_remote(uint32_t cluster_bar) {
 }
 
 // Waits for phase `parity` of a local mbarrier whose arrivals come from other blocks, acquiring
-// at cluster scope what they released (their shared memory becomes readable through load()).
+// at cluster scope what they released (what they stored into this block's shared memory).
 __device__ __forceinline__ void wait_acquire(uint32_t bar, uint32_t parity) {
 #ifdef KBIT_NO_CLUSTER
   __trap();
