@@ -110,10 +110,9 @@ struct Config {
   static constexpr int kWindowRowUnits = KBIT_GEMV_WINDOW;    // staged A: rows x units, 9 KB at
                                                               // 16: M = 1 stages 16 units a time
   static constexpr int kMaxRows = 4;
-  static constexpr int kBarrierBytes = 128;  // 2 x kStages ring mbarriers + the end's, padded
-  static constexpr int kEndBarrier = 2 * kStages * 8;  // a cluster's split-tile end (below)
-  static constexpr int kMaxCluster = 8;                // the portable cluster size
-  static_assert(kEndBarrier + 8 <= kBarrierBytes, "mbarriers must fit their slot");
+  static constexpr int kBarrierBytes = 128;  // 2 x kStages ring mbarriers, padded
+  static constexpr int kMaxCluster = 8;      // the portable cluster size
+  static_assert(2 * kStages * 8 <= kBarrierBytes, "mbarriers must fit their slot");
   static_assert(kConsumers / 32 * 16 == kTileN, "one n-tile per unit");
 };
 
@@ -522,22 +521,20 @@ struct Smem {
 
 // The end of a split tile whose contributors form one cluster (KernelArgs::cluster, session 12):
 // no L2 round trip. Ranks 1.. store their [rows x 128] sums into rank 0's receive area through
-// distributed shared memory, arrive on its end barrier (release) and exit; rank 0 waits
-// (acquire), adds them to its own sums in rank order (deterministic) and writes C. Through the
-// workspace the same end took three L2 round trips under a full memory system (~1 us plain,
-// ~2 us of each PDL launch on 8B).
+// distributed shared memory, arrive on the cluster barrier (release) and exit; rank 0 arrives,
+// waits (acquire), adds their sums to its own in rank order (deterministic) and writes C. Through
+// the workspace the same end took three L2 round trips under a full memory system.
 template <int K, int MV, typename T, bool kDense>
 __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Segment g,
                                    float (&acc)[(MV + 1) / 2][2]) {
   if constexpr (!kDense) return;  // never called: the grouped kernel leaves it out (registers)
   const OutSlots<MV> o{l, g, a.N};
   o.reduce(acc);
-  const uint32_t bar = dev::smem_addr(g_smem + Config::kEndBarrier);
   const float* recv = reinterpret_cast<const float*>(g_smem + Smem<K>::kRecv);
   auto slot = [&](int r, int s, int h) {  // float index of rank r's sum (row(s), column h)
     return ((r - 1) * MV + o.row(s)) * Config::kTileN + l.col_lo + 8 * h;
   };
-  dev::cluster::wait();  // every block of the cluster has started and initialized its barrier
+  dev::cluster::wait();  // (phase 0) every block of the cluster has started
   const int rank = int(dev::cluster::rank());
   if (rank != 0) {
     const uint32_t dst = dev::cluster::map(dev::smem_addr(recv), 0);
@@ -546,11 +543,11 @@ __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Seg
 #pragma unroll
       for (int h = 0; h < 2; ++h)
         if (o.writer(s)) dev::cluster::store(dst + 4 * slot(rank, s, h), acc[s][h]);
-    dev::sync_threads<Config::kConsumers>();  // the block's stores before thread 0's release
-    if (threadIdx.x == 0) dev::cluster::arrive_remote(dev::cluster::map(bar, 0));
+    dev::cluster::arrive_release();  // (phase 1) and leave: rank 0 reads its own memory
     return;
   }
-  dev::cluster::wait_acquire(bar, 0);  // every other rank's sums are here
+  dev::cluster::arrive_release();
+  dev::cluster::wait();  // (phase 1) every other rank's sums are here
   T* C = static_cast<T*>(a.C);
 #pragma unroll
   for (int s = 0; s < (MV + 1) / 2; ++s)
@@ -664,11 +661,9 @@ __device__ void build_table(const KernelArgs& a) {
 // false once it has issued every copy; the rest of its warp leaves at once.
 template <int K, typename T>
 __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
-  const bool clustered = a.cluster > 1;
-  if (clustered && threadIdx.x == 0)  // rank 0's gathers the other ranks' arrivals
-    dev::mbar_init(dev::smem_addr(g_smem + Config::kEndBarrier), a.cluster - 1);
-  ring.init();  // also publishes the end barrier (fence.mbarrier_init.release.cluster)
-  if (clustered) dev::cluster::arrive_relaxed();  // every thread; each waits once, later
+  const bool clustered = a.cluster > 1;  // the cluster barrier's two phases (combine_in_cluster)
+  ring.init();
+  if (clustered) dev::cluster::arrive_relaxed();  // phase 0: this block has started
   // The warp index through a shuffle: the compiler then knows the role branch is warp-uniform
   // and keeps block-wide constants (the table's base) in uniform registers (CUTLASS's
   // canonical_warp_idx_sync).
@@ -680,7 +675,10 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
     return true;
   }
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
-  if (clustered) dev::cluster::wait();
+  if (clustered) {  // every thread of the cluster takes part in both phases
+    dev::cluster::wait();
+    dev::cluster::arrive_release();
+  }
   return false;
 }
 
@@ -759,22 +757,22 @@ struct GemvState : VariantState {
   std::int64_t extra_additions() const override { return dims.K_dim / 32 + 2 * (k_units + 1); }
 };
 
-// Clusters for the split tiles' ends where the stripes allow them (gemv::cluster_size), rank
-// 0's receive area keeps the blocks per SM, and enough clusters fit at once: as many blocks as
-// resident slots (or the grid) must run together, or clusters would trail in a second wave.
-// Returns the cluster size (1: none) and grows s.smem_bytes by the receive area.
-int choose_cluster(GemvState& s, const gemv::Stripes& st, int slots) {
-  const bool dense = !s.dims.grouped();  // the grouped kernel leaves it out (registers)
-  const int c = KBIT_GEMV_CLUSTER_SPLIT && dense ? gemv::cluster_size(st, Config::kMaxCluster) : 1;
-  if (c == 1) return 1;
-  const int smem = s.smem_bytes + (c - 1) * int(s.dims.M) * Config::kTileN * 4;
+// Dynamic shared memory with rank 0's receive area for clusters of c blocks (c - 1 ranks' sums).
+int cluster_smem(const GemvState& s, int c) {
+  return s.smem_bytes + (c - 1) * int(s.dims.M) * Config::kTileN * 4;
+}
+
+// Whether clusters of c blocks of a grid can all run at once, with the receive area and as
+// many blocks per SM as without it: else the last clusters would trail in a second wave.
+bool clusters_fit(const GemvState& s, int c, int grid, int slots) {
+  const int smem = cluster_smem(s, c);
   int per_sm = 0, fit = 0;
   KBIT_CUDA_CHECK(
       cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   KBIT_CUDA_CHECK(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s.kernel, Config::kThreads, smem));
   cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(st.grid);
+  cfg.gridDim = dim3(grid);
   cfg.blockDim = dim3(Config::kThreads);
   cfg.dynamicSmemBytes = size_t(smem);
   cudaLaunchAttribute attr{};
@@ -783,23 +781,20 @@ int choose_cluster(GemvState& s, const gemv::Stripes& st, int slots) {
   cfg.attrs = &attr;
   cfg.numAttrs = 1;
   KBIT_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, s.kernel, &cfg));
-  if (per_sm < s.blocks_per_sm || fit * c < std::min(st.grid, slots)) {
-    KBIT_CUDA_CHECK(
-        cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem_bytes));
-    return 1;
-  }
-  s.smem_bytes = smem;
-  return c;
+  return per_sm >= s.blocks_per_sm && fit * c >= std::min(grid, slots);
 }
 
-// Cuts the tiles into stripes of `per` units and uploads them (and a clean workspace and
-// counters where a tile is split and its end is not a cluster's).
-void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per, int slots) {
+// Cuts the tiles into stripes of `per` units, ending split tiles in clusters of `cluster`
+// blocks, and uploads them (and a clean workspace and counters for split tiles otherwise).
+void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per, int cluster) {
   const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
   s.grid = st.grid;
   s.units_per_block = per;
   s.split_tiles = st.split_tiles;
-  s.cluster = choose_cluster(s, st, slots);
+  s.cluster = cluster;
+  s.smem_bytes = cluster_smem(s, cluster);
+  KBIT_CUDA_CHECK(
+      cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem_bytes));
   s.segs = DeviceBuffer<Segment>(st.segs.size());
   KBIT_CUDA_CHECK(cudaMemcpy(s.segs.get(), st.segs.data(), st.segs.size() * sizeof(Segment),
                              cudaMemcpyHostToDevice));
@@ -837,9 +832,15 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   if (tiles.empty()) return;  // grouped problem with no rows at all: nothing to launch
   const long long units = (long long)tiles.size() * s.k_units;
   const int slots = per_sm * sms;
-  build_stripes(s, tiles,
-                gemv::stripe_units(units, s.k_units, slots, o.split_k, KBIT_GEMV_ALIGN_SLACK),
-                slots);
+  const int per = gemv::stripe_units(units, s.k_units, slots, o.split_k, KBIT_GEMV_ALIGN_SLACK);
+  // Split tiles end in clusters where the stripes (or slightly longer k-bands) allow it. Not in
+  // the grouped kernel (registers) nor with a diagnostic whose consumers skip the end.
+  gemv::StripePlan p{per, 1};
+  if (KBIT_GEMV_CLUSTER_SPLIT && !s.dims.grouped() && KBIT_GEMV_DIAG_NO_MATH != 5)
+    p = gemv::plan_clusters(
+        tiles, s.k_units, per, o.split_k == SplitMode::automatic ? KBIT_GEMV_ALIGN_SLACK : 0,
+        Config::kMaxCluster, [&](int c, int grid) { return clusters_fit(s, c, grid, slots); });
+  build_stripes(s, tiles, p.per, p.cluster);
 }
 
 KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {

@@ -7,7 +7,6 @@
 namespace kbit::dev::cluster {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
-#define KBIT_NO_CLUSTER 1
 #define KBIT_CLUSTER_ASM(...) __trap()
 #else
 #define KBIT_CLUSTER_ASM(...) asm volatile(__VA_ARGS__)
@@ -34,40 +33,19 @@ __device__ __forceinline__ void store(uint32_t cluster_addr, float v) {
   KBIT_CLUSTER_ASM("st.shared::cluster.f32 [%0], %1;" ::"r"(cluster_addr), "f"(v) : "memory");
 }
 
-// One arrival on an mbarrier of another block (an address from map()), releasing this
-// thread's earlier memory operations (and, after a block barrier, its block's) at cluster scope.
-__device__ __forceinline__ void arrive_remote(uint32_t cluster_bar) {
-  KBIT_CLUSTER_ASM("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_bar)
-                   : "memory");
-}
-
-// Waits for phase `parity` of a local mbarrier whose arrivals come from other blocks, acquiring
-// at cluster scope what they released (what they stored into this block's shared memory).
-__device__ __forceinline__ void wait_acquire(uint32_t bar, uint32_t parity) {
-#ifdef KBIT_NO_CLUSTER
-  __trap();
-#else
-  uint32_t done = 0;
-  do {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], %2; "
-        "selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-#endif
-}
-
-// The cluster barrier, split: every thread arrives once at its start (after
-// fence_barrier_init, which releases the block's mbarrier initializations) and waits before
-// its first access to another block's shared memory, or before it exits; the wait returns once
-// every block of the cluster has started and initialized its barriers (CUTLASS's pattern).
+// The cluster barrier, split into arrive and wait: a phase completes when every thread of the
+// cluster has arrived; a thread waits for a phase before it arrives for the next one, and may
+// leave after arriving. arrive_relaxed at a block's start and wait before the first access to
+// another block's shared memory tell that every block has started (CUTLASS's pattern);
+// arrive_release then wait publish a phase's shared-memory stores to the waiting threads.
 __device__ __forceinline__ void arrive_relaxed() {
   KBIT_CLUSTER_ASM("barrier.cluster.arrive.relaxed;" ::: "memory");
 }
+__device__ __forceinline__ void arrive_release() {
+  KBIT_CLUSTER_ASM("barrier.cluster.arrive.release;" ::: "memory");
+}
 __device__ __forceinline__ void wait() {
-  KBIT_CLUSTER_ASM("barrier.cluster.wait;" ::: "memory");
+  KBIT_CLUSTER_ASM("barrier.cluster.wait.acquire;" ::: "memory");
 }
 
 #undef KBIT_CLUSTER_ASM
