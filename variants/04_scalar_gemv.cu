@@ -247,12 +247,6 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       dev::mbar_wait(ring.full(Ring<K>::stage(r)), Ring<K>::parity(r));
 }
 
-// Calls fn(integral_constant<int, R>) for R = 0, 1, ...: a loop whose index is a constant.
-template <int... R, typename Fn>
-__device__ __forceinline__ void for_each_index(std::integer_sequence<int, R...>, Fn&& fn) {
-  (fn(std::integral_constant<int, R>{}), ...);
-}
-
 // Units of A staged at a time for MV rows: one window barrier per 16 / MV units (each one
 // stalls the consumers on a global load while the ring can only run kStages units ahead).
 template <int MV>
@@ -346,39 +340,13 @@ __device__ __forceinline__ void load_b(const Lane& l, const unsigned char* s_a, 
   }
 }
 
-// The residue words of a block: F = 4 fields (two indices per byte) for K <= 4, F = 8 for K = 5.
-template <int K>
-struct Residues {
-  static constexpr int F = dev::pair_lut::field_bits<K>();  // the table reads F-bit indices
-  static constexpr int kWords = F;                          // residue classes of a block
-  uint32_t w[kWords];
-  __device__ __forceinline__ explicit Residues(const uint32_t (&p)[K]) {
-    if constexpr (K == 3 || K == 4) {
-      dev::residue_nibbles<K>(p, w);
-    } else {
-      for_each_index(std::make_integer_sequence<int, kWords>{}, [&](auto r_const) {
-        w[decltype(r_const)::value] = dev::residue_fields<K, decltype(r_const)::value, F>(p);
-      });
-    }
-  }
-  // The weight pair (elements R + 8Q, R + 8Q + 4): byte Q of word R (K <= 4), or byte Q of
-  // words R and R + 4 (K = 5).
-  template <int R, int Q>
-  __device__ __forceinline__ uint32_t pair(const unsigned char* lut, uint32_t col) const {
-    if constexpr (K <= 4)
-      return dev::pair_lut::pair<Q>(lut, w[R], col);
-    else
-      return dev::pair_lut::pair_split<Q>(lut, w[R], w[R + 4], col);
-  }
-};
-
 // The 8 MMAs of one k-block: A rows g / g+8 = columns lo / hi, k-slots = this thread's pairs.
 // MMA i takes pairs 2i (slots 2t, 2t+1) and 2i+1 (slots 2t+8, 2t+9); pair p = 4R + q.
 template <int K, int S, typename T>
 __device__ __forceinline__ void mma_block(const Lane& l, const unsigned char* lut,
                                           const uint32_t (&plo)[K], const uint32_t (&phi)[K],
                                           const uint32_t (&b)[S][16], float (&c)[S][4]) {
-  const Residues<K> lo(plo), hi(phi);
+  const dev::pair_lut::Residues<K> lo(plo), hi(phi);
   auto mma_pair = [&](auto i_const) {  // MMA i = 2R + h: pairs (R, 2h) and (R, 2h + 1)
     constexpr int I = decltype(i_const)::value, R = I / 2, Q = 2 * (I % 2);
     const uint32_t a[4] = {
@@ -390,7 +358,7 @@ __device__ __forceinline__ void mma_block(const Lane& l, const unsigned char* lu
       dev::mma_m16n8k16<T>(c[s], a, bb);
     }
   };
-  for_each_index(std::make_integer_sequence<int, 8>{}, mma_pair);
+  dev::pair_lut::for_each_index(std::make_integer_sequence<int, 8>{}, mma_pair);
 }
 
 // One unit of a consumer thread: both k-blocks' MMAs, then `between` (the next unit's fetch:
@@ -762,28 +730,6 @@ int cluster_smem(const GemvState& s, int c) {
   return s.smem_bytes + (c - 1) * int(s.dims.M) * Config::kTileN * 4;
 }
 
-// Whether clusters of c blocks of a grid can all run at once, with the receive area and as
-// many blocks per SM as without it: else the last clusters would trail in a second wave.
-bool clusters_fit(const GemvState& s, int c, int grid, int slots) {
-  const int smem = cluster_smem(s, c);
-  int per_sm = 0, fit = 0;
-  KBIT_CUDA_CHECK(
-      cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  KBIT_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s.kernel, Config::kThreads, smem));
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(grid);
-  cfg.blockDim = dim3(Config::kThreads);
-  cfg.dynamicSmemBytes = size_t(smem);
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim = {unsigned(c), 1, 1};
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
-  KBIT_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&fit, s.kernel, &cfg));
-  return per_sm >= s.blocks_per_sm && fit * c >= std::min(grid, slots);
-}
-
 // Cuts the tiles into stripes of `per` units, ending split tiles in clusters of `cluster`
 // blocks, and uploads them (and a clean workspace and counters for split tiles otherwise).
 void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per, int cluster) {
@@ -833,14 +779,18 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   const long long units = (long long)tiles.size() * s.k_units;
   const int slots = per_sm * sms;
   const int per = gemv::stripe_units(units, s.k_units, slots, o.split_k, KBIT_GEMV_ALIGN_SLACK);
-  // Split tiles end in clusters where the stripes (or slightly longer k-bands) allow it. Not in
-  // the grouped kernel (registers) nor with a diagnostic whose consumers skip the end.
-  gemv::StripePlan p{per, 1};
-  if (KBIT_GEMV_CLUSTER_SPLIT && !s.dims.grouped() && KBIT_GEMV_DIAG_NO_MATH != 5)
-    p = gemv::plan_clusters(
-        tiles, s.k_units, per, o.split_k == SplitMode::automatic ? KBIT_GEMV_ALIGN_SLACK : 0,
-        Config::kMaxCluster, [&](int c, int grid) { return clusters_fit(s, c, grid, slots); });
-  build_stripes(s, tiles, p.per, p.cluster);
+  // Split tiles end in clusters where the stripes allow it and the clusters fit. Not in the
+  // grouped kernel (registers) nor with a diagnostic whose consumers skip the end. (Longer
+  // k-bands chosen for clusters that fit lost more than the end gained: 8B down, session 12.)
+  int cluster = 1;
+  if (KBIT_GEMV_CLUSTER_SPLIT && !s.dims.grouped() && KBIT_GEMV_DIAG_NO_MATH != 5) {
+    const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
+    const int c = gemv::cluster_size(st, Config::kMaxCluster);
+    if (c > 1 && clusters_fit_at_once(s.kernel, Config::kThreads, cluster_smem(s, c), c, st.grid,
+                                      s.blocks_per_sm, slots))
+      cluster = c;
+  }
+  build_stripes(s, tiles, per, cluster);
 }
 
 KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {

@@ -93,15 +93,4 @@ int cluster_size(const Stripes& s, int max_cluster) {
   return c;
 }
 
-StripePlan plan_clusters(const std::vector<OutTile>& tiles, int k_units, int per, int slack_pct,
-                         int max_cluster, const std::function<bool(int c, int grid)>& fits) {
-  for (int d = per; d <= per + per * slack_pct / 100 && d < k_units; ++d) {
-    if (d != per && k_units % d != 0) continue;
-    const Stripes st = cut_stripes(tiles, k_units, d);
-    const int c = cluster_size(st, max_cluster);
-    if (c > 1 && fits(c, st.grid)) return {d, c};
-  }
-  return {per, 1};
-}
-
 }  // namespace kbit::variants::gemv

@@ -3,7 +3,6 @@
 // stripes). Plain C++ so that a CPU test checks the cut; the kernel reads the Segments.
 #pragma once
 #include <cstdint>
-#include <functional>
 #include <vector>
 
 #include "variants/variant_api.hpp"
@@ -54,15 +53,5 @@ int stripe_units(long long units, int k_units, int slots, SplitMode mode, int sl
 // the same c contributors, and tile t's are blocks t x c .. t x c + c - 1 (one cluster of
 // consecutive blocks); 1 otherwise (split tiles, if any, end through the L2 workspace).
 int cluster_size(const Stripes& s, int max_cluster);
-
-// The stripe length and cluster size to launch: `per` (from stripe_units) with its cluster size
-// when fits(c, grid) says that clusters of c blocks of that grid can all run at once; else the
-// shortest longer k-band (a divisor of k_units at most slack_pct percent longer) whose clusters
-// fit; else `per` without clusters (cluster 1).
-struct StripePlan {
-  int per = 1, cluster = 1;
-};
-StripePlan plan_clusters(const std::vector<OutTile>& tiles, int k_units, int per, int slack_pct,
-                         int max_cluster, const std::function<bool(int c, int grid)>& fits);
 
 }  // namespace kbit::variants::gemv

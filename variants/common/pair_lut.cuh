@@ -10,6 +10,9 @@
 #pragma once
 #include <cstdint>
 
+#include <utility>
+
+#include "variants/common/bitplane.cuh"
 #include "variants/common/dtype.cuh"
 #include "variants/common/e4m4.cuh"
 
@@ -99,5 +102,38 @@ template <int Q>
 __device__ __forceinline__ float scale(const unsigned char* lut, uint32_t codes, uint32_t column) {
   return __uint_as_float(load(lut, offset<Q>(codes, column)));
 }
+
+// Calls fn(integral_constant<int, R>) for R = 0, 1, ...: a loop whose index is a constant.
+template <int... R, typename Fn>
+__device__ __forceinline__ void for_each_index(std::integer_sequence<int, R...>, Fn&& fn) {
+  (fn(std::integral_constant<int, R>{}), ...);
+}
+
+// The residue words of a block's K planes, the bytes this table reads: F = 4 fields (two
+// indices per byte) for K <= 4, F = 8 for K = 5; pair<R, Q>() looks one weight pair up.
+template <int K>
+struct Residues {
+  static constexpr int F = field_bits<K>();  // the table reads F-bit indices
+  static constexpr int kWords = F;           // residue classes of a block
+  uint32_t w[kWords];
+  __device__ __forceinline__ explicit Residues(const uint32_t (&p)[K]) {
+    if constexpr (K == 3 || K == 4) {
+      residue_nibbles<K>(p, w);
+    } else {
+      for_each_index(std::make_integer_sequence<int, kWords>{}, [&](auto r_const) {
+        w[decltype(r_const)::value] = residue_fields<K, decltype(r_const)::value, F>(p);
+      });
+    }
+  }
+  // The weight pair (elements R + 8Q, R + 8Q + 4): byte Q of word R (K <= 4), or byte Q of
+  // words R and R + 4 (K = 5).
+  template <int R, int Q>
+  __device__ __forceinline__ uint32_t pair(const unsigned char* lut, uint32_t col) const {
+    if constexpr (K <= 4)
+      return pair_lut::pair<Q>(lut, w[R], col);
+    else
+      return pair_split<Q>(lut, w[R], w[R + 4], col);
+  }
+};
 
 }  // namespace kbit::dev::pair_lut

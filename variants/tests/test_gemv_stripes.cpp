@@ -97,28 +97,6 @@ TEST_CASE("split tiles combine in clusters where the stripes are k-bands", "[gem
   }
 }
 
-TEST_CASE("plan_clusters picks the shortest k-band whose clusters fit", "[gemv][stripes]") {
-  // clusters the H100 runs at once with two blocks per SM (cudaOccupancyMaxActiveClusters)
-  const std::map<int, int> h100 = {{2, 132}, {3, 79}, {4, 62}, {5, 47}, {6, 39}, {7, 32}, {8, 30}};
-  auto fits = [&](int c, int grid) { return h100.at(c) * c >= std::min(grid, 264); };
-  auto plan = [&](int tiles, int k_units, int per, int slack) {
-    return plan_clusters(dense_tiles(1, tiles), k_units, per, slack, 8, fits);
-  };
-  // 8B gate/up: 8-unit stripes, 2 blocks per tile
-  CHECK(plan(112, 16, 8, 20).per == 8);
-  CHECK(plan(112, 16, 8, 20).cluster == 2);
-  // 8B down: 7-unit stripes need clusters of 8 (30 x 8 < 256 blocks); 8 units, 7 per tile, fit
-  CHECK(plan(32, 56, 7, 20).per == 8);
-  CHECK(plan(32, 56, 7, 20).cluster == 7);
-  CHECK(plan(32, 56, 7, 0).cluster == 1);  // no slack: the workspace
-  CHECK(plan(32, 56, 7, 0).per == 7);
-  // 70B down: clusters of 4 do not fit and no divisor of 112 is within 20%: the workspace
-  CHECK(plan(64, 112, 28, 20).per == 28);
-  CHECK(plan(64, 112, 28, 20).cluster == 1);
-  // 70B gate/up: no split tile
-  CHECK(plan(224, 32, 32, 20).cluster == 1);
-}
-
 TEST_CASE("forced split-K modes", "[gemv][stripes]") {
   // off: whole tiles, however few blocks that leaves
   for (int tiles : {1, 7, 300}) {
