@@ -440,6 +440,15 @@ struct OutSlots {
   __device__ long long index(int s, int h) const {
     return (long long)(g.row0 + row(s)) * N + column(h);
   }
+  // fn(s, h) for every sum this thread writes out (a row < MV, a column < N).
+  template <typename Fn>
+  __device__ void for_each_owned(Fn&& fn) const {
+#pragma unroll
+    for (int s = 0; s < (MV + 1) / 2; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        if (owns(s, h)) fn(s, h);
+  }
   static __device__ void reduce(float (&acc)[(MV + 1) / 2][2]) {
 #pragma unroll
     for (int s = 0; s < (MV + 1) / 2; ++s)
@@ -457,16 +466,12 @@ __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment 
   const OutSlots<MV> o{l, g, a.N};
   o.reduce(acc);
   T* C = static_cast<T*>(a.C);
-#pragma unroll
-  for (int s = 0; s < (MV + 1) / 2; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (!o.owns(s, h)) continue;
-      if (g.contributors == 1)
-        C[o.index(s, h)] = dev::from_float<T>(acc[s][h]);
-      else
-        dev::splitk::add(a.ws, o.index(s, h), acc[s][h]);
-    }
+  o.for_each_owned([&](int s, int h) {
+    if (g.contributors == 1)
+      C[o.index(s, h)] = dev::from_float<T>(acc[s][h]);
+    else
+      dev::splitk::add(a.ws, o.index(s, h), acc[s][h]);
+  });
   if (g.contributors > 1 && !defer) finish_split<T>(a, g);
 }
 
@@ -517,15 +522,11 @@ __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Seg
   dev::cluster::arrive_release();
   dev::cluster::wait();  // (phase 1) every other rank's sums are here
   T* C = static_cast<T*>(a.C);
-#pragma unroll
-  for (int s = 0; s < (MV + 1) / 2; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (!o.owns(s, h)) continue;
-      float v = acc[s][h];
-      for (int r = 1; r < a.cluster; ++r) v += recv[slot(r, s, h)];
-      C[o.index(s, h)] = dev::from_float<T>(v);
-    }
+  o.for_each_owned([&](int s, int h) {
+    float v = acc[s][h];
+    for (int r = 1; r < a.cluster; ++r) v += recv[slot(r, s, h)];
+    C[o.index(s, h)] = dev::from_float<T>(v);
+  });
 }
 
 // One segment of a consumer thread. q is the block's ring step, carried across segments.
