@@ -497,10 +497,9 @@ struct Smem {
 // distributed shared memory, arrive on the cluster barrier (release) and exit; rank 0 arrives,
 // waits (acquire), adds their sums to its own in rank order (deterministic) and writes C. Through
 // the workspace the same end took three L2 round trips under a full memory system.
-template <int K, int MV, typename T, bool kDense>
+template <int K, int MV, typename T>
 __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Segment g,
                                    float (&acc)[(MV + 1) / 2][2]) {
-  if constexpr (!kDense) return;  // never called: the grouped kernel leaves it out (registers)
   const OutSlots<MV> o{l, g, a.N};
   o.reduce(acc);
   const float* recv = reinterpret_cast<const float*>(g_smem + Smem<K>::kRecv);
@@ -590,10 +589,14 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
       dot_unit<K, MV, T, false>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc, [] {});
     }
   }
-  if (kDense && g.contributors > 1 && a.cluster > 1)
-    combine_in_cluster<K, MV, T, kDense>(a, l, g, acc);
-  else
+  if constexpr (kDense) {  // the grouped kernel leaves the cluster end out (registers)
+    if (g.contributors > 1 && a.cluster > 1)
+      combine_in_cluster<K, MV, T>(a, l, g, acc);
+    else
+      store_segment<MV, T>(a, l, g, acc, defer);
+  } else {
     store_segment<MV, T>(a, l, g, acc, defer);
+  }
   if (kWaitStats && l.lane == 0) {
     atomicAdd(&g_wait[0], (unsigned long long)full_wait.total);
     atomicAdd(&g_wait[1], (unsigned long long)window.total);
@@ -731,10 +734,9 @@ int cluster_smem(const GemvState& s, int c) {
   return s.smem_bytes + (c - 1) * int(s.dims.M) * Config::kTileN * 4;
 }
 
-// Cuts the tiles into stripes of `per` units, ending split tiles in clusters of `cluster`
-// blocks, and uploads them (and a clean workspace and counters for split tiles otherwise).
-void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per, int cluster) {
-  const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
+// Uploads the stripes (of `per` units, over `tiles` output tiles), whose split tiles end in
+// clusters of `cluster` blocks (and a clean workspace and counters for them otherwise).
+void build_stripes(GemvState& s, const gemv::Stripes& st, std::size_t tiles, int per, int cluster) {
   s.grid = st.grid;
   s.units_per_block = per;
   s.split_tiles = st.split_tiles;
@@ -748,7 +750,7 @@ void build_stripes(GemvState& s, const std::vector<OutTile>& tiles, int per, int
   s.first_seg = DeviceBuffer<int>(st.first);
   if (s.split_tiles > 0 && s.cluster == 1) {
     s.ws = DeviceBuffer<float>(std::size_t(s.dims.M * s.dims.N));
-    s.counters = DeviceBuffer<int>(tiles.size());
+    s.counters = DeviceBuffer<int>(tiles);
     s.ws.fill_bytes(0);
     s.counters.fill_bytes(0);
   }
@@ -783,15 +785,15 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   // Split tiles end in clusters where the stripes allow it and the clusters fit. Not in the
   // grouped kernel (registers) nor with a diagnostic whose consumers skip the end. (Longer
   // k-bands chosen for clusters that fit lost more than the end gained: 8B down, session 12.)
+  const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
   int cluster = 1;
   if (KBIT_GEMV_CLUSTER_SPLIT && !s.dims.grouped() && KBIT_GEMV_DIAG_NO_MATH != 5) {
-    const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
     const int c = gemv::cluster_size(st, Config::kMaxCluster);
     if (c > 1 && clusters_fit_at_once(s.kernel, Config::kThreads, cluster_smem(s, c), c, st.grid,
                                       s.blocks_per_sm, slots))
       cluster = c;
   }
-  build_stripes(s, tiles, per, cluster);
+  build_stripes(s, st, tiles.size(), per, cluster);
 }
 
 KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
