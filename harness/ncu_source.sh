@@ -8,9 +8,11 @@
 set -u
 out=$1 k=$2; shift 2
 rep=/tmp/$(basename "$out")
+rm -f "$rep.ncu-rep"
+# A run whose checks fail (a diagnostic build) exits non-zero; its profile still counts.
 ncu --clock-control none -k "regex:$k" -c 1 --section SourceCounters --section WarpStateStats \
   --warp-sampling-interval "${NCU_SAMPLING_INTERVAL:-0}" -f -o "$rep" "$@" >"$out.ncu.log" 2>&1 ||
-  { tail -20 "$out.ncu.log"; exit 1; }
+  [ -f "$rep.ncu-rep" ] || { tail -20 "$out.ncu.log"; exit 1; }
 ncu -i "$rep.ncu-rep" --page source --csv --print-source sass >"$out.csv" 2>"$out.err" ||
   { cat "$out.err"; exit 1; }
 python3 "$(dirname "$0")/ncu_source_top.py" "$out.csv"
