@@ -46,6 +46,7 @@
 #include "variants/common/pair_lut.cuh"
 #include "variants/common/pdl.cuh"
 #include "variants/common/splitk.cuh"
+#include "variants/common/stage_ring.cuh"
 #include "variants/common/wait_stats.cuh"
 #include "variants/gemv_stripes.hpp"
 #include "variants/gemv_variants.hpp"
@@ -73,20 +74,16 @@ namespace {
 #ifndef KBIT_GEMV_DIAG_NO_MATH
 #define KBIT_GEMV_DIAG_NO_MATH 0
 #endif
-// Diagnostic (results are wrong): 1 the producer copies only the block's first kStages units
-// and then releases every stage uncopied, so the consumers compute alone (docs/notes.md, s. 10).
-#ifndef KBIT_GEMV_DIAG_NO_STREAM
-#define KBIT_GEMV_DIAG_NO_STREAM 0
-#endif
-// Diagnostics (session 12; results may be wrong): 1 the consumers skip griddepcontrol.wait
-// (what the dependency on the previous launch costs); 2 split tiles are never completed (what
-// the split-K end costs).
-#ifndef KBIT_GEMV_DIAG_BOUNDARY
-#define KBIT_GEMV_DIAG_BOUNDARY 0
-#endif
 #ifndef KBIT_GEMV_CLUSTER_SPLIT  // 0: split tiles always end through the L2 workspace (session 12)
 #define KBIT_GEMV_CLUSTER_SPLIT 1
 #endif
+// How the ranks of a cluster hand their sums to rank 0 (session 13): 1 st.async, which completes
+// bytes on rank 0's receive mbarrier; 0 DSMEM stores and the cluster barrier (session 12: 0.4-0.7
+// us slower on 8B gate/up, but the one racecheck can run: it hangs on st.async).
+#ifndef KBIT_GEMV_CLUSTER_PUSH
+#define KBIT_GEMV_CLUSTER_PUSH 1
+#endif
+constexpr bool kClusterPush = KBIT_GEMV_CLUSTER_PUSH != 0;
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif
@@ -110,9 +107,10 @@ struct Config {
   static constexpr int kWindowRowUnits = KBIT_GEMV_WINDOW;    // staged A: rows x units, 9 KB at
                                                               // 16: M = 1 stages 16 units a time
   static constexpr int kMaxRows = 4;
-  static constexpr int kBarrierBytes = 128;  // 2 x kStages ring mbarriers, padded
+  static constexpr int kBarrierBytes = 128;  // the ring's mbarriers, padded
   static constexpr int kMaxCluster = 8;      // the portable cluster size
-  static_assert(2 * kStages * 8 <= kBarrierBytes, "mbarriers must fit their slot");
+  static_assert(dev::RingBarriers<kStages, kConsumers>::kBytes <= kBarrierBytes,
+                "mbarriers must fit their slot");
   static_assert(kConsumers / 32 * 16 == kTileN, "one n-tile per unit");
 };
 
@@ -170,34 +168,19 @@ struct KernelArgs {
   float cb[32];
 };
 
-// The weight ring in shared memory: kStages stages, each with a `full` barrier (the producer's
-// bulk copies complete on it) and an `empty` barrier (each consumer thread arrives once it has
-// read the stage). Step q of the block's sequence uses stage q % kStages, phase q / kStages.
+// The weight ring: its barriers (common/stage_ring.cuh; the extra one is `recv`, where rank 0
+// of a cluster waits for the other ranks' sums) at the start of shared memory, its stages at
+// `offset`: the planes of the unit's 4 k-tiles, then their codes.
 template <int K>
-struct Ring {
-  uint32_t bars;          // shared address of full[0..S) then empty[0..S)
+struct Ring : dev::RingBarriers<Config::kStages, Config::kConsumers> {
   unsigned char* stages;  // generic pointer to stage 0
 
   __device__ Ring(unsigned char* smem, int offset)
-      : bars(dev::smem_addr(smem)), stages(smem + offset) {}
-  __device__ uint32_t full(int s) const { return bars + 8 * s; }
-  __device__ uint32_t empty(int s) const { return bars + 8 * (Config::kStages + s); }
+      : dev::RingBarriers<Config::kStages, Config::kConsumers>(dev::smem_addr(smem)),
+        stages(smem + offset) {}
+  __device__ uint32_t recv() const { return this->extra(); }
   __device__ unsigned char* planes(int s) const { return stages + s * stage_bytes<K>(); }
   __device__ unsigned char* codes(int s) const { return planes(s) + stage_plane_bytes<K>(); }
-  static __device__ int stage(uint32_t q) { return int(q % Config::kStages); }
-  static __device__ uint32_t parity(uint32_t q) { return (q / Config::kStages) & 1u; }
-
-  // Thread 0 initializes; every thread of the block must call (one __syncthreads).
-  __device__ void init() const {
-    if (threadIdx.x == 0) {
-      for (int s = 0; s < Config::kStages; ++s) {
-        dev::mbar_init(full(s), 1);
-        dev::mbar_init(empty(s), Config::kConsumers);
-      }
-      dev::fence_barrier_init();
-    }
-    __syncthreads();
-  }
 };
 
 // The producer (one lane of the last warp): walks the block's segments in the consumers' order
@@ -222,10 +205,6 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
         empty_wait.start();
         dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
         empty_wait.stop();
-      }
-      if (KBIT_GEMV_DIAG_NO_STREAM && q >= Config::kStages) {  // stale stage, released as is
-        dev::mbar_arrive(ring.full(st));
-        continue;
       }
       dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
       constexpr bool kCodes = KBIT_GEMV_DIAG_NO_MATH != 2;
@@ -415,8 +394,7 @@ __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
 // fp32 sums of the tile's [rows x 128] outputs and writes C (all consumer threads take part).
 template <typename T>
 __device__ void finish_split(const KernelArgs& a, const Segment g) {
-  if (KBIT_GEMV_DIAG_BOUNDARY == 2 ||
-      !dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
+  if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
     return;
   T* C = static_cast<T*>(a.C);
   for (int i = threadIdx.x; i < g.rows * Config::kTileN; i += Config::kConsumers) {
@@ -492,34 +470,48 @@ struct Smem {
   static __device__ unsigned char* s_a() { return g_smem + kA; }
 };
 
-// The end of a split tile whose contributors form one cluster (KernelArgs::cluster, session 12):
-// no L2 round trip. Ranks 1.. store their [rows x 128] sums into rank 0's receive area through
-// distributed shared memory, arrive on the cluster barrier (release) and exit; rank 0 arrives,
-// waits (acquire), adds their sums to its own in rank order (deterministic) and writes C. Through
-// the workspace the same end took three L2 round trips under a full memory system.
+// The end of a split tile whose contributors form one cluster (KernelArgs::cluster, sessions
+// 12-13): no L2 round trip. Once every block of the cluster has started (phase 0 of the cluster
+// barrier), ranks 1.. push their [rows x 128] sums into rank 0's receive area with st.async,
+// each store completing 4 bytes on rank 0's receive barrier, and exit; rank 0 waits there for
+// all (c - 1) x rows x 512 bytes (start_block set them), adds the sums to its own in rank order
+// (deterministic) and writes C. kClusterPush false: plain DSMEM stores, published by the cluster
+// barrier's phase 1. Through the workspace the same end took three L2 round trips.
 template <int K, int MV, typename T>
 __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Segment g,
                                    float (&acc)[(MV + 1) / 2][2]) {
   const OutSlots<MV> o{l, g, a.N};
   o.reduce(acc);
   const float* recv = reinterpret_cast<const float*>(g_smem + Smem<K>::kRecv);
+  const uint32_t recv_bar = Ring<K>(g_smem, Smem<K>::kRing).recv();
   auto slot = [&](int r, int s, int h) {  // float index of rank r's sum (row(s), column h)
     return ((r - 1) * MV + o.row(s)) * Config::kTileN + l.col_lo + 8 * h;
   };
-  dev::cluster::wait();  // (phase 0) every block of the cluster has started
   const int rank = int(dev::cluster::rank());
   if (rank != 0) {
+    dev::cluster::wait();  // (phase 0) rank 0 has started: its receive barrier is initialized
     const uint32_t dst = dev::cluster::map(dev::smem_addr(recv), 0);
+    const uint32_t bar = dev::cluster::map(recv_bar, 0);
 #pragma unroll
     for (int s = 0; s < (MV + 1) / 2; ++s)
 #pragma unroll
-      for (int h = 0; h < 2; ++h)
-        if (o.writer(s)) dev::cluster::store(dst + 4 * slot(rank, s, h), acc[s][h]);
-    dev::cluster::arrive_release();  // (phase 1) and leave: rank 0 reads its own memory
-    return;
+      for (int h = 0; h < 2; ++h) {
+        if (!o.writer(s)) continue;
+        if constexpr (kClusterPush)
+          dev::cluster::store_async(dst + 4 * slot(rank, s, h), acc[s][h], bar);
+        else
+          dev::cluster::store(dst + 4 * slot(rank, s, h), acc[s][h]);
+      }
+    if (!kClusterPush) dev::cluster::arrive_release();  // (phase 1)
+    return;  // rank 0 waits for what this block sent: it is alive until then
   }
-  dev::cluster::arrive_release();
-  dev::cluster::wait();  // (phase 1) every other rank's sums are here
+  if constexpr (kClusterPush) {
+    dev::mbar_wait(recv_bar, 0);
+  } else {
+    dev::cluster::wait();  // (phase 0)
+    dev::cluster::arrive_release();
+    dev::cluster::wait();  // (phase 1) every other rank's sums are here
+  }
   T* C = static_cast<T*>(a.C);
   o.for_each_owned([&](int s, int h) {
     float v = acc[s][h];
@@ -567,7 +559,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // Under PDL the first unit is already in registers and its stage free for the producer when
   // the consumers wait here for the previous launch: A, C and the split-K workspace are its
   // memory until then. (After the block's first segment the wait returns at once.)
-  if (KBIT_GEMV_DIAG_BOUNDARY != 1) dev::pdl::wait();
+  dev::pdl::wait();
   for (int i = 0; i < n; ++i, ++q) {
     constexpr int W = window_units<MV>();
     if (i % W == 0 && KBIT_GEMV_DIAG_NO_MATH != 4) {
@@ -630,11 +622,16 @@ __device__ void build_table(const KernelArgs& a) {
 
 // Initializes the ring; returns true in the consumer threads, which also build the pair table
 // (published by the first A-window barrier). The producer lane streams the ring and returns
-// false once it has issued every copy; the rest of its warp leaves at once.
-template <int K, typename T>
+// false once it has issued every copy; the rest of its warp leaves at once. MV rows (0: the
+// grouped kernel, which has no cluster end).
+template <int K, int MV, typename T>
 __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
-  const bool clustered = a.cluster > 1;  // the cluster barrier's two phases (combine_in_cluster)
+  const bool clustered = MV > 0 && a.cluster > 1;  // combine_in_cluster's protocol
   ring.init();
+  // Rank 0 expects the other ranks' sums on its receive barrier, before it tells them that it
+  // has started (an arrival with the byte count: the phase ends when they have all landed).
+  if (kClusterPush && clustered && threadIdx.x == 0 && dev::cluster::rank() == 0)
+    dev::mbar_arrive_expect_tx(ring.recv(), (a.cluster - 1) * MV * Config::kTileN * 4);
   if (clustered) dev::cluster::arrive_relaxed();  // phase 0: this block has started
   // The warp index through a shuffle: the compiler then knows the role branch is warp-uniform
   // and keeps block-wide constants (the table's base) in uniform registers (CUTLASS's
@@ -647,7 +644,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
     return true;
   }
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
-  if (clustered) {  // every thread of the cluster takes part in both phases
+  if (clustered && !kClusterPush) {  // every thread takes part in both phases
     dev::cluster::wait();
     dev::cluster::arrive_release();
   }
@@ -666,7 +663,7 @@ __global__ void __maxnreg__(Config::kMaxRegs)
     g_start_ns = start_ns;
   }
   dev::pdl::launch_dependents();  // at once: at the block's end kept 0.2 of 1.5 us (notes.md)
-  if (!start_block<K, T>(a, ring)) return;
+  if (!start_block<K, MV, T>(a, ring)) return;
   uint32_t q = 0;
   const int first = a.first_seg[blockIdx.x], last = a.first_seg[blockIdx.x + 1];
   for (int s = first; s < last; ++s) {

@@ -33,6 +33,18 @@ __device__ __forceinline__ void store(uint32_t cluster_addr, float v) {
   KBIT_CLUSTER_ASM("st.shared::cluster.f32 [%0], %1;" ::"r"(cluster_addr), "f"(v) : "memory");
 }
 
+// A float into another block's shared memory (an address from map()) that, once written,
+// completes 4 bytes of the transaction count of that block's mbarrier `remote_bar` (an address
+// from map() too): the receiver waits on its own mbarrier for all the bytes it expects, as for a
+// bulk copy, and the sender may leave at once (st.async, PTX ISA 8.1).
+__device__ __forceinline__ void store_async(uint32_t cluster_addr, float v, uint32_t remote_bar) {
+  KBIT_CLUSTER_ASM(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+          cluster_addr),
+      "r"(__float_as_uint(v)), "r"(remote_bar)
+      : "memory");
+}
+
 // The cluster barrier, split into arrive and wait: a phase completes when every thread of the
 // cluster has arrived; a thread waits for a phase before it arrives for the next one, and may
 // leave after arriving. arrive_relaxed at a block's start and wait before the first access to
