@@ -54,7 +54,7 @@ for s in "$@"; do
     run) cfg=${arg%% *}; m=$(mktemp)  # the brief reads the CSV this run wrote (--out-root too)
          step "run_$(basename ${cfg%.toml})" bash -c "$H run $arg --no-plot --quiet &&
            python3 harness/csv_brief.py \$(find results /tmp -name results.csv -newer $m 2>/dev/null | head -1)" ;;
-    sanitize) c="--cases n200_k96 n1000_k2080 n5000_k480 moe_e8_n200_k96 --quick --no-seed-shapes"
+    sanitize) c="--cases n200_k96 n1000_k2080 n5000_k480 n4000_k2048 moe_e8_n200_k96 --quick --no-seed-shapes"
               step "memcheck_$arg" compute-sanitizer --tool memcheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 4
               step "synccheck_$arg" compute-sanitizer --tool synccheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 4
               # racecheck hangs on st.async (scalar_gemv's cluster end, n5000_k480): it checks the

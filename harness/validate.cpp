@@ -35,12 +35,13 @@ struct Case {
 };
 
 // Tile multiples and not, tiny and large; K_dim multiples of 32 that are not of 64 or 128.
-// n5000_k480: every tile split in two k-bands (scalar_gemv's cluster end, session 12).
+// n5000_k480: every tile split in two k-bands (scalar_gemv's cluster end, session 12);
+// n4000_k2048: 8 k-bands per tile, 32 clusters of 8 do not fit (its tagged end, session 13).
 std::vector<Case> dense_cases(bool quick) {
-  std::vector<Case> c = {{"n200_k96", 200, 96},       {"n64_k32", 64, 32},
-                         {"n128_k64", 128, 64},       {"n257_k160", 257, 160},
-                         {"n1_k64", 1, 64},           {"n300_k1024", 300, 1024},
-                         {"n1000_k2080", 1000, 2080}, {"n5000_k480", 5000, 480}};
+  std::vector<Case> c = {
+      {"n200_k96", 200, 96},       {"n64_k32", 64, 32},       {"n128_k64", 128, 64},
+      {"n257_k160", 257, 160},     {"n1_k64", 1, 64},         {"n300_k1024", 300, 1024},
+      {"n1000_k2080", 1000, 2080}, {"n5000_k480", 5000, 480}, {"n4000_k2048", 4000, 2048}};
   if (!quick) c.push_back({"n4096_k4096", 4096, 4096});
   return c;
 }

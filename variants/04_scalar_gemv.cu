@@ -74,7 +74,7 @@ namespace {
 #ifndef KBIT_GEMV_DIAG_NO_MATH
 #define KBIT_GEMV_DIAG_NO_MATH 0
 #endif
-#ifndef KBIT_GEMV_CLUSTER_SPLIT  // 0: split tiles always end through the L2 workspace (session 12)
+#ifndef KBIT_GEMV_CLUSTER_SPLIT  // 0: no cluster end (split tiles end through L2; session 12)
 #define KBIT_GEMV_CLUSTER_SPLIT 1
 #endif
 // How the ranks of a cluster hand their sums to rank 0 (session 13): 1 st.async, which completes
@@ -84,6 +84,9 @@ namespace {
 #define KBIT_GEMV_CLUSTER_PUSH 1
 #endif
 constexpr bool kClusterPush = KBIT_GEMV_CLUSTER_PUSH != 0;
+#ifndef KBIT_GEMV_TAGGED_END    // 1: k-band splits whose clusters do not fit end through tagged L2
+#define KBIT_GEMV_TAGGED_END 1  // slots (session 13); 0: through the workspace and its counter
+#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif
@@ -165,6 +168,8 @@ struct KernelArgs {
   float* ws;             // split-K workspace [rows of C][N], zero between calls
   int* counters;         // one per output tile, zero between calls
   int cluster;           // > 1: each split tile's contributors are one cluster of this size
+  int tagged;  // > 1: each split tile's c contributors (blocks tc..tc+c-1) end through `tags`
+  unsigned long long* tags;  // [tile][contributor 1..c-1][row][128] tagged sums, zero between calls
   float cb[32];
 };
 
@@ -520,6 +525,62 @@ __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Seg
   });
 }
 
+// The tagged end's reach: rows (M = 3, 4 spilled with it compiled in) and loads in flight per
+// consumer thread; the host uses it only where one round of loads gathers every slot.
+constexpr int kTaggedMaxRows = 2, kTaggedLoads = 4;
+static_assert((Config::kMaxCluster - 1) * kTaggedMaxRows * Config::kTileN * 4 <=
+                  Config::kStages * stage_bytes<2>(),
+              "the other ranks' sums fit in the drained ring (the smallest: K = 2)");
+
+// The end of a split tile whose contributors are its k-bands but cannot form a cluster (session
+// 13): ranks 1.. (block index mod c) store their sums, each with a tag in one 64-bit word, into
+// their slots in L2 and leave at once: no fence, no counter. Rank 0's consumer threads load the
+// slots kTaggedLoads at a time each, re-read those not there yet, clear them and put the sums
+// into the drained ring; then the holders add them to their own in rank order (deterministic)
+// and write C. Every contributor is resident at once (one stripe per slot), so the wait ends.
+template <int K, int MV, typename T>
+__device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const Segment g,
+                                     float (&acc)[(MV + 1) / 2][2]) {
+  constexpr int kOutputs = MV * Config::kTileN;
+  static_assert(MV <= kTaggedMaxRows, "the host uses tagged slots for 1 or 2 rows");
+  const OutSlots<MV> o{l, g, a.N};
+  o.reduce(acc);
+  const int c = a.tagged, rank = int(blockIdx.x) % c, words = (c - 1) * kOutputs;
+  unsigned long long* slots = a.tags + (long long)g.tile_id * words;  // [rank - 1][row][col]
+  auto at = [&](int r, int s, int h) {  // index of rank r's sum (row(s), column h)
+    return (r - 1) * kOutputs + o.row(s) * Config::kTileN + l.col_lo + 8 * h;
+  };
+  if (rank != 0) {
+#pragma unroll
+    for (int s = 0; s < (MV + 1) / 2; ++s)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        if (o.writer(s)) dev::splitk::put_tagged(slots + at(rank, s, h), acc[s][h]);
+    return;
+  }
+  float* recv = reinterpret_cast<float*>(g_smem + Smem<K>::kRing);  // same layout as the slots
+  dev::sync_threads<Config::kConsumers>();  // every consumer has read its last stage
+#pragma unroll 1
+  for (int j0 = threadIdx.x; j0 < words; j0 += kTaggedLoads * Config::kConsumers) {
+    unsigned long long w[kTaggedLoads];
+#pragma unroll
+    for (int k = 0; k < kTaggedLoads; ++k)
+      if (j0 + k * Config::kConsumers < words)
+        w[k] = dev::splitk::peek_tagged(slots + j0 + k * Config::kConsumers);
+#pragma unroll
+    for (int k = 0; k < kTaggedLoads; ++k)
+      if (const int j = j0 + k * Config::kConsumers; j < words)
+        recv[j] = dev::splitk::take_tagged(slots + j, w[k]);
+  }
+  dev::sync_threads<Config::kConsumers>();
+  T* C = static_cast<T*>(a.C);
+  o.for_each_owned([&](int s, int h) {
+    float v = acc[s][h];
+    for (int r = 1; r < c; ++r) v += recv[at(r, s, h)];
+    C[o.index(s, h)] = dev::from_float<T>(v);
+  });
+}
+
 // One segment of a consumer thread. q is the block's ring step, carried across segments.
 template <int K, int MV, typename T, bool kDense>  // kDense: a cluster may end a split tile
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
@@ -581,11 +642,13 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
       dot_unit<K, MV, T, false>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc, [] {});
     }
   }
-  if constexpr (kDense) {  // the grouped kernel leaves the cluster end out (registers)
-    if (g.contributors > 1 && a.cluster > 1)
-      combine_in_cluster<K, MV, T>(a, l, g, acc);
-    else
-      store_segment<MV, T>(a, l, g, acc, defer);
+  // The grouped kernel leaves the cluster and tagged ends out, M = 3, 4 the tagged one
+  // (registers: they spilled; and the host uses it only where one load per thread in flight
+  // gathers it all).
+  if (kDense && g.contributors > 1 && a.cluster > 1) {
+    if constexpr (kDense) combine_in_cluster<K, MV, T>(a, l, g, acc);
+  } else if (kDense && MV <= kTaggedMaxRows && g.contributors > 1 && a.tagged > 1) {
+    if constexpr (kDense && MV <= kTaggedMaxRows) combine_through_tags<K, MV, T>(a, l, g, acc);
   } else {
     store_segment<MV, T>(a, l, g, acc, defer);
   }
@@ -707,18 +770,20 @@ struct GemvState : VariantState {
   const void* kernel = nullptr;
   int grid = 0, smem_bytes = 0, n_tiles = 0, k_tiles = 0, k_units = 0, units_per_block = 0,
       split_tiles = 0;
-  int blocks_per_sm = 0, cluster = 1;
+  int blocks_per_sm = 0, cluster = 1, tagged = 1;
   DeviceBuffer<Segment> segs;
   DeviceBuffer<int> first_seg;
   DeviceBuffer<float> ws;
   DeviceBuffer<int> counters;
+  DeviceBuffer<unsigned long long> tags;
   std::string describe() const override {
     return "units of 1 n-tile x " + std::to_string(Config::kUnitTiles) +
            " k-tiles, pair table + mma.m16n8k16, stripes of " + std::to_string(units_per_block) +
            " units over " + std::to_string(grid) + " blocks, " + std::to_string(split_tiles) +
            " tiles split" +
            (cluster > 1 ? " (combined in clusters of " + std::to_string(cluster) + ")" : "") +
-           ", " + std::to_string(Config::kStages) + "-stage bulk-copy ring, " +
+           (tagged > 1 ? " (combined through tagged L2 slots)" : "") + ", " +
+           std::to_string(Config::kStages) + "-stage bulk-copy ring, " +
            std::to_string(blocks_per_sm) + " blocks/SM";
   }
   // Per-block scale steps (one per block of 32, and the zero-initialised MMA sum), split-K
@@ -732,12 +797,15 @@ int cluster_smem(const GemvState& s, int c) {
 }
 
 // Uploads the stripes (of `per` units, over `tiles` output tiles), whose split tiles end in
-// clusters of `cluster` blocks (and a clean workspace and counters for them otherwise).
-void build_stripes(GemvState& s, const gemv::Stripes& st, std::size_t tiles, int per, int cluster) {
+// clusters of `cluster` blocks, through `tagged`-contributor slots, or else through a clean
+// workspace and counters.
+void build_stripes(GemvState& s, const gemv::Stripes& st, std::size_t tiles, int per, int cluster,
+                   int tagged) {
   s.grid = st.grid;
   s.units_per_block = per;
   s.split_tiles = st.split_tiles;
   s.cluster = cluster;
+  s.tagged = tagged;
   s.smem_bytes = cluster_smem(s, cluster);
   KBIT_CUDA_CHECK(
       cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem_bytes));
@@ -745,7 +813,10 @@ void build_stripes(GemvState& s, const gemv::Stripes& st, std::size_t tiles, int
   KBIT_CUDA_CHECK(cudaMemcpy(s.segs.get(), st.segs.data(), st.segs.size() * sizeof(Segment),
                              cudaMemcpyHostToDevice));
   s.first_seg = DeviceBuffer<int>(st.first);
-  if (s.split_tiles > 0 && s.cluster == 1) {
+  if (s.split_tiles > 0 && s.tagged > 1) {
+    s.tags = DeviceBuffer<unsigned long long>(tiles * (tagged - 1) * s.dims.M * Config::kTileN);
+    s.tags.fill_bytes(0);
+  } else if (s.split_tiles > 0 && s.cluster == 1) {
     s.ws = DeviceBuffer<float>(std::size_t(s.dims.M * s.dims.N));
     s.counters = DeviceBuffer<int>(tiles);
     s.ws.fill_bytes(0);
@@ -779,18 +850,24 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   const long long units = (long long)tiles.size() * s.k_units;
   const int slots = per_sm * sms;
   const int per = gemv::stripe_units(units, s.k_units, slots, o.split_k, KBIT_GEMV_ALIGN_SLACK);
-  // Split tiles end in clusters where the stripes allow it and the clusters fit. Not in the
-  // grouped kernel (registers) nor with a diagnostic whose consumers skip the end. (Longer
-  // k-bands chosen for clusters that fit lost more than the end gained: 8B down, session 12.)
+  // Split tiles whose contributors are its k-bands end in clusters where they fit, else through
+  // tagged slots where every contributor is resident at once (rank 0 waits for the others);
+  // otherwise through the workspace. Not in the grouped kernel (registers) nor with a
+  // diagnostic whose consumers skip the end. (Longer k-bands chosen for clusters that fit lost
+  // more than the end gained: 8B down, sessions 12 and 13.)
   const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
-  int cluster = 1;
-  if (KBIT_GEMV_CLUSTER_SPLIT && !s.dims.grouped() && KBIT_GEMV_DIAG_NO_MATH != 5) {
+  int cluster = 1, tagged = 1;
+  if (!s.dims.grouped() && KBIT_GEMV_DIAG_NO_MATH != 5) {
     const int c = gemv::cluster_size(st, Config::kMaxCluster);
-    if (c > 1 && clusters_fit_at_once(s.kernel, Config::kThreads, cluster_smem(s, c), c, st.grid,
-                                      s.blocks_per_sm, slots))
+    if (KBIT_GEMV_CLUSTER_SPLIT && c > 1 &&
+        clusters_fit_at_once(s.kernel, Config::kThreads, cluster_smem(s, c), c, st.grid,
+                             s.blocks_per_sm, slots))
       cluster = c;
+    else if (KBIT_GEMV_TAGGED_END && c > 1 && st.grid <= slots && s.dims.M <= kTaggedMaxRows &&
+             (c - 1) * s.dims.M * Config::kTileN <= kTaggedLoads * Config::kConsumers)
+      tagged = c;
   }
-  build_stripes(s, st, tiles.size(), per, cluster);
+  build_stripes(s, st, tiles.size(), per, cluster, tagged);
 }
 
 KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
@@ -810,6 +887,8 @@ KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
   a.ws = s.ws.get();
   a.counters = s.counters.get();
   a.cluster = s.cluster;
+  a.tagged = s.tagged;
+  a.tags = s.tags.get();
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
   return a;
 }

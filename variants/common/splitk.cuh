@@ -50,4 +50,30 @@ __device__ __forceinline__ float take(float* ws, std::int64_t idx) {
   return v;
 }
 
+// Tagged slots (session 13), for contributors that are k-bands of one tile: each sum travels
+// with its tag in one 64-bit word, which a load sees whole or not at all (single-copy atomic),
+// so the sender needs no fence and no counter and the receiver no acquire. The buffer is zero
+// before every call; the receiver clears what it took.
+constexpr unsigned long long kTag = 1ull << 32;
+
+// Stores v with its tag (no result, no ordering: the sender may leave at once).
+__device__ __forceinline__ void put_tagged(unsigned long long* slot, float v) {
+  const unsigned long long w = kTag | __float_as_uint(v);
+  asm volatile("st.relaxed.gpu.global.b64 [%0], %1;" ::"l"(slot), "l"(w) : "memory");
+}
+
+// The word in a slot, read at L2 (relaxed: never a stale L1 line, no ordering needed).
+__device__ __forceinline__ unsigned long long peek_tagged(const unsigned long long* slot) {
+  unsigned long long w;
+  asm volatile("ld.relaxed.gpu.global.b64 %0, [%1];" : "=l"(w) : "l"(slot) : "memory");
+  return w;
+}
+
+// The value of a word read by peek_tagged, re-reading until the tag is there; clears the slot.
+__device__ __forceinline__ float take_tagged(unsigned long long* slot, unsigned long long w) {
+  while (!(w & kTag)) w = peek_tagged(slot);
+  *slot = 0ull;
+  return __uint_as_float(uint32_t(w));
+}
+
 }  // namespace kbit::dev::splitk
