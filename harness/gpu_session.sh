@@ -57,14 +57,17 @@ for s in "$@"; do
     sanitize) c="--cases n200_k96 n1000_k2080 n5000_k480 n4000_k2048 moe_e8_n200_k96 --quick --no-seed-shapes"
               step "memcheck_$arg" compute-sanitizer --tool memcheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 4
               step "synccheck_$arg" compute-sanitizer --tool synccheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 4
-              # racecheck hangs on st.async (scalar_gemv's cluster end, n5000_k480): it checks the
-              # other cases here, and that one on a build whose clusters end through the cluster
-              # barrier (KBIT_GEMV_CLUSTER_PUSH=0, the same kernel but for that hand-over)
-              step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg ${c/n5000_k480 /} --k-bits 3
-              [ "$arg" = scalar_gemv ] && step "racecheck_cluster_barrier" bash -c "extra=''; [ -d .deps/usr ] && extra=-DCMAKE_PREFIX_PATH=\$PWD/.deps/usr;
-                cmake -S . -B build-racecheck -G Ninja \$extra -DKBIT_BUILD_TESTS=OFF -DCMAKE_CUDA_FLAGS=-DKBIT_GEMV_CLUSTER_PUSH=0 >/dev/null &&
+              # racecheck hangs on scalar_gemv's cluster end (st.async, n5000_k480) and on its tagged
+              # end (rank 0 waits for other blocks, which racecheck runs one after another;
+              # n4000_k2048): it checks the other cases here, and those two on a build whose split
+              # tiles end through the cluster barrier and the workspace (the same kernel but for
+              # those ends: KBIT_GEMV_CLUSTER_PUSH=0, KBIT_GEMV_TAGGED_END=0)
+              r=${c/n5000_k480 /}; r=${r/n4000_k2048 /}
+              step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg $r --k-bits 3
+              [ "$arg" = scalar_gemv ] && step "racecheck_other_ends" bash -c "extra=''; [ -d .deps/usr ] && extra=-DCMAKE_PREFIX_PATH=\$PWD/.deps/usr;
+                cmake -S . -B build-racecheck -G Ninja \$extra -DKBIT_BUILD_TESTS=OFF -DCMAKE_CUDA_FLAGS='-DKBIT_GEMV_CLUSTER_PUSH=0 -DKBIT_GEMV_TAGGED_END=0' >/dev/null &&
                 cmake --build build-racecheck -j16 --target kbit-harness >/dev/null &&
-                compute-sanitizer --tool racecheck --error-exitcode 9 ./build-racecheck/harness/kbit-harness validate --variant $arg --cases n5000_k480 --quick --no-seed-shapes --k-bits 3" ;;
+                compute-sanitizer --tool racecheck --error-exitcode 9 ./build-racecheck/harness/kbit-harness validate --variant $arg --cases n5000_k480 n4000_k2048 --quick --no-seed-shapes --k-bits 3" ;;
     sass) step "sass" bash -c "for o in build/variants/CMakeFiles/kbit_gpu.dir/*.cu.o; do cuobjdump -sass \$o; done > /tmp/all.sass &&
              python3 harness/sass_mix.py '$arg' --out '$LOGS/kernel_$n.sass' < /tmp/all.sass &&
              python3 harness/sass_mix.py '$arg' --loop < /tmp/all.sass" ;;
