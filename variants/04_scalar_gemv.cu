@@ -642,9 +642,8 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
       dot_unit<K, MV, T, false>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc, [] {});
     }
   }
-  // The grouped kernel leaves the cluster and tagged ends out, M = 3, 4 the tagged one
-  // (registers: they spilled; and the host uses it only where one load per thread in flight
-  // gathers it all).
+  // The grouped kernel leaves the cluster and tagged ends out (registers), M = 3, 4 the tagged
+  // one (they spilled with it; the host gives it at most 2 rows).
   if (kDense && g.contributors > 1 && a.cluster > 1) {
     if constexpr (kDense) combine_in_cluster<K, MV, T>(a, l, g, acc);
   } else if (kDense && MV <= kTaggedMaxRows && g.contributors > 1 && a.tagged > 1) {
