@@ -1,0 +1,39 @@
+// Variant 04's compile-time knobs and diagnostics (variants/04_scalar_gemv.cu includes this,
+// nothing else): every default, and why it is that. docs/variants/04_scalar_gemv.md has the
+// sweeps; override with -D at configure time, e.g.
+// cmake -DCMAKE_CUDA_FLAGS="-DKBIT_GEMV_STAGES=3", or harness/gpu_session.sh knobs:FLAGS:CONFIG.
+#pragma once
+
+#ifndef KBIT_GEMV_STAGES  // 2 beat 3 and 4 (notes.md: v5, and two groups per block in session 10)
+#define KBIT_GEMV_STAGES 2
+#endif
+#ifndef KBIT_GEMV_MAX_REGS  // 96: 2 blocks of 288 threads per SM (9 warps allocate as 10)
+#define KBIT_GEMV_MAX_REGS 96
+#endif
+#ifndef KBIT_GEMV_WINDOW     // rows x units of A staged per window (v6 until 7d8bbd4: 4 units at
+#define KBIT_GEMV_WINDOW 16  // every M; 16 row-units is the shared memory M = 4 had then)
+#endif
+#ifndef KBIT_GEMV_ALIGN_SLACK  // % more units per block allowed to align stripes on k-bands
+#define KBIT_GEMV_ALIGN_SLACK 20
+#endif
+// Diagnostics (results are wrong, never commit a run of them; the pair table is left out):
+// 1 the consumers only drain the ring (the stream alone); 2 also no absmax copies; 4 no A
+// windows; 5 no consumers, the producer refills a stage once it has landed (docs/notes.md).
+#ifndef KBIT_GEMV_DIAG_NO_MATH
+#define KBIT_GEMV_DIAG_NO_MATH 0
+#endif
+#ifndef KBIT_GEMV_CLUSTER_SPLIT  // 0: no cluster end (split tiles end through L2; session 12)
+#define KBIT_GEMV_CLUSTER_SPLIT 1
+#endif
+// How the ranks of a cluster hand their sums to rank 0 (session 13): 1 st.async, which completes
+// bytes on rank 0's receive mbarrier; 0 DSMEM stores and the cluster barrier (session 12: 0.4-0.7
+// us slower on 8B gate/up, but the one racecheck can run: it hangs on st.async).
+#ifndef KBIT_GEMV_CLUSTER_PUSH
+#define KBIT_GEMV_CLUSTER_PUSH 1
+#endif
+#ifndef KBIT_GEMV_TAGGED_END    // 1: k-band splits whose clusters do not fit end through tagged L2
+#define KBIT_GEMV_TAGGED_END 1  // slots (session 13); 0: through the workspace and its counter
+#endif
+#ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
+#define KBIT_GEMV_WAIT_STATS 0
+#endif
