@@ -527,18 +527,7 @@ __device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const S
   }
   float* recv = reinterpret_cast<float*>(g_smem + Smem<K>::kRing);  // same layout as the slots
   dev::sync_threads<Config::kConsumers>();  // every consumer has read its last stage
-#pragma unroll 1
-  for (int j0 = threadIdx.x; j0 < words; j0 += kTaggedLoads * Config::kConsumers) {
-    unsigned long long w[kTaggedLoads];
-#pragma unroll
-    for (int k = 0; k < kTaggedLoads; ++k)
-      if (j0 + k * Config::kConsumers < words)
-        w[k] = dev::splitk::peek_tagged(slots + j0 + k * Config::kConsumers);
-#pragma unroll
-    for (int k = 0; k < kTaggedLoads; ++k)
-      if (const int j = j0 + k * Config::kConsumers; j < words)
-        recv[j] = dev::splitk::take_tagged(slots + j, w[k]);
-  }
+  dev::splitk::gather_tagged<Config::kConsumers, kTaggedLoads>(slots, words, recv);
   dev::sync_threads<Config::kConsumers>();
   T* C = static_cast<T*>(a.C);
   o.for_each_owned([&](int s, int h) {

@@ -76,4 +76,20 @@ __device__ __forceinline__ float take_tagged(unsigned long long* slot, unsigned 
   return __uint_as_float(uint32_t(w));
 }
 
+// Threads [0, Threads) of the block gather `words` tagged slots into dst[0, words) (shared
+// memory), Loads loads in flight per thread before the first wait, and clear them.
+template <int Threads, int Loads>
+__device__ __forceinline__ void gather_tagged(unsigned long long* slots, int words, float* dst) {
+#pragma unroll 1
+  for (int j0 = int(threadIdx.x); j0 < words; j0 += Loads * Threads) {
+    unsigned long long w[Loads];
+#pragma unroll
+    for (int k = 0; k < Loads; ++k)
+      if (j0 + k * Threads < words) w[k] = peek_tagged(slots + j0 + k * Threads);
+#pragma unroll
+    for (int k = 0; k < Loads; ++k)
+      if (const int j = j0 + k * Threads; j < words) dst[j] = take_tagged(slots + j, w[k]);
+  }
+}
+
 }  // namespace kbit::dev::splitk
