@@ -598,6 +598,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
       dot_unit<K, MV, T, false>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc, [] {});
     }
   }
+  if (kWaitStats) dev::wait_stats::mark_computed();
   // The grouped kernel leaves the cluster and tagged ends out (registers), M = 3, 4 the tagged
   // one (they spilled with it; the host gives it at most 2 rows).
   if (kDense && g.contributors > 1 && a.cluster > 1) {
@@ -866,7 +867,7 @@ void launch(const GemvState& s, const GemmDims& d, const GemmArgs& g, cudaStream
   // statistics are summed over 64 launches (wait_stats.cuh).
   static unsigned launches = 0;
   if (kWaitStats && (!g.pdl || ++launches % 64 == 0)) {
-    dev::wait_stats::print_and_reset<<<1, 1, 0, stream>>>(g.pdl);
+    dev::wait_stats::print_and_reset<<<1, 1, 0, stream>>>(g.pdl, max(s.cluster, s.tagged), s.grid);
     KBIT_CUDA_CHECK(cudaGetLastError());
   }
 }

@@ -32,11 +32,12 @@ constexpr int kMaxSms = 256;
 struct Stats {
   unsigned long long sum[kSlots];
   unsigned long long start_ns[kMaxBlocks], end_ns[kMaxBlocks];
+  unsigned long long computed_ns[kMaxBlocks];  // when the block's last unit was computed
   unsigned sm[kMaxBlocks];
   unsigned long long start_min, start_max, end_min, end_max;  // globaltimer, ns
   unsigned int done, launch;
 };
-static __device__ Stats g_stats = {{}, {}, {}, {}, ~0ull, 0, ~0ull, 0, 0, 0};
+static __device__ Stats g_stats = {{}, {}, {}, {}, {}, ~0ull, 0, ~0ull, 0, 0, 0};
 
 // Accumulates the cycles between start() and stop(); a no-op unless On. 32-bit (fewer
 // registers: the diagnostic should perturb the kernel as little as it can).
@@ -58,6 +59,12 @@ __device__ __forceinline__ void add(Slot s, unsigned long long v) {
 // Consumer thread 0, once per block: a milestone at ns after the block's start.
 __device__ __forceinline__ void mark(Slot s, unsigned long long start_ns) {
   if (threadIdx.x == 0) add(s, global_ns() - start_ns);
+}
+
+// Consumer thread 0, before each segment's end (the last call stays): when the block's own work
+// was done, for print_groups.
+__device__ __forceinline__ void mark_computed() {
+  if (threadIdx.x == 0 && blockIdx.x < kMaxBlocks) g_stats.computed_ns[blockIdx.x] = global_ns();
 }
 
 // Consumer thread 0, once every consumer of the block is done: the block's times.
@@ -139,6 +146,30 @@ __device__ inline void print_milestones(const Stats& s, bool one_grid) {
          s.sum[kBlockNs] * 1e-3 / blocks);
 }
 
+// Split tiles ended by groups of `c` consecutive blocks whose rank 0 (the first) adds the others'
+// sums (a cluster or tagged slots): how long rank 0 waits, after its own last unit, for the
+// last of the others to leave, and how long its end takes after that (the hand-over).
+// Under PDL (64 launches summed) the per-block times are the last launch's.
+__device__ inline void print_groups(const Stats& s, int c, int grid) {
+  const int n = min(grid, kMaxBlocks) / c * c;
+  if (c < 2 || n == 0) return;
+  double wait = 0, hand = 0, spread = 0;
+  for (int r0 = 0; r0 < n; r0 += c) {
+    unsigned long long last = 0, first = ~0ull;
+    for (int b = r0 + 1; b < r0 + c; ++b)
+      last = max(last, s.end_ns[b]), first = min(first, s.end_ns[b]);
+    const unsigned long long ready = max(last, s.computed_ns[r0]);
+    wait += double(ready - s.computed_ns[r0]);
+    hand += double(s.end_ns[r0]) - double(ready);
+    spread += double(last - first);
+  }
+  const int groups = n / c;
+  printf(
+      "wait_stats groups of %d (%d): rank 0 waits %.2f us for the others' last end, then ends "
+      "in %.2f us; the others end over %.2f us (means)\n",
+      c, groups, wait * 1e-3 / groups, hand * 1e-3 / groups, spread * 1e-3 / groups);
+}
+
 // The per-block and per-warp means of the sums.
 __device__ inline void print_means(const Stats& s) {
   const double blocks = s.done, warps = double(s.sum[kConsumerWarps]);
@@ -152,16 +183,18 @@ __device__ inline void print_means(const Stats& s) {
 
 // Launched <<<1, 1>>> after a launch of the kernel under study (a printf in that kernel would
 // change its register allocation); resets the sums. Plain launches (a call after every launch):
-// one grid's span and means every 128th call, its tail and milestones on the next two calls.
+// one grid's span and means every 128th call, its tail, milestones and split-tile groups (of
+// `group` blocks, where > 1) on the next three calls.
 // `chained` (PDL, where a kernel between two launches would break the chain, so the host calls
 // this after every 64th launch only): the means and milestones over those 64 launches, every
 // second call; spans and tails across launches mean nothing and are left out.
-__global__ void print_and_reset(bool chained = false) {
+__global__ void print_and_reset(bool chained = false, int group = 1, int grid = 0) {
   Stats& s = g_stats;
   const unsigned call = s.launch++;
   if (s.done > 0 && chained && call % 2 == 1) {  // (no consumer reports under DIAG 5)
     print_means(s);
     print_milestones(s, false);
+    print_groups(s, group, grid);
   }
   if (s.done > 0 && !chained) {
     if (call % 128 == 64) {
@@ -172,6 +205,7 @@ __global__ void print_and_reset(bool chained = false) {
     }
     if (call % 128 == 65) print_tail(s);
     if (call % 128 == 66) print_milestones(s, true);
+    if (call % 128 == 67) print_groups(s, group, grid);
   }
   for (int i = 0; i < kSlots; ++i) s.sum[i] = 0;
   s.start_min = s.end_min = ~0ull;
