@@ -146,28 +146,35 @@ __device__ inline void print_milestones(const Stats& s, bool one_grid) {
          s.sum[kBlockNs] * 1e-3 / blocks);
 }
 
-// Split tiles ended by groups of `c` consecutive blocks whose rank 0 (the first) adds the others'
-// sums (a cluster or tagged slots): how long rank 0 waits, after its own last unit, for the
-// last of the others to leave, and how long its end takes after that (the hand-over).
+// Split tiles ended by groups of `c` consecutive blocks, the one at position `root` adding the
+// others' sums (a cluster or tagged slots): how long the root waits, after its own last unit,
+// for the last of the others to leave, and how long its end takes after that (the hand-over);
+// and when each position's last unit is computed, after position 0's (the dispatch order).
 // Under PDL (64 launches summed) the per-block times are the last launch's.
-__device__ inline void print_groups(const Stats& s, int c, int grid) {
+__device__ inline void print_groups(const Stats& s, int c, int root, int grid) {
+  constexpr int kMaxGroup = 8;
   const int n = min(grid, kMaxBlocks) / c * c;
-  if (c < 2 || n == 0) return;
-  double wait = 0, hand = 0, spread = 0;
-  for (int r0 = 0; r0 < n; r0 += c) {
+  if (c < 2 || c > kMaxGroup || n == 0) return;
+  double wait = 0, hand = 0, spread = 0, at[kMaxGroup] = {};
+  for (int g = 0; g < n; g += c) {
     unsigned long long last = 0, first = ~0ull;
-    for (int b = r0 + 1; b < r0 + c; ++b)
-      last = max(last, s.end_ns[b]), first = min(first, s.end_ns[b]);
-    const unsigned long long ready = max(last, s.computed_ns[r0]);
-    wait += double(ready - s.computed_ns[r0]);
-    hand += double(s.end_ns[r0]) - double(ready);
+    for (int b = g; b < g + c; ++b) {
+      at[b - g] += double(s.computed_ns[b]) - double(s.computed_ns[g]);
+      if (b != g + root) last = max(last, s.end_ns[b]), first = min(first, s.end_ns[b]);
+    }
+    const unsigned long long ready = max(last, s.computed_ns[g + root]);
+    wait += double(ready - s.computed_ns[g + root]);
+    hand += double(s.end_ns[g + root]) - double(ready);
     spread += double(last - first);
   }
-  const int groups = n / c;
+  const double us = 1e-3 * c / n;  // per group, in us
   printf(
-      "wait_stats groups of %d (%d): rank 0 waits %.2f us for the others' last end, then ends "
-      "in %.2f us; the others end over %.2f us (means)\n",
-      c, groups, wait * 1e-3 / groups, hand * 1e-3 / groups, spread * 1e-3 / groups);
+      "wait_stats groups of %d (%d), root at %d: it waits %.2f us for the others' last end, "
+      "then ends in %.2f us; the others end over %.2f us; last unit computed by position, "
+      "after position 0:",
+      c, n / c, root, wait * us, hand * us, spread * us);
+  for (int r = 1; r < c; ++r) printf(" %.2f", at[r] * us);
+  printf(" us (means)\n");
 }
 
 // The per-block and per-warp means of the sums.
@@ -188,13 +195,13 @@ __device__ inline void print_means(const Stats& s) {
 // `chained` (PDL, where a kernel between two launches would break the chain, so the host calls
 // this after every 64th launch only): the means and milestones over those 64 launches, every
 // second call; spans and tails across launches mean nothing and are left out.
-__global__ void print_and_reset(bool chained = false, int group = 1, int grid = 0) {
+__global__ void print_and_reset(bool chained = false, int group = 1, int root = 0, int grid = 0) {
   Stats& s = g_stats;
   const unsigned call = s.launch++;
   if (s.done > 0 && chained && call % 2 == 1) {  // (no consumer reports under DIAG 5)
     print_means(s);
     print_milestones(s, false);
-    print_groups(s, group, grid);
+    print_groups(s, group, root, grid);
   }
   if (s.done > 0 && !chained) {
     if (call % 128 == 64) {
@@ -205,7 +212,7 @@ __global__ void print_and_reset(bool chained = false, int group = 1, int grid = 
     }
     if (call % 128 == 65) print_tail(s);
     if (call % 128 == 66) print_milestones(s, true);
-    if (call % 128 == 67) print_groups(s, group, grid);
+    if (call % 128 == 67) print_groups(s, group, root, grid);
   }
   for (int i = 0; i < kSlots; ++i) s.sum[i] = 0;
   s.start_min = s.end_min = ~0ull;
