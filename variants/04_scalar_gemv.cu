@@ -57,7 +57,6 @@ namespace {
 
 // The tuning knobs and diagnostics (KBIT_GEMV_*): variants/scalar_gemv_knobs.hpp.
 constexpr bool kClusterPush = KBIT_GEMV_CLUSTER_PUSH != 0;
-constexpr bool kTaggedRootLast = KBIT_GEMV_TAGGED_ROOT_LAST != 0;
 constexpr bool kWaitStats = KBIT_GEMV_WAIT_STATS != 0;
 
 struct Config {
@@ -513,8 +512,7 @@ __device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const S
   static_assert(MV <= kTaggedMaxRows, "the host uses tagged slots for 1 or 2 rows");
   const OutSlots<MV> o{l, g, a.N};
   o.reduce(acc);
-  const int c = a.tagged, words = (c - 1) * kOutputs, pos = int(blockIdx.x) % c;
-  const int rank = kTaggedRootLast ? c - 1 - pos : pos;               // rank 0 gathers
+  const int c = a.tagged, rank = int(blockIdx.x) % c, words = (c - 1) * kOutputs;
   unsigned long long* slots = a.tags + (long long)g.tile_id * words;  // [rank - 1][row][col]
   auto at = [&](int r, int s, int h) {  // index of rank r's sum (row(s), column h)
     return (r - 1) * kOutputs + o.row(s) * Config::kTileN + l.col_lo + 8 * h;
@@ -869,9 +867,7 @@ void launch(const GemvState& s, const GemmDims& d, const GemmArgs& g, cudaStream
   // statistics are summed over 64 launches (wait_stats.cuh).
   static unsigned launches = 0;
   if (kWaitStats && (!g.pdl || ++launches % 64 == 0)) {
-    dev::wait_stats::print_and_reset<<<1, 1, 0, stream>>>(
-        g.pdl, max(s.cluster, s.tagged), s.tagged > 1 && kTaggedRootLast ? s.tagged - 1 : 0,
-        s.grid);
+    dev::wait_stats::print_and_reset<<<1, 1, 0, stream>>>(g.pdl, max(s.cluster, s.tagged), s.grid);
     KBIT_CUDA_CHECK(cudaGetLastError());
   }
 }

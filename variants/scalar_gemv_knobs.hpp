@@ -34,11 +34,6 @@
 #ifndef KBIT_GEMV_TAGGED_END    // 1: k-band splits whose clusters do not fit end through tagged L2
 #define KBIT_GEMV_TAGGED_END 1  // slots (session 13); 0: through the workspace and its counter
 #endif
-// Which block of a tagged group adds the others' sums: 0 the first (block index mod c == 0), 1 the
-// last, which is dispatched last and so tends to end last: it waits less (session 14).
-#ifndef KBIT_GEMV_TAGGED_ROOT_LAST
-#define KBIT_GEMV_TAGGED_ROOT_LAST 0
-#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif

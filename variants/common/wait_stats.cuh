@@ -146,12 +146,12 @@ __device__ inline void print_milestones(const Stats& s, bool one_grid) {
          s.sum[kBlockNs] * 1e-3 / blocks);
 }
 
-// Split tiles ended by groups of `c` consecutive blocks, the one at position `root` adding the
-// others' sums (a cluster or tagged slots): how long the root waits, after its own last unit,
-// for the last of the others to leave, and how long its end takes after that (the hand-over);
-// and when each position's last unit is computed, after position 0's (the dispatch order).
+// Split tiles ended by groups of `c` consecutive blocks, the first (the root) adding the others'
+// sums (a cluster or tagged slots): how long the root waits, after its own last unit, for the
+// last of the others to leave, and how long its end takes after that (the hand-over); and when
+// each position's last unit is computed, after position 0's (the dispatch order).
 // Under PDL (64 launches summed) the per-block times are the last launch's.
-__device__ inline void print_groups(const Stats& s, int c, int root, int grid) {
+__device__ inline void print_groups(const Stats& s, int c, int grid) {
   constexpr int kMaxGroup = 8;
   const int n = min(grid, kMaxBlocks) / c * c;
   if (c < 2 || c > kMaxGroup || n == 0) return;
@@ -160,19 +160,19 @@ __device__ inline void print_groups(const Stats& s, int c, int root, int grid) {
     unsigned long long last = 0, first = ~0ull;
     for (int b = g; b < g + c; ++b) {
       at[b - g] += double(s.computed_ns[b]) - double(s.computed_ns[g]);
-      if (b != g + root) last = max(last, s.end_ns[b]), first = min(first, s.end_ns[b]);
+      if (b != g) last = max(last, s.end_ns[b]), first = min(first, s.end_ns[b]);
     }
-    const unsigned long long ready = max(last, s.computed_ns[g + root]);
-    wait += double(ready - s.computed_ns[g + root]);
-    hand += double(s.end_ns[g + root]) - double(ready);
+    const unsigned long long ready = max(last, s.computed_ns[g]);
+    wait += double(ready - s.computed_ns[g]);
+    hand += double(s.end_ns[g]) - double(ready);
     spread += double(last - first);
   }
   const double us = 1e-3 * c / n;  // per group, in us
   printf(
-      "wait_stats groups of %d (%d), root at %d: it waits %.2f us for the others' last end, "
+      "wait_stats groups of %d (%d): the root waits %.2f us for the others' last end, "
       "then ends in %.2f us; the others end over %.2f us; last unit computed by position, "
       "after position 0:",
-      c, n / c, root, wait * us, hand * us, spread * us);
+      c, n / c, wait * us, hand * us, spread * us);
   for (int r = 1; r < c; ++r) printf(" %.2f", at[r] * us);
   printf(" us (means)\n");
 }
@@ -195,13 +195,13 @@ __device__ inline void print_means(const Stats& s) {
 // `chained` (PDL, where a kernel between two launches would break the chain, so the host calls
 // this after every 64th launch only): the means and milestones over those 64 launches, every
 // second call; spans and tails across launches mean nothing and are left out.
-__global__ void print_and_reset(bool chained = false, int group = 1, int root = 0, int grid = 0) {
+__global__ void print_and_reset(bool chained = false, int group = 1, int grid = 0) {
   Stats& s = g_stats;
   const unsigned call = s.launch++;
   if (s.done > 0 && chained && call % 2 == 1) {  // (no consumer reports under DIAG 5)
     print_means(s);
     print_milestones(s, false);
-    print_groups(s, group, root, grid);
+    print_groups(s, group, grid);
   }
   if (s.done > 0 && !chained) {
     if (call % 128 == 64) {
@@ -212,7 +212,7 @@ __global__ void print_and_reset(bool chained = false, int group = 1, int root = 
     }
     if (call % 128 == 65) print_tail(s);
     if (call % 128 == 66) print_milestones(s, true);
-    if (call % 128 == 67) print_groups(s, group, root, grid);
+    if (call % 128 == 67) print_groups(s, group, grid);
   }
   for (int i = 0; i < kSlots; ++i) s.sum[i] = 0;
   s.start_min = s.end_min = ~0ull;
