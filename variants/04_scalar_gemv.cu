@@ -495,6 +495,10 @@ __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Seg
 // The tagged end's reach: rows (M = 3, 4 spilled with it compiled in) and loads in flight per
 // consumer thread; the host uses it only where one round of loads gathers every slot.
 constexpr int kTaggedMaxRows = 2, kTaggedLoads = 4;
+// Whether the K-bit kernel for `rows` rows has the tagged end (KBIT_GEMV_TAGGED_KS).
+__host__ __device__ constexpr bool has_tagged_end(int k, int rows) {
+  return rows >= 1 && rows <= kTaggedMaxRows && ((KBIT_GEMV_TAGGED_KS >> k) & 1) != 0;
+}
 static_assert((Config::kMaxCluster - 1) * kTaggedMaxRows * Config::kTileN * 4 <=
                   Config::kStages * stage_bytes<2>(),
               "the other ranks' sums fit in the drained ring (the smallest: K = 2)");
@@ -600,11 +604,11 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   }
   if (kWaitStats) dev::wait_stats::mark_computed();
   // The grouped kernel leaves the cluster and tagged ends out (registers), M = 3, 4 the tagged
-  // one (they spilled with it; the host gives it at most 2 rows).
+  // one (they spilled with it; the host gives it at most 2 rows), and so may some K.
   if (kDense && g.contributors > 1 && a.cluster > 1) {
     if constexpr (kDense) combine_in_cluster<K, MV, T>(a, l, g, acc);
-  } else if (kDense && MV <= kTaggedMaxRows && g.contributors > 1 && a.tagged > 1) {
-    if constexpr (kDense && MV <= kTaggedMaxRows) combine_through_tags<K, MV, T>(a, l, g, acc);
+  } else if (kDense && has_tagged_end(K, MV) && g.contributors > 1 && a.tagged > 1) {
+    if constexpr (kDense && has_tagged_end(K, MV)) combine_through_tags<K, MV, T>(a, l, g, acc);
   } else {
     store_segment<MV, T>(a, l, g, acc, defer);
   }
@@ -819,7 +823,8 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
         clusters_fit_at_once(s.kernel, Config::kThreads, cluster_smem(s, c), c, st.grid,
                              s.blocks_per_sm, slots))
       cluster = c;
-    else if (KBIT_GEMV_TAGGED_END && c > 1 && st.grid <= slots && s.dims.M <= kTaggedMaxRows &&
+    else if (KBIT_GEMV_TAGGED_END && c > 1 && st.grid <= slots &&
+             has_tagged_end(s.dims.k_bits, int(s.dims.M)) &&
              (c - 1) * s.dims.M * Config::kTileN <= kTaggedLoads * Config::kConsumers)
       tagged = c;
   }

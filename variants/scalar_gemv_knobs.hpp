@@ -34,6 +34,12 @@
 #ifndef KBIT_GEMV_TAGGED_END    // 1: k-band splits whose clusters do not fit end through tagged L2
 #define KBIT_GEMV_TAGGED_END 1  // slots (session 13); 0: through the workspace and its counter
 #endif
+// Which bit widths' dense M = 1, 2 kernels compile the tagged end: bit k for K = k. Compiled in,
+// it perturbs the main loop's code (session 14: K = 5 M = 1 3-8% slower, with no spills);
+// a kernel without it ends such tiles through the workspace.
+#ifndef KBIT_GEMV_TAGGED_KS
+#define KBIT_GEMV_TAGGED_KS 0x3C
+#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif
