@@ -34,11 +34,11 @@
 #ifndef KBIT_GEMV_TAGGED_END    // 1: k-band splits whose clusters do not fit end through tagged L2
 #define KBIT_GEMV_TAGGED_END 1  // slots (session 13); 0: through the workspace and its counter
 #endif
-// Which bit widths' dense M = 1, 2 kernels compile the tagged end: bit k for K = k. Compiled in,
-// it perturbs the main loop's code (session 14: K = 5 M = 1 3-8% slower, with no spills);
-// a kernel without it ends such tiles through the workspace.
+// Which bit widths' dense M = 1, 2 kernels compile the tagged end: bit k for K = k; 0x18: K = 3,
+// 4. Compiled into K = 5 it cost every M = 1, 2 row 3-8% (Llama3-70B 81 -> 87 us, no spills),
+// into K = 2 up to 0.8 us (session 14); those kernels end such tiles through the workspace.
 #ifndef KBIT_GEMV_TAGGED_KS
-#define KBIT_GEMV_TAGGED_KS 0x3C
+#define KBIT_GEMV_TAGGED_KS 0x18
 #endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
