@@ -605,7 +605,12 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   if (kWaitStats) dev::wait_stats::mark_computed();
   // The grouped kernel leaves the cluster and tagged ends out (registers), M = 3, 4 the tagged
   // one (they spilled with it; the host gives it at most 2 rows), and so may some K.
-  if (kDense && g.contributors > 1 && a.cluster > 1) {
+  if constexpr (KBIT_GEMV_DIAG_NO_ENDS) {
+    const OutSlots<MV> o{l, g, a.N};
+    o.reduce(acc);
+    o.for_each_owned(
+        [&](int s, int h) { static_cast<T*>(a.C)[o.index(s, h)] = dev::from_float<T>(acc[s][h]); });
+  } else if (kDense && g.contributors > 1 && a.cluster > 1) {
     if constexpr (kDense) combine_in_cluster<K, MV, T>(a, l, g, acc);
   } else if (kDense && has_tagged_end(K, MV) && g.contributors > 1 && a.tagged > 1) {
     if constexpr (kDense && has_tagged_end(K, MV)) combine_through_tags<K, MV, T>(a, l, g, acc);
@@ -699,7 +704,8 @@ __global__ void __maxnreg__(Config::kMaxRegs)
       run_segment<K, MV, T, true>(a, a.segs[s], ring, q, defer);
   }
   if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kComputed, g_start_ns);
-  if (last - first > 1 && a.segs[first].contributors > 1) finish_split<T>(a, a.segs[first]);
+  if (!KBIT_GEMV_DIAG_NO_ENDS && last - first > 1 && a.segs[first].contributors > 1)
+    finish_split<T>(a, a.segs[first]);
   if constexpr (kWaitStats) {
     dev::sync_threads<Config::kConsumers>();
     dev::wait_stats::finish_consumers(g_wait, Config::kConsumers / 32, start_ns, start_clk);
@@ -817,7 +823,7 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   // more than the end gained: 8B down, sessions 12 and 13.)
   const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
   int cluster = 1, tagged = 1;
-  if (!s.dims.grouped() && KBIT_GEMV_DIAG_NO_MATH != 5) {
+  if (!s.dims.grouped() && KBIT_GEMV_DIAG_NO_MATH != 5 && !KBIT_GEMV_DIAG_NO_ENDS) {
     const int c = gemv::cluster_size(st, Config::kMaxCluster);
     if (KBIT_GEMV_CLUSTER_SPLIT && c > 1 &&
         clusters_fit_at_once(s.kernel, Config::kThreads, cluster_smem(s, c), c, st.grid,

@@ -22,6 +22,11 @@
 #ifndef KBIT_GEMV_DIAG_NO_MATH
 #define KBIT_GEMV_DIAG_NO_MATH 0
 #endif
+// Diagnostic: 1 compiles no split-tile end at all, every segment stores its sums into C (wrong
+// wherever a tile is split): what the ends' code costs the main loop (session 14).
+#ifndef KBIT_GEMV_DIAG_NO_ENDS
+#define KBIT_GEMV_DIAG_NO_ENDS 0
+#endif
 #ifndef KBIT_GEMV_CLUSTER_SPLIT  // 0: no cluster end (split tiles end through L2; session 12)
 #define KBIT_GEMV_CLUSTER_SPLIT 1
 #endif
