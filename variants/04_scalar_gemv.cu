@@ -58,13 +58,6 @@ namespace {
 // The tuning knobs and diagnostics (KBIT_GEMV_*): variants/scalar_gemv_knobs.hpp.
 constexpr bool kClusterPush = KBIT_GEMV_CLUSTER_PUSH != 0;
 constexpr bool kWaitStats = KBIT_GEMV_WAIT_STATS != 0;
-// The segment ends' linkage (KBIT_GEMV_ENDS_NOINLINE): a call keeps their registers out of the
-// main loop's allocation.
-#if KBIT_GEMV_ENDS_NOINLINE
-#define KBIT_GEMV_END_FN __noinline__
-#else
-#define KBIT_GEMV_END_FN
-#endif
 
 struct Config {
   // Shared memory of the pair table; the stream-only diagnostic needs none (room for stages).
@@ -372,7 +365,7 @@ __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
 // The end of a split tile: after this block's adds, the last of its contributors converts the
 // fp32 sums of the tile's [rows x 128] outputs and writes C (all consumer threads take part).
 template <typename T>
-__device__ KBIT_GEMV_END_FN void finish_split(const KernelArgs& a, const Segment g) {
+__device__ void finish_split(const KernelArgs& a, const Segment g) {
   if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
     return;
   T* C = static_cast<T*>(a.C);
@@ -418,7 +411,7 @@ struct OutSlots {
 // the caller finishes it later (finish_split), so that the first segment of a stripe does not
 // stall the block in the middle of its stream.
 template <int MV, typename T>
-__device__ KBIT_GEMV_END_FN void store_segment(const KernelArgs& a, const Lane& l, const Segment g,
+__device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment g,
                                                float (&acc)[(MV + 1) / 2][2], bool defer) {
   const OutSlots<MV> o{l, g, a.N};
   o.reduce(acc);
@@ -457,7 +450,7 @@ struct Smem {
 // (deterministic) and writes C. kClusterPush false: plain DSMEM stores, published by the cluster
 // barrier's phase 1. Through the workspace the same end took three L2 round trips.
 template <int K, int MV, typename T>
-__device__ KBIT_GEMV_END_FN void combine_in_cluster(const KernelArgs& a, const Lane& l,
+__device__ void combine_in_cluster(const KernelArgs& a, const Lane& l,
                                                     const Segment g,
                                                     float (&acc)[(MV + 1) / 2][2]) {
   const OutSlots<MV> o{l, g, a.N};
@@ -518,7 +511,7 @@ static_assert((Config::kMaxCluster - 1) * kTaggedMaxRows * Config::kTileN * 4 <=
 // into the drained ring; then the holders add them to their own in rank order (deterministic)
 // and write C. Every contributor is resident at once (one stripe per slot), so the wait ends.
 template <int K, int MV, typename T>
-__device__ KBIT_GEMV_END_FN void combine_through_tags(const KernelArgs& a, const Lane& l,
+__device__ void combine_through_tags(const KernelArgs& a, const Lane& l,
                                                       const Segment g,
                                                       float (&acc)[(MV + 1) / 2][2]) {
   constexpr int kOutputs = MV * Config::kTileN;

@@ -45,11 +45,6 @@
 #ifndef KBIT_GEMV_TAGGED_KS
 #define KBIT_GEMV_TAGGED_KS 0x18
 #endif
-// 1: the split-tile ends and the segment store are calls, not inlined into the main loop
-// (session 14: compiled in, the ends cost M = 4 kernels ~3% with no split tile at all).
-#ifndef KBIT_GEMV_ENDS_NOINLINE
-#define KBIT_GEMV_ENDS_NOINLINE 0
-#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif
