@@ -412,7 +412,7 @@ struct OutSlots {
 // stall the block in the middle of its stream.
 template <int MV, typename T>
 __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment g,
-                                               float (&acc)[(MV + 1) / 2][2], bool defer) {
+                              float (&acc)[(MV + 1) / 2][2], bool defer) {
   const OutSlots<MV> o{l, g, a.N};
   o.reduce(acc);
   T* C = static_cast<T*>(a.C);
@@ -450,9 +450,8 @@ struct Smem {
 // (deterministic) and writes C. kClusterPush false: plain DSMEM stores, published by the cluster
 // barrier's phase 1. Through the workspace the same end took three L2 round trips.
 template <int K, int MV, typename T>
-__device__ void combine_in_cluster(const KernelArgs& a, const Lane& l,
-                                                    const Segment g,
-                                                    float (&acc)[(MV + 1) / 2][2]) {
+__device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Segment g,
+                                   float (&acc)[(MV + 1) / 2][2]) {
   const OutSlots<MV> o{l, g, a.N};
   o.reduce(acc);
   const float* recv = reinterpret_cast<const float*>(g_smem + Smem<K>::kRecv);
@@ -511,9 +510,8 @@ static_assert((Config::kMaxCluster - 1) * kTaggedMaxRows * Config::kTileN * 4 <=
 // into the drained ring; then the holders add them to their own in rank order (deterministic)
 // and write C. Every contributor is resident at once (one stripe per slot), so the wait ends.
 template <int K, int MV, typename T>
-__device__ void combine_through_tags(const KernelArgs& a, const Lane& l,
-                                                      const Segment g,
-                                                      float (&acc)[(MV + 1) / 2][2]) {
+__device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const Segment g,
+                                     float (&acc)[(MV + 1) / 2][2]) {
   constexpr int kOutputs = MV * Config::kTileN;
   static_assert(MV <= kTaggedMaxRows, "the host uses tagged slots for 1 or 2 rows");
   const OutSlots<MV> o{l, g, a.N};
