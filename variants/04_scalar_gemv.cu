@@ -542,7 +542,9 @@ __device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const S
 }
 
 // One segment of a consumer thread. q is the block's ring step, carried across segments.
-template <int K, int MV, typename T, bool kDense>  // kDense: a cluster may end a split tile
+// kDense: a cluster or tagged slots may end a split tile; kWholeTiles: the plan splits no tile,
+// so no split-tile end is compiled in (their code cost the M = 4 main loop 3%: session 14).
+template <int K, int MV, typename T, bool kDense, bool kWholeTiles = false>
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
                                             const Ring<K>& ring, uint32_t& q,
                                             bool defer) {  // g by value: registers
@@ -605,7 +607,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   if (kWaitStats) dev::wait_stats::mark_computed();
   // The grouped kernel leaves the cluster and tagged ends out (registers), M = 3, 4 the tagged
   // one (they spilled with it; the host gives it at most 2 rows), and so may some K.
-  if constexpr (KBIT_GEMV_DIAG_NO_ENDS) {
+  if constexpr (kWholeTiles) {  // (or KBIT_GEMV_DIAG_NO_ENDS: wrong where a tile is split)
     const OutSlots<MV> o{l, g, a.N};
     o.reduce(acc);
     o.for_each_owned(
@@ -680,7 +682,8 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
 }
 
 // MV = 1..4: dense, every segment has MV rows. MV = 0: grouped (scalar_gemv's MoE row).
-template <int K, int MV, typename T>
+// kWholeTiles: no tile is split (run_segment).
+template <int K, int MV, typename T, bool kWholeTiles = false>
 __global__ void __maxnreg__(Config::kMaxRegs)
     scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   const Ring<K> ring(g_smem, Smem<K>::kRing);
@@ -701,10 +704,10 @@ __global__ void __maxnreg__(Config::kMaxRegs)
     if constexpr (MV == 0)
       run_rows<K, T>(a, a.segs[s], ring, q, defer);
     else
-      run_segment<K, MV, T, true>(a, a.segs[s], ring, q, defer);
+      run_segment<K, MV, T, true, kWholeTiles>(a, a.segs[s], ring, q, defer);
   }
   if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kComputed, g_start_ns);
-  if (!KBIT_GEMV_DIAG_NO_ENDS && last - first > 1 && a.segs[first].contributors > 1)
+  if (!kWholeTiles && last - first > 1 && a.segs[first].contributors > 1)
     finish_split<T>(a, a.segs[first]);
   if constexpr (kWaitStats) {
     dev::sync_threads<Config::kConsumers>();
@@ -714,21 +717,31 @@ __global__ void __maxnreg__(Config::kMaxRegs)
 
 // ---------------------------------------------------------------- host side
 
-// The kernel for (K, rows, dtype); rows == 0 selects the grouped kernel.
+// The row counts with a kernel for plans that split no tile: M = 3, 4, whose main loop the
+// ends' code slowed (M = 1, 2 measured even; every row under KBIT_GEMV_DIAG_NO_ENDS).
+constexpr bool has_whole_tile_kernel(int rows) {
+  return rows >= 3 || KBIT_GEMV_DIAG_NO_ENDS;
+}
+
+// The kernel for (K, rows, dtype); rows == 0 selects the grouped kernel; `whole_tiles`: the
+// plan splits no tile (where such a kernel exists).
 template <typename T>
-const void* kernel_for_type(int k, int rows) {
+const void* kernel_for_type(int k, int rows, bool whole_tiles) {
   return with_k_bits(k, [&](auto k_const) {
     constexpr int KB = decltype(k_const)::value;
     if (rows == 0) return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 0, T>);
     return with_rows_1_to_4(rows, [&](auto r_const) {
-      return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, decltype(r_const)::value, T>);
+      constexpr int R = decltype(r_const)::value;
+      if constexpr (has_whole_tile_kernel(R))
+        if (whole_tiles) return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, R, T, true>);
+      return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, R, T>);
     });
   });
 }
 
-const void* kernel_for(int k, int rows, DType t) {
-  return t == DType::f16 ? kernel_for_type<__half>(k, rows)
-                         : kernel_for_type<__nv_bfloat16>(k, rows);
+const void* kernel_for(int k, int rows, DType t, bool whole_tiles = false) {
+  return t == DType::f16 ? kernel_for_type<__half>(k, rows, whole_tiles)
+                         : kernel_for_type<__nv_bfloat16>(k, rows, whole_tiles);
 }
 
 struct GemvState : VariantState {
@@ -834,6 +847,10 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
              (c - 1) * s.dims.M * Config::kTileN <= kTaggedLoads * Config::kConsumers)
       tagged = c;
   }
+  // Same registers and shared memory: the occupancy above holds for it.
+  if (rows_template > 0 &&
+      ((KBIT_GEMV_WHOLE_TILES && st.split_tiles == 0) || KBIT_GEMV_DIAG_NO_ENDS))
+    s.kernel = kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, true);
   build_stripes(s, st, tiles.size(), per, cluster, tagged);
 }
 

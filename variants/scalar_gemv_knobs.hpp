@@ -45,6 +45,9 @@
 #ifndef KBIT_GEMV_TAGGED_KS
 #define KBIT_GEMV_TAGGED_KS 0x18
 #endif
+#ifndef KBIT_GEMV_WHOLE_TILES    // 1: M = 3, 4 plans that split no tile run a kernel without the
+#define KBIT_GEMV_WHOLE_TILES 1  // split-tile ends (session 14); 0: the kernel with them
+#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif
