@@ -605,9 +605,10 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     }
   }
   if (kWaitStats) dev::wait_stats::mark_computed();
-  // The grouped kernel leaves the cluster and tagged ends out (registers), M = 3, 4 the tagged
-  // one (they spilled with it; the host gives it at most 2 rows), and so may some K.
-  if constexpr (kWholeTiles) {  // (or KBIT_GEMV_DIAG_NO_ENDS: wrong where a tile is split)
+  // A whole-tile kernel has no split-tile end (KBIT_GEMV_DIAG_NO_ENDS uses it where tiles are
+  // split: wrong results). The grouped kernel leaves the cluster and tagged ends out
+  // (registers), M = 3, 4 and some K the tagged one (has_tagged_end).
+  if constexpr (kWholeTiles) {
     const OutSlots<MV> o{l, g, a.N};
     o.reduce(acc);
     o.for_each_owned(
