@@ -409,20 +409,21 @@ struct OutSlots {
 
 // Writes (or, split, adds) a segment's [rows x 128] output. `defer`: a split segment only adds;
 // the caller finishes it later (finish_split), so that the first segment of a stripe does not
-// stall the block in the middle of its stream.
-template <int MV, typename T>
+// stall the block in the middle of its stream. kWhole: the tile is never split (a whole-tile
+// kernel): no workspace code.
+template <int MV, typename T, bool kWhole = false>
 __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment g,
                               float (&acc)[(MV + 1) / 2][2], bool defer) {
   const OutSlots<MV> o{l, g, a.N};
   o.reduce(acc);
   T* C = static_cast<T*>(a.C);
   o.for_each_owned([&](int s, int h) {
-    if (g.contributors == 1)
+    if (kWhole || g.contributors == 1)
       C[o.index(s, h)] = dev::from_float<T>(acc[s][h]);
     else
       dev::splitk::add(a.ws, o.index(s, h), acc[s][h]);
   });
-  if (g.contributors > 1 && !defer) finish_split<T>(a, g);
+  if (!kWhole && g.contributors > 1 && !defer) finish_split<T>(a, g);
 }
 
 // The block's dynamic shared memory: barriers, the pair table, the ring, the A window. The
@@ -609,10 +610,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // split: wrong results). The grouped kernel leaves the cluster and tagged ends out
   // (registers), M = 3, 4 and some K the tagged one (has_tagged_end).
   if constexpr (kWholeTiles) {
-    const OutSlots<MV> o{l, g, a.N};
-    o.reduce(acc);
-    o.for_each_owned(
-        [&](int s, int h) { static_cast<T*>(a.C)[o.index(s, h)] = dev::from_float<T>(acc[s][h]); });
+    store_segment<MV, T, true>(a, l, g, acc, defer);
   } else if (kDense && g.contributors > 1 && a.cluster > 1) {
     if constexpr (kDense) combine_in_cluster<K, MV, T>(a, l, g, acc);
   } else if (kDense && has_tagged_end(K, MV) && g.contributors > 1 && a.tagged > 1) {
