@@ -18,7 +18,7 @@
 # (default /tmp/gpu-logs). At the end the logs and the results/ folders the runs wrote are
 # packed into $DEST/session.tar.gz (DEST: $OUT, the device tool's folder, or .), one file, so
 # that a tool that returns few files returns all of it; unpack it in the repo root.
-# The device tool carries at most 64 MiB, and results/ (figures included) plus .deps/ come close:
+# The device tool carries at most 64 MiB, and results/ (figures included) grows with every run:
 # carry the header libraries as one archive (tar czf deps-carry.tgz .deps; ~2 MB, ignored by
 # git, carry ["deps-carry.tgz"]), which is unpacked here when .deps/ is missing.
 set -u
