@@ -27,7 +27,6 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -834,7 +833,7 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   // otherwise through the workspace. Not in the grouped kernel (registers) nor with a
   // diagnostic whose consumers skip the end. (Longer k-bands chosen for clusters that fit lost
   // more than the end gained: 8B down, sessions 12 and 13.)
-  gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
+  const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
   int cluster = 1, tagged = 1;
   if (!s.dims.grouped() && KBIT_GEMV_DIAG_NO_MATH != 5 && !KBIT_GEMV_DIAG_NO_ENDS) {
     const int c = gemv::cluster_size(st, Config::kMaxCluster);
@@ -847,8 +846,6 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
              (c - 1) * s.dims.M * Config::kTileN <= kTaggedLoads * Config::kConsumers)
       tagged = c;
   }
-  if (const char* env = std::getenv("KBIT_GEMV_ROOT_EXTRA"); env && (cluster > 1 || tagged > 1))
-    gemv::shift_to_root(st, std::max(cluster, tagged), std::atoi(env));  // EXPERIMENT
   // Same registers and shared memory: the occupancy above holds for it.
   if (rows_template > 0 &&
       ((KBIT_GEMV_WHOLE_TILES && st.split_tiles == 0) || KBIT_GEMV_DIAG_NO_ENDS))

@@ -93,20 +93,4 @@ int cluster_size(const Stripes& s, int max_cluster) {
   return c;
 }
 
-void shift_to_root(Stripes& s, int c, int units) {
-  if (units == 0) return;
-  if (c < 2 || cluster_size(s, c) != c)
-    throw Error("shift_to_root: the stripes are not groups of " + std::to_string(c) +
-                " k-bands, one tile each");
-  for (int b0 = 0; b0 < s.grid; b0 += c) {
-    Segment* g = &s.segs[std::size_t(b0)];
-    if (units < 0 || g[c - 1].u1 - g[c - 1].u0 - units < 1)
-      throw Error("shift_to_root: moving " + std::to_string(units) + " units from a stripe of " +
-                  std::to_string(g[c - 1].u1 - g[c - 1].u0) + " leaves it empty");
-    g[0].u1 += units;
-    for (int r = 1; r < c; ++r) g[r].u0 += units;
-    for (int r = 1; r + 1 < c; ++r) g[r].u1 += units;
-  }
-}
-
 }  // namespace kbit::variants::gemv

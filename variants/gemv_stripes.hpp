@@ -54,9 +54,4 @@ int stripe_units(long long units, int k_units, int slots, SplitMode mode, int sl
 // consecutive blocks); 1 otherwise (split tiles, if any, end through the L2 workspace).
 int cluster_size(const Stripes& s, int max_cluster);
 
-// Moves `units` k-units of every split tile from its last contributor to its first (rank 0,
-// which adds the others' sums): the others end earlier, so their hand-over overlaps rank 0's
-// last units. Needs cluster_size(s, c) == c; throws where a last stripe would be left empty.
-void shift_to_root(Stripes& s, int c, int units);
-
 }  // namespace kbit::variants::gemv

@@ -97,22 +97,6 @@ TEST_CASE("split tiles combine in clusters where the stripes are k-bands", "[gem
   }
 }
 
-TEST_CASE("shift_to_root lengthens rank 0's k-band at the last rank's cost", "[gemv][stripes]") {
-  Stripes s = cut_stripes(dense_tiles(1, 3), 12, 3);  // 4 contributors of 3 units per tile
-  shift_to_root(s, 4, 2);
-  REQUIRE(cluster_size(s, 8) == 4);
-  for (int t = 0; t < 3; ++t) {
-    const Segment* g = &s.segs[std::size_t(4 * t)];
-    CHECK(g[0].u0 == 0);
-    CHECK(g[0].u1 == 5);
-    CHECK((g[1].u0 == 5 && g[1].u1 == 8 && g[2].u0 == 8 && g[2].u1 == 11));
-    CHECK((g[3].u0 == 11 && g[3].u1 == 12));
-  }
-  CHECK_THROWS_WITH(shift_to_root(s, 4, 1), Catch::Contains("leaves it empty"));
-  Stripes whole = cut_stripes(dense_tiles(1, 3), 12, 12);
-  CHECK_THROWS_WITH(shift_to_root(whole, 2, 1), Catch::Contains("not groups of 2"));
-}
-
 TEST_CASE("forced split-K modes", "[gemv][stripes]") {
   // off: whole tiles, however few blocks that leaves
   for (int tiles : {1, 7, 300}) {
