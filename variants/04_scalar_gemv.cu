@@ -23,21 +23,17 @@
 //   launch drains; A, C and the workspace wait behind griddepcontrol.wait (common/pdl.cuh).
 //
 // grouped_scalar_gemv runs the same segments over (expert, rows <= 4) pairs: MoE decode in
-// one launch.
+// one launch. The host side (setup: the plan; run: the checks) is variants/scalar_gemv_plan.cpp,
+// which sees the kernels through variants/scalar_gemv_kernels.hpp.
 #include <cuda_runtime.h>
 
-#include <algorithm>
-#include <string>
 #include <utility>
-#include <vector>
 
-#include "reference/error.hpp"
 #include "variants/common/barrier.cuh"
 #include "variants/common/bitplane.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/cluster.cuh"
 #include "variants/common/cuda_check.hpp"
-#include "variants/common/device_buffer.hpp"
 #include "variants/common/dispatch.hpp"
 #include "variants/common/dtype.cuh"
 #include "variants/common/launch.hpp"
@@ -49,7 +45,7 @@
 #include "variants/common/stage_ring.cuh"
 #include "variants/common/wait_stats.cuh"
 #include "variants/gemv_stripes.hpp"
-#include "variants/gemv_variants.hpp"
+#include "variants/scalar_gemv_kernels.hpp"
 #include "variants/scalar_gemv_knobs.hpp"
 
 namespace kbit::variants {
@@ -62,12 +58,11 @@ constexpr bool kWaitStats = KBIT_GEMV_WAIT_STATS != 0;
 struct Config {
   // Shared memory of the pair table; the stream-only diagnostic needs none (room for stages).
   static constexpr int kLutBytes = KBIT_GEMV_DIAG_NO_MATH ? 0 : dev::pair_lut::kBytes;
-  static constexpr int kConsumers = 256;            // 8 warps x 16 columns = one n-tile
-  static constexpr int kThreads = kConsumers + 32;  // + 1 producer warp (one lane issues copies)
-  static constexpr int kTileK = 64;                 // the tiled layout this variant reads
-  static constexpr int kTileN = 128;
+  // Layout, unit and block: variants/scalar_gemv_kernels.hpp (the host plan reads them too).
+  static constexpr int kConsumers = scalar_gemv::kConsumers, kThreads = scalar_gemv::kThreads;
+  static constexpr int kTileK = scalar_gemv::kTileK, kTileN = scalar_gemv::kTileN;
   static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256 blocks of 32 per tile
-  static constexpr int kUnitTiles = 4;  // k-tiles per unit: quad lane t owns k-tile t
+  static constexpr int kUnitTiles = scalar_gemv::kUnitTiles;
   static constexpr int kUnitK = kUnitTiles * kTileK;
   static constexpr int kStages = KBIT_GEMV_STAGES;  // units in flight per block (bulk-copy ring)
   static constexpr int kMaxRegs = KBIT_GEMV_MAX_REGS;
@@ -76,9 +71,9 @@ struct Config {
   static constexpr int kUnitStride = kUnitTiles * kKtStride;  // staged A per (row, unit)
   static constexpr int kWindowRowUnits = KBIT_GEMV_WINDOW;    // staged A: rows x units, 9 KB at
                                                               // 16: M = 1 stages 16 units a time
-  static constexpr int kMaxRows = 4;
+  static constexpr int kMaxRows = scalar_gemv::kMaxRows;
   static constexpr int kBarrierBytes = 128;  // the ring's mbarriers, padded
-  static constexpr int kMaxCluster = 8;      // the portable cluster size
+  static constexpr int kMaxCluster = scalar_gemv::kMaxCluster;
   static_assert(dev::RingBarriers<kStages, kConsumers>::kBytes <= kBarrierBytes,
                 "mbarriers must fit their slot");
   static_assert(kConsumers / 32 * 16 == kTileN, "one n-tile per unit");
@@ -120,8 +115,7 @@ __host__ __device__ constexpr int smem_bytes(int rows) {
          Config::kWindowRowUnits * Config::kUnitStride;
 }
 
-using gemv::OutTile;  // the host schedule: variants/gemv_stripes.hpp
-using gemv::Segment;
+using gemv::Segment;  // the host schedule: variants/gemv_stripes.hpp
 
 struct KernelArgs {
   const void* A;
@@ -493,9 +487,10 @@ __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Seg
   });
 }
 
-// The tagged end's reach: rows (M = 3, 4 spilled with it compiled in) and loads in flight per
-// consumer thread; the host uses it only where one round of loads gathers every slot.
-constexpr int kTaggedMaxRows = 2, kTaggedLoads = 4;
+// The tagged end's reach: rows (M = 3, 4 spilled with it compiled in); loads in flight per
+// consumer thread: scalar_gemv::kTaggedLoads.
+constexpr int kTaggedMaxRows = 2;
+using scalar_gemv::kTaggedLoads;
 // Whether the K-bit kernel for `rows` rows has the tagged end (KBIT_GEMV_TAGGED_KS).
 __host__ __device__ constexpr bool has_tagged_end(int k, int rows) {
   return rows >= 1 && rows <= kTaggedMaxRows && ((KBIT_GEMV_TAGGED_KS >> k) & 1) != 0;
@@ -715,6 +710,8 @@ __global__ void __maxnreg__(Config::kMaxRegs)
 }
 
 // ---------------------------------------------------------------- host side
+// The plan (stripes, which end, buffers) is variants/scalar_gemv_plan.cpp; this is what it asks
+// of the kernels (variants/scalar_gemv_kernels.hpp).
 
 // The row counts with a kernel for plans that split no tile: M = 3, 4, whose main loop the
 // ends' code slowed (M = 1, 2 measured even; every row under KBIT_GEMV_DIAG_NO_ENDS).
@@ -738,122 +735,7 @@ const void* kernel_for_type(int k, int rows, bool whole_tiles) {
   });
 }
 
-const void* kernel_for(int k, int rows, DType t, bool whole_tiles = false) {
-  return t == DType::f16 ? kernel_for_type<__half>(k, rows, whole_tiles)
-                         : kernel_for_type<__nv_bfloat16>(k, rows, whole_tiles);
-}
-
-struct GemvState : VariantState {
-  GemmDims dims;
-  const void* kernel = nullptr;
-  int grid = 0, smem_bytes = 0, n_tiles = 0, k_tiles = 0, k_units = 0, units_per_block = 0,
-      split_tiles = 0;
-  int blocks_per_sm = 0, cluster = 1, tagged = 1;
-  DeviceBuffer<Segment> segs;
-  DeviceBuffer<int> first_seg;
-  DeviceBuffer<float> ws;
-  DeviceBuffer<int> counters;
-  DeviceBuffer<unsigned long long> tags;
-  std::string describe() const override {
-    return "units of 1 n-tile x " + std::to_string(Config::kUnitTiles) +
-           " k-tiles, pair table + mma.m16n8k16, stripes of " + std::to_string(units_per_block) +
-           " units over " + std::to_string(grid) + " blocks, " + std::to_string(split_tiles) +
-           " tiles split" +
-           (cluster > 1 ? " (combined in clusters of " + std::to_string(cluster) + ")" : "") +
-           (tagged > 1 ? " (combined through tagged L2 slots)" : "") + ", " +
-           std::to_string(Config::kStages) + "-stage bulk-copy ring, " +
-           std::to_string(blocks_per_sm) + " blocks/SM";
-  }
-  // Per-block scale steps (one per block of 32, and the zero-initialised MMA sum), split-K
-  // partial sums (one per unit at most) and the two-lane reduction.
-  std::int64_t extra_additions() const override { return dims.K_dim / 32 + 2 * (k_units + 1); }
-};
-
-// Dynamic shared memory with rank 0's receive area for clusters of c blocks (c - 1 ranks' sums).
-int cluster_smem(const GemvState& s, int c) {
-  return s.smem_bytes + (c - 1) * int(s.dims.M) * Config::kTileN * 4;
-}
-
-// Uploads the stripes (of `per` units, over `tiles` output tiles), whose split tiles end in
-// clusters of `cluster` blocks, through `tagged`-contributor slots, or else through a clean
-// workspace and counters.
-void build_stripes(GemvState& s, const gemv::Stripes& st, std::size_t tiles, int per, int cluster,
-                   int tagged) {
-  s.grid = st.grid;
-  s.units_per_block = per;
-  s.split_tiles = st.split_tiles;
-  s.cluster = cluster;
-  s.tagged = tagged;
-  s.smem_bytes = cluster_smem(s, cluster);
-  KBIT_CUDA_CHECK(
-      cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem_bytes));
-  s.segs = DeviceBuffer<Segment>(st.segs.size());
-  KBIT_CUDA_CHECK(cudaMemcpy(s.segs.get(), st.segs.data(), st.segs.size() * sizeof(Segment),
-                             cudaMemcpyHostToDevice));
-  s.first_seg = DeviceBuffer<int>(st.first);
-  if (s.split_tiles > 0 && s.tagged > 1) {
-    s.tags = DeviceBuffer<unsigned long long>(tiles * (tagged - 1) * s.dims.M * Config::kTileN);
-    s.tags.fill_bytes(0);
-  } else if (s.split_tiles > 0 && s.cluster == 1) {
-    s.ws = DeviceBuffer<float>(std::size_t(s.dims.M * s.dims.N));
-    s.counters = DeviceBuffer<int>(tiles);
-    s.ws.fill_bytes(0);
-    s.counters.fill_bytes(0);
-  }
-  KBIT_CUDA_CHECK(cudaDeviceSynchronize());
-}
-
-void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
-          const VariantOptions& o) {
-  const char* who = rows_template == 0 ? "grouped_scalar_gemv" : "scalar_gemv";
-  require_compute_capability(9, who, "cp.async.bulk into an mbarrier ring");
-  s.kernel = kernel_for(s.dims.k_bits, rows_template, s.dims.dtype);
-  s.smem_bytes = with_k_bits(s.dims.k_bits, [&](auto k_const) {
-    return smem_bytes<decltype(k_const)::value>(rows_template == 0 ? Config::kMaxRows
-                                                                   : rows_template);
-  });
-  KBIT_CUDA_CHECK(
-      cudaFuncSetAttribute(s.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s.smem_bytes));
-  int per_sm = 0, dev = 0, sms = 0;
-  KBIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s.kernel, Config::kThreads,
-                                                                s.smem_bytes));
-  if (per_sm < 1)
-    throw Error(std::string(who) + ": a block of " + std::to_string(Config::kThreads) +
-                " threads with " + std::to_string(s.smem_bytes) +
-                " bytes of shared memory does not fit on this device");
-  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
-  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  s.blocks_per_sm = per_sm;
-  if (tiles.empty()) return;  // grouped problem with no rows at all: nothing to launch
-  const long long units = (long long)tiles.size() * s.k_units;
-  const int slots = per_sm * sms;
-  const int per = gemv::stripe_units(units, s.k_units, slots, o.split_k, KBIT_GEMV_ALIGN_SLACK);
-  // Split tiles whose contributors are its k-bands end in clusters where they fit, else through
-  // tagged slots where every contributor is resident at once (rank 0 waits for the others);
-  // otherwise through the workspace. Not in the grouped kernel (registers) nor with a
-  // diagnostic whose consumers skip the end. (Longer k-bands chosen for clusters that fit lost
-  // more than the end gained: 8B down, sessions 12 and 13.)
-  const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
-  int cluster = 1, tagged = 1;
-  if (!s.dims.grouped() && KBIT_GEMV_DIAG_NO_MATH != 5 && !KBIT_GEMV_DIAG_NO_ENDS) {
-    const int c = gemv::cluster_size(st, Config::kMaxCluster);
-    if (KBIT_GEMV_CLUSTER_SPLIT && c > 1 &&
-        clusters_fit_at_once(s.kernel, Config::kThreads, cluster_smem(s, c), c, st.grid,
-                             s.blocks_per_sm, slots))
-      cluster = c;
-    else if (KBIT_GEMV_TAGGED_END && c > 1 && st.grid <= slots &&
-             has_tagged_end(s.dims.k_bits, int(s.dims.M)) &&
-             (c - 1) * s.dims.M * Config::kTileN <= kTaggedLoads * Config::kConsumers)
-      tagged = c;
-  }
-  // Same registers and shared memory: the occupancy above holds for it.
-  if (rows_template > 0 &&
-      ((KBIT_GEMV_WHOLE_TILES && st.split_tiles == 0) || KBIT_GEMV_DIAG_NO_ENDS))
-    s.kernel = kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, true);
-  build_stripes(s, st, tiles.size(), per, cluster, tagged);
-}
-
-KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
+KernelArgs make_args(const scalar_gemv::Launch& l, const GemmDims& d, const GemmArgs& g) {
   KernelArgs a{};
   a.A = g.A;
   a.C = g.C;
@@ -863,94 +745,62 @@ KernelArgs make_args(const GemvState& s, const GemmDims& d, const GemmArgs& g) {
   a.expert_bytes = g.w.expert_bytes;
   a.N = int(d.N);
   a.K_dim = int(d.K_dim);
-  a.n_tiles = s.n_tiles;
-  a.k_tiles = s.k_tiles;
-  a.segs = s.segs.get();
-  a.first_seg = s.first_seg.get();
-  a.ws = s.ws.get();
-  a.counters = s.counters.get();
-  a.cluster = s.cluster;
-  a.tagged = s.tagged;
-  a.tags = s.tags.get();
+  a.n_tiles = l.n_tiles;
+  a.k_tiles = l.k_tiles;
+  a.segs = l.segs;
+  a.first_seg = l.first_seg;
+  a.ws = l.ws;
+  a.counters = l.counters;
+  a.cluster = l.cluster;
+  a.tagged = l.tagged;
+  a.tags = l.tags;
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
   return a;
 }
 
-void launch(const GemvState& s, const GemmDims& d, const GemmArgs& g, cudaStream_t stream,
-            const char* who) {
-  if (g.w.layout.kind != LayoutKind::tiled ||
-      !(g.w.layout.tiles == TileConfig{Config::kTileK, Config::kTileN}))
-    throw Error(std::string(who) + ": needs the tiled 64x128 layout, got " +
-                layout_name(g.w.layout));
-  if (g.codebook.k_bits != d.k_bits)
-    throw Error(std::string(who) + ": codebook has K = " + std::to_string(g.codebook.k_bits) +
-                ", the problem K = " + std::to_string(d.k_bits));
-  if (s.grid == 0) return;
-  KernelArgs a = make_args(s, d, g);
+}  // namespace
+
+namespace scalar_gemv {
+
+Knobs knobs() {
+  return {Config::kStages,
+          KBIT_GEMV_ALIGN_SLACK,
+          KBIT_GEMV_CLUSTER_SPLIT != 0,
+          KBIT_GEMV_TAGGED_END != 0,
+          KBIT_GEMV_WHOLE_TILES != 0,
+          KBIT_GEMV_DIAG_NO_ENDS != 0,
+          KBIT_GEMV_DIAG_NO_MATH == 5,
+          kWaitStats};
+}
+
+const void* kernel_for(int k, int rows, DType t, bool whole_tiles) {
+  return t == DType::f16 ? kernel_for_type<__half>(k, rows, whole_tiles)
+                         : kernel_for_type<__nv_bfloat16>(k, rows, whole_tiles);
+}
+
+bool has_tagged_end(int k, int rows) {
+  return variants::has_tagged_end(k, rows);
+}
+
+int smem_bytes(int k, int rows) {
+  return with_k_bits(k, [&](auto k_const) {
+    return variants::smem_bytes<decltype(k_const)::value>(rows == 0 ? Config::kMaxRows : rows);
+  });
+}
+
+void launch(const Launch& l, const GemmDims& d, const GemmArgs& g, cudaStream_t stream) {
+  KernelArgs a = make_args(l, d, g);
   void* params[] = {&a};
-  launch_kernel(s.kernel, dim3(s.grid), dim3(Config::kThreads), s.smem_bytes, stream, params, g.pdl,
-                unsigned(s.cluster));
+  launch_kernel(l.kernel, dim3(l.grid), dim3(Config::kThreads), l.smem_bytes, stream, params, g.pdl,
+                unsigned(l.cluster));
   // Under PDL a kernel after every launch would break the chain of dependent launches: the
   // statistics are summed over 64 launches (wait_stats.cuh).
   static unsigned launches = 0;
   if (kWaitStats && (!g.pdl || ++launches % 64 == 0)) {
-    dev::wait_stats::print_and_reset<<<1, 1, 0, stream>>>(g.pdl, max(s.cluster, s.tagged), s.grid);
+    dev::wait_stats::print_and_reset<<<1, 1, 0, stream>>>(g.pdl, max(l.cluster, l.tagged), l.grid);
     KBIT_CUDA_CHECK(cudaGetLastError());
   }
 }
 
-void check_common(const GemmDims& d, const char* who) {
-  if (d.dtype == DType::f32)
-    throw Error(std::string(who) + ": dtype fp32 is not supported (fp16, bf16)");
-  if (d.K_dim % 32 != 0 || d.K_dim < 32)
-    throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) +
-                " must be a positive multiple of 32");
-  if (d.N < 1)
-    throw Error(std::string(who) + ": N = " + std::to_string(d.N) + " must be at least 1");
-}
-
-std::unique_ptr<GemvState> new_state(const GemmDims& d) {
-  auto s = std::make_unique<GemvState>();
-  s->dims = d;
-  s->n_tiles = int((d.N + Config::kTileN - 1) / Config::kTileN);
-  s->k_tiles = int((d.K_dim + Config::kTileK - 1) / Config::kTileK);
-  s->k_units = (s->k_tiles + Config::kUnitTiles - 1) / Config::kUnitTiles;
-  return s;
-}
-
-}  // namespace
-
-std::unique_ptr<VariantState> scalar_gemv_setup(const GemmDims& d, const VariantOptions& o) {
-  check_common(d, "scalar_gemv");
-  if (d.grouped()) throw Error("scalar_gemv: grouped problems go to grouped_scalar_gemv");
-  if (d.M < 1 || d.M > Config::kMaxRows)
-    throw Error("scalar_gemv: M = " + std::to_string(d.M) +
-                " is outside 1..4 (use an MMA variant for larger M)");
-  auto s = new_state(d);
-  plan(*s, gemv::dense_tiles(int(d.M), s->n_tiles), int(d.M), o);
-  return s;
-}
-
-void scalar_gemv_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
-                     cudaStream_t stream) {
-  launch(*static_cast<GemvState*>(state), d, g, stream, "scalar_gemv");
-}
-
-std::unique_ptr<VariantState> grouped_scalar_gemv_setup(const GemmDims& d,
-                                                        const VariantOptions& o) {
-  check_common(d, "grouped_scalar_gemv");
-  if (!d.grouped()) throw Error("grouped_scalar_gemv: needs a grouped (MoE) problem");
-  auto s = new_state(d);
-  const std::vector<OutTile> tiles =
-      gemv::grouped_tiles(d.expert_offsets, int(d.num_experts), d.M, s->n_tiles, Config::kMaxRows,
-                          "grouped_scalar_gemv");
-  plan(*s, tiles, 0, o);
-  return s;
-}
-
-void grouped_scalar_gemv_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
-                             cudaStream_t stream) {
-  launch(*static_cast<GemvState*>(state), d, g, stream, "grouped_scalar_gemv");
-}
-
+}  // namespace scalar_gemv
 }  // namespace kbit::variants

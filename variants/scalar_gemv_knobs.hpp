@@ -1,6 +1,6 @@
 // Variant 04's compile-time knobs and diagnostics (variants/04_scalar_gemv.cu includes this,
-// nothing else): every default, and why it is that. docs/variants/04_scalar_gemv.md has the
-// sweeps; override with -D at configure time, e.g.
+// nothing else: the host plan reads them through scalar_gemv::knobs()): every default, and why it
+// is that. docs/variants/04_scalar_gemv.md has the sweeps; override with -D at configure time, e.g.
 // cmake -DCMAKE_CUDA_FLAGS="-DKBIT_GEMV_STAGES=3", or harness/gpu_session.sh knobs:FLAGS:CONFIG.
 #pragma once
 
