@@ -69,6 +69,10 @@ __device__ __forceinline__ unsigned long long peek_tagged(const unsigned long lo
   return w;
 }
 
+#ifndef KBIT_SPLITK_SERIAL_GATHER  // session-15 comparison (temporary): 1 = the slot-by-slot gather
+#define KBIT_SPLITK_SERIAL_GATHER 0
+#endif
+
 // The value of a word read by peek_tagged, re-reading until the tag is there; clears the slot.
 __device__ __forceinline__ float take_tagged(unsigned long long* slot, unsigned long long w) {
   while (!(w & kTag)) w = peek_tagged(slot);
@@ -77,7 +81,10 @@ __device__ __forceinline__ float take_tagged(unsigned long long* slot, unsigned 
 }
 
 // Threads [0, Threads) of the block gather `words` tagged slots into dst[0, words) (shared
-// memory), Loads loads in flight per thread before the first wait, and clear them.
+// memory), Loads slots per thread at a time, and clear them. Each round re-reads every slot of
+// the thread still without its tag, all in flight together: a round costs one L2 round trip
+// however many senders were late (one slot after another cost a round trip per late slot,
+// even for slots whose sender had long finished: session 15).
 template <int Threads, int Loads>
 __device__ __forceinline__ void gather_tagged(unsigned long long* slots, int words, float* dst) {
 #pragma unroll 1
@@ -85,10 +92,28 @@ __device__ __forceinline__ void gather_tagged(unsigned long long* slots, int wor
     unsigned long long w[Loads];
 #pragma unroll
     for (int k = 0; k < Loads; ++k)
-      if (j0 + k * Threads < words) w[k] = peek_tagged(slots + j0 + k * Threads);
+      w[k] = j0 + k * Threads < words ? peek_tagged(slots + j0 + k * Threads) : kTag;
+    if (KBIT_SPLITK_SERIAL_GATHER) {
+#pragma unroll
+      for (int k = 0; k < Loads; ++k)
+        if (const int j = j0 + k * Threads; j < words) dst[j] = take_tagged(slots + j, w[k]);
+      continue;
+    }
+    for (;;) {
+      bool all = true;
+#pragma unroll
+      for (int k = 0; k < Loads; ++k) all = all && (w[k] & kTag) != 0;
+      if (all) break;
+#pragma unroll
+      for (int k = 0; k < Loads; ++k)
+        if (!(w[k] & kTag)) w[k] = peek_tagged(slots + j0 + k * Threads);
+    }
 #pragma unroll
     for (int k = 0; k < Loads; ++k)
-      if (const int j = j0 + k * Threads; j < words) dst[j] = take_tagged(slots + j, w[k]);
+      if (const int j = j0 + k * Threads; j < words) {
+        dst[j] = __uint_as_float(uint32_t(w[k]));
+        slots[j] = 0ull;
+      }
   }
 }
 
