@@ -362,12 +362,37 @@ template <typename T>
 __device__ void finish_split(const KernelArgs& a, const Segment g) {
   if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
     return;
-  T* C = static_cast<T*>(a.C);
+#ifdef KBIT_GEMV_SERIAL_FINISH  // session-15 comparison (temporary): the load-then-store loop
+  T* C0 = static_cast<T*>(a.C);
   for (int i = threadIdx.x; i < g.rows * Config::kTileN; i += Config::kConsumers) {
     const int col = g.nt * Config::kTileN + i % Config::kTileN;
     const long long idx = (long long)(g.row0 + i / Config::kTileN) * a.N + col;
-    if (col < a.N) C[idx] = dev::from_float<T>(dev::splitk::take(a.ws, idx));
+    if (col < a.N) C0[idx] = dev::from_float<T>(dev::splitk::take(a.ws, idx));
   }
+  return;
+#endif
+  // Up to kPer outputs per thread (rows 3, 4: two), all loaded before any is stored: one L2
+  // round trip, where a loop of load-then-store took one per output (session 15).
+  constexpr int kPer = Config::kMaxRows * Config::kTileN / Config::kConsumers;
+  static_assert(kPer * Config::kConsumers == Config::kMaxRows * Config::kTileN, "whole outputs");
+  const int col = g.nt * Config::kTileN + int(threadIdx.x) % Config::kTileN;
+  long long idx[kPer];
+  float v[kPer];
+#pragma unroll
+  for (int r = 0; r < kPer; ++r) {
+    const int i = int(threadIdx.x) + r * Config::kConsumers;
+    idx[r] = i < g.rows * Config::kTileN && col < a.N
+                 ? (long long)(g.row0 + i / Config::kTileN) * a.N + col
+                 : -1;
+    if (idx[r] >= 0) v[r] = __ldcg(a.ws + idx[r]);
+  }
+  T* C = static_cast<T*>(a.C);
+#pragma unroll
+  for (int r = 0; r < kPer; ++r)
+    if (idx[r] >= 0) {
+      C[idx[r]] = dev::from_float<T>(v[r]);
+      a.ws[idx[r]] = 0.0f;  // zero again for the next call
+    }
 }
 
 // Where a consumer thread's sums go. After reduce() lanes t and t^1 hold the same two sums of

@@ -69,17 +69,6 @@ __device__ __forceinline__ unsigned long long peek_tagged(const unsigned long lo
   return w;
 }
 
-#ifndef KBIT_SPLITK_SERIAL_GATHER  // session-15 comparison (temporary): 1 = the slot-by-slot gather
-#define KBIT_SPLITK_SERIAL_GATHER 0
-#endif
-
-// The value of a word read by peek_tagged, re-reading until the tag is there; clears the slot.
-__device__ __forceinline__ float take_tagged(unsigned long long* slot, unsigned long long w) {
-  while (!(w & kTag)) w = peek_tagged(slot);
-  *slot = 0ull;
-  return __uint_as_float(uint32_t(w));
-}
-
 // Threads [0, Threads) of the block gather `words` tagged slots into dst[0, words) (shared
 // memory), Loads slots per thread at a time, and clear them. Each round re-reads every slot of
 // the thread still without its tag, all in flight together: a round costs one L2 round trip
@@ -93,12 +82,6 @@ __device__ __forceinline__ void gather_tagged(unsigned long long* slots, int wor
 #pragma unroll
     for (int k = 0; k < Loads; ++k)
       w[k] = j0 + k * Threads < words ? peek_tagged(slots + j0 + k * Threads) : kTag;
-    if (KBIT_SPLITK_SERIAL_GATHER) {
-#pragma unroll
-      for (int k = 0; k < Loads; ++k)
-        if (const int j = j0 + k * Threads; j < words) dst[j] = take_tagged(slots + j, w[k]);
-      continue;
-    }
     for (;;) {
       bool all = true;
 #pragma unroll
