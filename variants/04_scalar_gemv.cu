@@ -362,15 +362,6 @@ template <typename T>
 __device__ void finish_split(const KernelArgs& a, const Segment g) {
   if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
     return;
-#ifdef KBIT_GEMV_SERIAL_FINISH  // session-15 comparison (temporary): the load-then-store loop
-  T* C0 = static_cast<T*>(a.C);
-  for (int i = threadIdx.x; i < g.rows * Config::kTileN; i += Config::kConsumers) {
-    const int col = g.nt * Config::kTileN + i % Config::kTileN;
-    const long long idx = (long long)(g.row0 + i / Config::kTileN) * a.N + col;
-    if (col < a.N) C0[idx] = dev::from_float<T>(dev::splitk::take(a.ws, idx));
-  }
-  return;
-#endif
   // Up to kPer outputs per thread (rows 3, 4: two), all loaded before any is stored: one L2
   // round trip, where a loop of load-then-store took one per output (session 15).
   constexpr int kPer = Config::kMaxRows * Config::kTileN / Config::kConsumers;
