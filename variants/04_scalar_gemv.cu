@@ -54,10 +54,6 @@ namespace {
 // The tuning knobs and diagnostics (KBIT_GEMV_*): variants/scalar_gemv_knobs.hpp.
 constexpr bool kClusterPush = KBIT_GEMV_CLUSTER_PUSH != 0;
 constexpr bool kWaitStats = KBIT_GEMV_WAIT_STATS != 0;
-#ifndef KBIT_GEMV_PUSH_SCALAR  // session-15 comparison (temporary): 1 = 4-byte st.async
-#define KBIT_GEMV_PUSH_SCALAR 0
-#endif
-constexpr bool kPushScalar = KBIT_GEMV_PUSH_SCALAR != 0;
 
 struct Config {
   // Shared memory of the pair table; the stream-only diagnostic needs none (room for stages).
@@ -469,16 +465,10 @@ __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Seg
                                    float (&acc)[(MV + 1) / 2][2]) {
   const OutSlots<MV> o{l, g, a.N};
   o.reduce(acc);
-  static_assert(Smem<K>::kRecv % 16 == 0, "16-byte st.async into the receive area");
   const float* recv = reinterpret_cast<const float*>(g_smem + Smem<K>::kRecv);
   const uint32_t recv_bar = Ring<K>(g_smem, Smem<K>::kRing).recv();
-  // Float index of rank r's sum (row(s), column h). Within a warp's 16 columns, lanes g and g^1
-  // sit side by side (g/2, g&1, h), so that the even lane stores both lanes' sums as one 16-byte
-  // st.async: a quarter of the transactions on rank 0's barrier (session 15).
-  auto slot = [&](int r, int s, int h) {
-    const int row = ((r - 1) * MV + o.row(s)) * Config::kTileN;
-    if (kPushScalar) return row + l.col_lo + 8 * h;
-    return row + (l.col_lo - l.g) + 4 * (l.g >> 1) + 2 * (l.g & 1) + h;
+  auto slot = [&](int r, int s, int h) {  // float index of rank r's sum (row(s), column h)
+    return ((r - 1) * MV + o.row(s)) * Config::kTileN + l.col_lo + 8 * h;
   };
   const int rank = int(dev::cluster::rank());
   if (rank != 0) {
@@ -486,24 +476,15 @@ __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Seg
     const uint32_t dst = dev::cluster::map(dev::smem_addr(recv), 0);
     const uint32_t bar = dev::cluster::map(recv_bar, 0);
 #pragma unroll
-    for (int s = 0; s < (MV + 1) / 2; ++s) {
-      if constexpr (kClusterPush && !kPushScalar) {  // the odd neighbour's sums: lane ^ 4
-        const float n0 = __shfl_xor_sync(dev::kFullMask, acc[s][0], 4);
-        const float n1 = __shfl_xor_sync(dev::kFullMask, acc[s][1], 4);
-        if (o.writer(s) && (l.g & 1) == 0)
-          dev::cluster::store_async_v4(dst + 4 * slot(rank, s, 0),
-                                       make_float4(acc[s][0], acc[s][1], n0, n1), bar);
-      } else {
+    for (int s = 0; s < (MV + 1) / 2; ++s)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          if (!o.writer(s)) continue;
-          if constexpr (kClusterPush)
-            dev::cluster::store_async(dst + 4 * slot(rank, s, h), acc[s][h], bar);
-          else
-            dev::cluster::store(dst + 4 * slot(rank, s, h), acc[s][h]);
-        }
+      for (int h = 0; h < 2; ++h) {
+        if (!o.writer(s)) continue;
+        if constexpr (kClusterPush)
+          dev::cluster::store_async(dst + 4 * slot(rank, s, h), acc[s][h], bar);
+        else
+          dev::cluster::store(dst + 4 * slot(rank, s, h), acc[s][h]);
       }
-    }
     if (!kClusterPush) dev::cluster::arrive_release();  // (phase 1)
     return;  // rank 0 waits for what this block sent: it is alive until then
   }

@@ -45,17 +45,6 @@ __device__ __forceinline__ void store_async(uint32_t cluster_addr, float v, uint
       : "memory");
 }
 
-// Four floats (16-byte aligned) the same way: one transaction that completes 16 bytes.
-__device__ __forceinline__ void store_async_v4(uint32_t cluster_addr, float4 v,
-                                               uint32_t remote_bar) {
-  KBIT_CLUSTER_ASM(
-      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
-      "[%5];" ::"r"(cluster_addr),
-      "r"(__float_as_uint(v.x)), "r"(__float_as_uint(v.y)), "r"(__float_as_uint(v.z)),
-      "r"(__float_as_uint(v.w)), "r"(remote_bar)
-      : "memory");
-}
-
 // The cluster barrier, split into arrive and wait: a phase completes when every thread of the
 // cluster has arrived; a thread waits for a phase before it arrives for the next one, and may
 // leave after arriving. arrive_relaxed at a block's start and wait before the first access to
