@@ -214,23 +214,6 @@ template <int MV, typename T>
 __device__ void stage_a(const KernelArgs& a, int row0, int u, int nunits, unsigned char* s_a) {
   const T* A = static_cast<const T*>(a.A);
   constexpr int kGroups = Config::kUnitK / 8;  // 8 elements (one uint4) per group
-#ifdef KBIT_GEMV_SERIAL_WINDOW  // session-15 comparison (temporary): load-then-store loop
-  for (int gi = threadIdx.x; gi < MV * nunits * kGroups; gi += Config::kConsumers) {
-    const int m = gi / (nunits * kGroups), rem = gi % (nunits * kGroups);
-    const int un = rem / kGroups, e0 = (rem % kGroups) * 8;
-    const long long k = (long long)(u + un) * Config::kUnitK + e0;
-    uint4 v = make_uint4(0, 0, 0, 0);
-    if (k < a.K_dim)
-      v = __ldg(reinterpret_cast<const uint4*>(A + (long long)(row0 + m) * a.K_dim + k));
-    const int kt = e0 / 64, kb = (e0 / 32) % 2, q = (e0 % 32) / 8;
-    const uint32_t pr[4] = {__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632),
-                            __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632)};
-#pragma unroll
-    for (int r = 0; r < 4; ++r)
-      *reinterpret_cast<uint32_t*>(s_a + a_offset<MV>(m, un, kt, kb, 4 * r + q)) = pr[r];
-  }
-  return;
-#endif
   // A full window is kIters groups per consumer thread (2), all loaded before any is stored:
   // one L2 round trip per window, where load-then-store took one per group (session 15).
   constexpr int kIters = Config::kWindowRowUnits * kGroups / Config::kConsumers;
