@@ -387,23 +387,20 @@ __device__ void finish_split(const KernelArgs& a, const Segment g) {
   constexpr int kPer = Config::kMaxRows * Config::kTileN / Config::kConsumers;
   static_assert(kPer * Config::kConsumers == Config::kMaxRows * Config::kTileN, "whole outputs");
   const int col = g.nt * Config::kTileN + int(threadIdx.x) % Config::kTileN;
-  long long idx[kPer];
+  std::int64_t idx[kPer];
   float v[kPer];
 #pragma unroll
   for (int r = 0; r < kPer; ++r) {
     const int i = int(threadIdx.x) + r * Config::kConsumers;
     idx[r] = i < g.rows * Config::kTileN && col < a.N
-                 ? (long long)(g.row0 + i / Config::kTileN) * a.N + col
+                 ? std::int64_t(g.row0 + i / Config::kTileN) * a.N + col
                  : -1;
-    if (idx[r] >= 0) v[r] = __ldcg(a.ws + idx[r]);
   }
+  dev::splitk::take_all(a.ws, idx, v);
   T* C = static_cast<T*>(a.C);
 #pragma unroll
   for (int r = 0; r < kPer; ++r)
-    if (idx[r] >= 0) {
-      C[idx[r]] = dev::from_float<T>(v[r]);
-      a.ws[idx[r]] = 0.0f;  // zero again for the next call
-    }
+    if (idx[r] >= 0) C[idx[r]] = dev::from_float<T>(v[r]);
 }
 
 // Where a consumer thread's sums go. After reduce() lanes t and t^1 hold the same two sums of

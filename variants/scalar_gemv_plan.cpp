@@ -26,7 +26,7 @@ using gemv::OutTile;
 struct GemvState : VariantState {
   GemmDims dims;
   sg::Launch launch;  // the kernel, its grid and the device pointers below
-  int n_tiles = 0, k_tiles = 0, k_units = 0, units_per_block = 0, split_tiles = 0;
+  int k_units = 0, units_per_block = 0, split_tiles = 0;  // n_tiles, k_tiles: in launch
   int blocks_per_sm = 0;
   DeviceBuffer<gemv::Segment> segs;
   DeviceBuffer<int> first_seg;
@@ -169,11 +169,9 @@ void check_common(const GemmDims& d, const char* who) {
 std::unique_ptr<GemvState> new_state(const GemmDims& d) {
   auto s = std::make_unique<GemvState>();
   s->dims = d;
-  s->n_tiles = int((d.N + sg::kTileN - 1) / sg::kTileN);
-  s->k_tiles = int((d.K_dim + sg::kTileK - 1) / sg::kTileK);
-  s->k_units = (s->k_tiles + sg::kUnitTiles - 1) / sg::kUnitTiles;
-  s->launch.n_tiles = s->n_tiles;
-  s->launch.k_tiles = s->k_tiles;
+  s->launch.n_tiles = int((d.N + sg::kTileN - 1) / sg::kTileN);
+  s->launch.k_tiles = int((d.K_dim + sg::kTileK - 1) / sg::kTileK);
+  s->k_units = (s->launch.k_tiles + sg::kUnitTiles - 1) / sg::kUnitTiles;
   return s;
 }
 
@@ -186,7 +184,7 @@ std::unique_ptr<VariantState> scalar_gemv_setup(const GemmDims& d, const Variant
     throw Error("scalar_gemv: M = " + std::to_string(d.M) +
                 " is outside 1..4 (use an MMA variant for larger M)");
   auto s = new_state(d);
-  plan(*s, gemv::dense_tiles(int(d.M), s->n_tiles), int(d.M), o);
+  plan(*s, gemv::dense_tiles(int(d.M), s->launch.n_tiles), int(d.M), o);
   return s;
 }
 
@@ -200,8 +198,9 @@ std::unique_ptr<VariantState> grouped_scalar_gemv_setup(const GemmDims& d,
   check_common(d, "grouped_scalar_gemv");
   if (!d.grouped()) throw Error("grouped_scalar_gemv: needs a grouped (MoE) problem");
   auto s = new_state(d);
-  const std::vector<OutTile> tiles = gemv::grouped_tiles(
-      d.expert_offsets, int(d.num_experts), d.M, s->n_tiles, sg::kMaxRows, "grouped_scalar_gemv");
+  const std::vector<OutTile> tiles =
+      gemv::grouped_tiles(d.expert_offsets, int(d.num_experts), d.M, s->launch.n_tiles,
+                          sg::kMaxRows, "grouped_scalar_gemv");
   plan(*s, tiles, 0, o);
   return s;
 }

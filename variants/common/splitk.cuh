@@ -50,6 +50,18 @@ __device__ __forceinline__ float take(float* ws, std::int64_t idx) {
   return v;
 }
 
+// The final sums of N elements (idx[r] < 0: none) into v, all loaded before any is zeroed: one
+// L2 round trip for the lot, where N calls of take() in a loop wait one each (session 15).
+template <int N>
+__device__ __forceinline__ void take_all(float* ws, const std::int64_t (&idx)[N], float (&v)[N]) {
+#pragma unroll
+  for (int r = 0; r < N; ++r)
+    if (idx[r] >= 0) v[r] = __ldcg(ws + idx[r]);
+#pragma unroll
+  for (int r = 0; r < N; ++r)
+    if (idx[r] >= 0) ws[idx[r]] = 0.0f;
+}
+
 // Tagged slots (session 13), for contributors that are k-bands of one tile: each sum travels
 // with its tag in one 64-bit word, which a load sees whole or not at all (single-copy atomic),
 // so the sender needs no fence and no counter and the receiver no acquire. The buffer is zero
