@@ -177,7 +177,7 @@ __device__ void store_tile(const Args& a, int mt, int nt, int tile, int contribu
                            const float (&acc)[MB][Config::kNBlocks][4]) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   T* C = static_cast<T*>(a.C);
-  auto for_each = [&](auto&& fn) {
+  auto for_each = [&](auto&& fn) {  // fn(index into C, mb, nb, e) for each owned output
 #pragma unroll
     for (int mb = 0; mb < MB; ++mb)
 #pragma unroll
@@ -187,17 +187,35 @@ __device__ void store_tile(const Args& a, int mt, int nt, int tile, int contribu
           const int row = mt * 16 * MB + mb * 16 + lane / 4 + (e / 2) * 8;
           const int col =
               nt * Config::kTileN + warp * Config::kWarpCols + nb * 8 + 2 * (lane % 4) + e % 2;
-          if (row < a.M && col < a.N) fn((long long)row * a.N + col, acc[mb][nb][e]);
+          if (row < a.M && col < a.N) fn((long long)row * a.N + col, mb, nb, e);
         }
   };
   if (contributors == 1) {
-    for_each([&](long long idx, float v) { C[idx] = dev::from_float<T>(v); });
+    for_each(
+        [&](long long idx, int mb, int nb, int e) { C[idx] = dev::from_float<T>(acc[mb][nb][e]); });
     return;
   }
-  for_each([&](long long idx, float v) { dev::splitk::add(a.ws, idx, v); });
-  if (dev::splitk::arrive_is_last(a.counters + tile, contributors))
-    for_each(
-        [&](long long idx, float) { C[idx] = dev::from_float<T>(dev::splitk::take(a.ws, idx)); });
+  for_each(
+      [&](long long idx, int mb, int nb, int e) { dev::splitk::add(a.ws, idx, acc[mb][nb][e]); });
+  if (!dev::splitk::arrive_is_last(a.counters + tile, contributors)) return;
+    // Every sum loaded before any is cleared or stored: one L2 round trip for the thread's 8 MB
+    // outputs, where a loop of take() and a store could wait one per output (session 16).
+#if KBIT_TMP_TAKE_LOOP  // session 16's comparison: the old loop (removed after the measurement)
+  for_each([&](long long idx, int, int, int) {
+    const float x = dev::splitk::load_sum(a.ws, idx);
+    dev::splitk::clear(a.ws, idx);
+    C[idx] = dev::from_float<T>(x);
+  });
+#else
+  float sum[MB][Config::kNBlocks][4];
+  for_each([&](long long idx, int mb, int nb, int e) {
+    sum[mb][nb][e] = dev::splitk::load_sum(a.ws, idx);
+  });
+  for_each([&](long long idx, int mb, int nb, int e) {
+    dev::splitk::clear(a.ws, idx);
+    C[idx] = dev::from_float<T>(sum[mb][nb][e]);
+  });
+#endif
 }
 
 template <int K, int MB, typename T>

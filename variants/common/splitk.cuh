@@ -43,23 +43,26 @@ __device__ __forceinline__ bool arrive_is_last(int* counter, int contributors) {
   return s_last;
 }
 
-// The final sum of one element (read at L2, past a possibly stale L1), zeroed for next time.
-__device__ __forceinline__ float take(float* ws, std::int64_t idx) {
-  const float v = __ldcg(ws + idx);
+// The final sum of one element, read at L2 (past a possibly stale L1).
+__device__ __forceinline__ float load_sum(const float* ws, std::int64_t idx) {
+  return __ldcg(ws + idx);
+}
+
+// Zeroes one element of the workspace for the next call, once its final sum has been read.
+__device__ __forceinline__ void clear(float* ws, std::int64_t idx) {
   ws[idx] = 0.0f;
-  return v;
 }
 
 // The final sums of N elements (idx[r] < 0: none) into v, all loaded before any is zeroed: one
-// L2 round trip for the lot, where N calls of take() in a loop wait one each (session 15).
+// L2 round trip for the lot, where a loop of load-then-zero waits one each (session 15).
 template <int N>
 __device__ __forceinline__ void take_all(float* ws, const std::int64_t (&idx)[N], float (&v)[N]) {
 #pragma unroll
   for (int r = 0; r < N; ++r)
-    if (idx[r] >= 0) v[r] = __ldcg(ws + idx[r]);
+    if (idx[r] >= 0) v[r] = load_sum(ws, idx[r]);
 #pragma unroll
   for (int r = 0; r < N; ++r)
-    if (idx[r] >= 0) ws[idx[r]] = 0.0f;
+    if (idx[r] >= 0) clear(ws, idx[r]);
 }
 
 // Tagged slots (session 13), for contributors that are k-bands of one tile: each sum travels
@@ -85,28 +88,49 @@ __device__ __forceinline__ unsigned long long peek_tagged(const unsigned long lo
 // memory), Loads slots per thread at a time, and clear them. Each round re-reads every slot of
 // the thread still without its tag, all in flight together: a round costs one L2 round trip
 // however many senders were late (one slot after another cost a round trip per late slot,
-// even for slots whose sender had long finished: session 15).
-template <int Threads, int Loads>
+// even for slots whose sender had long finished: session 15). Sets rounds are in flight at
+// once, issued StaggerCycles apart: a set that comes back keeps its tagged words and re-reads
+// the others at once, so the sets stay staggered and a word that lands in L2 is read within a
+// round trip / Sets rather than a whole one (session 16). Sets = 1: one round at a time.
+template <int Threads, int Loads, int Sets = 1, int StaggerCycles = 0>
 __device__ __forceinline__ void gather_tagged(unsigned long long* slots, int words, float* dst) {
+  static_assert(Sets >= 1, "at least one round in flight");
 #pragma unroll 1
   for (int j0 = int(threadIdx.x); j0 < words; j0 += Loads * Threads) {
-    unsigned long long w[Loads];
+    unsigned long long got[Loads];      // kTag set: taken (or no slot)
+    unsigned long long w[Sets][Loads];  // the rounds in flight
 #pragma unroll
-    for (int k = 0; k < Loads; ++k)
-      w[k] = j0 + k * Threads < words ? peek_tagged(slots + j0 + k * Threads) : kTag;
-    for (;;) {
-      bool all = true;
+    for (int k = 0; k < Loads; ++k) got[k] = j0 + k * Threads < words ? 0ull : kTag;
 #pragma unroll
-      for (int k = 0; k < Loads; ++k) all = all && (w[k] & kTag) != 0;
-      if (all) break;
+    for (int s = 0; s < Sets; ++s) {
+      if (s > 0) {  // the stagger: spin (the warp has nothing else to issue)
+        const long long t0 = clock64();
+        while (clock64() - t0 < StaggerCycles) {
+        }
+      }
 #pragma unroll
       for (int k = 0; k < Loads; ++k)
-        if (!(w[k] & kTag)) w[k] = peek_tagged(slots + j0 + k * Threads);
+        w[s][k] = (got[k] & kTag) ? kTag : peek_tagged(slots + j0 + k * Threads);
+    }
+    for (bool all = false; !all;) {
+#pragma unroll
+      for (int s = 0; s < Sets && !all; ++s) {  // set s has come back: keep, then re-read
+        all = true;
+#pragma unroll
+        for (int k = 0; k < Loads; ++k) {
+          if (!(got[k] & kTag)) got[k] = w[s][k];
+          all = all && (got[k] & kTag) != 0;
+        }
+        if (all) break;
+#pragma unroll
+        for (int k = 0; k < Loads; ++k)
+          if (!(got[k] & kTag)) w[s][k] = peek_tagged(slots + j0 + k * Threads);
+      }
     }
 #pragma unroll
     for (int k = 0; k < Loads; ++k)
       if (const int j = j0 + k * Threads; j < words) {
-        dst[j] = __uint_as_float(uint32_t(w[k]));
+        dst[j] = __uint_as_float(uint32_t(got[k]));
         slots[j] = 0ull;
       }
   }
