@@ -88,10 +88,11 @@ __device__ __forceinline__ unsigned long long peek_tagged(const unsigned long lo
 // memory), Loads slots per thread at a time, and clear them. Each round re-reads every slot of
 // the thread still without its tag, all in flight together: a round costs one L2 round trip
 // however many senders were late (one slot after another cost a round trip per late slot,
-// even for slots whose sender had long finished: session 15). Sets rounds are in flight at
-// once, issued StaggerCycles apart: a set that comes back keeps its tagged words and re-reads
-// the others at once, so the sets stay staggered and a word that lands in L2 is read within a
-// round trip / Sets rather than a whole one (session 16). Sets = 1: one round at a time.
+// even for slots whose sender had long finished: session 15). If the first round comes back
+// short, up to Sets rounds go in flight, each issued StaggerCycles after the one before; a
+// round that comes back keeps its tagged words and re-reads the others at once, so the rounds
+// stay staggered and a word that lands in L2 is read within a round trip / Sets rather than a
+// whole one (session 16). Sets = 1: one round at a time.
 template <int Threads, int Loads, int Sets = 1, int StaggerCycles = 0>
 __device__ __forceinline__ void gather_tagged(unsigned long long* slots, int words, float* dst) {
   static_assert(Sets >= 1, "at least one round in flight");
@@ -99,32 +100,35 @@ __device__ __forceinline__ void gather_tagged(unsigned long long* slots, int wor
   for (int j0 = int(threadIdx.x); j0 < words; j0 += Loads * Threads) {
     unsigned long long got[Loads];      // kTag set: taken (or no slot)
     unsigned long long w[Sets][Loads];  // the rounds in flight
-#pragma unroll
-    for (int k = 0; k < Loads; ++k) got[k] = j0 + k * Threads < words ? 0ull : kTag;
-#pragma unroll
-    for (int s = 0; s < Sets; ++s) {
-      if (s > 0) {  // the stagger: spin (the warp has nothing else to issue)
-        const long long t0 = clock64();
-        while (clock64() - t0 < StaggerCycles) {
-        }
-      }
+    auto issue = [&](unsigned long long(&r)[Loads]) {
 #pragma unroll
       for (int k = 0; k < Loads; ++k)
-        w[s][k] = (got[k] & kTag) ? kTag : peek_tagged(slots + j0 + k * Threads);
-    }
+        if (!(got[k] & kTag)) r[k] = peek_tagged(slots + j0 + k * Threads);
+    };
+#pragma unroll
+    for (int k = 0; k < Loads; ++k) got[k] = j0 + k * Threads < words ? 0ull : kTag;
+    issue(w[0]);
+    int live = 1;  // rounds in flight
     for (bool all = false; !all;) {
 #pragma unroll
-      for (int s = 0; s < Sets && !all; ++s) {  // set s has come back: keep, then re-read
-        all = true;
+      for (int s = 0; s < Sets; ++s) {
+        if (s >= live) break;
+        all = true;  // round s has come back: keep its tagged words
 #pragma unroll
         for (int k = 0; k < Loads; ++k) {
           if (!(got[k] & kTag)) got[k] = w[s][k];
           all = all && (got[k] & kTag) != 0;
         }
         if (all) break;
-#pragma unroll
-        for (int k = 0; k < Loads; ++k)
-          if (!(got[k] & kTag)) w[s][k] = peek_tagged(slots + j0 + k * Threads);
+        issue(w[s]);
+        if (s + 1 < Sets && s + 1 == live) {  // short: the next round, a stagger behind
+          const long long t0 = clock64();
+          while (clock64() - t0 < StaggerCycles) {
+          }
+          issue(w[s + 1 < Sets ? s + 1 : 0]);
+          ++live;
+          break;
+        }
       }
     }
 #pragma unroll
