@@ -198,15 +198,8 @@ __device__ void store_tile(const Args& a, int mt, int nt, int tile, int contribu
   for_each(
       [&](long long idx, int mb, int nb, int e) { dev::splitk::add(a.ws, idx, acc[mb][nb][e]); });
   if (!dev::splitk::arrive_is_last(a.counters + tile, contributors)) return;
-    // Every sum loaded before any is cleared or stored: one L2 round trip for the thread's 8 MB
-    // outputs, where a loop of take() and a store could wait one per output (session 16).
-#if KBIT_TMP_TAKE_LOOP  // session 16's comparison: the old loop (removed after the measurement)
-  for_each([&](long long idx, int, int, int) {
-    const float x = dev::splitk::load_sum(a.ws, idx);
-    dev::splitk::clear(a.ws, idx);
-    C[idx] = dev::from_float<T>(x);
-  });
-#else
+  // Every sum loaded before any is cleared or stored: one L2 round trip for the thread's 8 MB
+  // outputs, where a loop of load, clear and store waited one per output (session 16).
   float sum[MB][Config::kNBlocks][4];
   for_each([&](long long idx, int mb, int nb, int e) {
     sum[mb][nb][e] = dev::splitk::load_sum(a.ws, idx);
@@ -215,7 +208,6 @@ __device__ void store_tile(const Args& a, int mt, int nt, int tile, int contribu
     dev::splitk::clear(a.ws, idx);
     C[idx] = dev::from_float<T>(sum[mb][nb][e]);
   });
-#endif
 }
 
 template <int K, int MB, typename T>

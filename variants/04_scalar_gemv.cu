@@ -560,8 +560,7 @@ __device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const S
   }
   float* recv = reinterpret_cast<float*>(g_smem + Smem<K>::kRing);  // same layout as the slots
   dev::sync_threads<Config::kConsumers>();  // every consumer has read its last stage
-  dev::splitk::gather_tagged<Config::kConsumers, kTaggedLoads, KBIT_GEMV_POLL_SETS,
-                             KBIT_GEMV_POLL_STAGGER>(slots, words, recv);
+  dev::splitk::gather_tagged<Config::kConsumers, kTaggedLoads>(slots, words, recv);
   dev::sync_threads<Config::kConsumers>();
   T* C = static_cast<T*>(a.C);
   o.for_each_owned([&](int s, int h) {

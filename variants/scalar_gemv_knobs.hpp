@@ -45,14 +45,6 @@
 #ifndef KBIT_GEMV_TAGGED_KS
 #define KBIT_GEMV_TAGGED_KS 0x18
 #endif
-// The tagged gather's rounds in flight per thread and their stagger in cycles (session 16;
-// common/splitk.cuh gather_tagged): 1 is session 15's one round at a time.
-#ifndef KBIT_GEMV_POLL_SETS
-#define KBIT_GEMV_POLL_SETS 2
-#endif
-#ifndef KBIT_GEMV_POLL_STAGGER
-#define KBIT_GEMV_POLL_STAGGER 600
-#endif
 #ifndef KBIT_GEMV_WHOLE_TILES    // 1: M = 3, 4 plans that split no tile run a kernel without the
 #define KBIT_GEMV_WHOLE_TILES 1  // split-tile ends (session 14); 0: the kernel with them
 #endif

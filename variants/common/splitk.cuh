@@ -88,53 +88,28 @@ __device__ __forceinline__ unsigned long long peek_tagged(const unsigned long lo
 // memory), Loads slots per thread at a time, and clear them. Each round re-reads every slot of
 // the thread still without its tag, all in flight together: a round costs one L2 round trip
 // however many senders were late (one slot after another cost a round trip per late slot,
-// even for slots whose sender had long finished: session 15). If the first round comes back
-// short, up to Sets rounds go in flight, each issued StaggerCycles after the one before; a
-// round that comes back keeps its tagged words and re-reads the others at once, so the rounds
-// stay staggered and a word that lands in L2 is read within a round trip / Sets rather than a
-// whole one (session 16). Sets = 1: one round at a time.
-template <int Threads, int Loads, int Sets = 1, int StaggerCycles = 0>
+// even for slots whose sender had long finished: session 15).
+template <int Threads, int Loads>
 __device__ __forceinline__ void gather_tagged(unsigned long long* slots, int words, float* dst) {
-  static_assert(Sets >= 1, "at least one round in flight");
 #pragma unroll 1
   for (int j0 = int(threadIdx.x); j0 < words; j0 += Loads * Threads) {
-    unsigned long long got[Loads];      // kTag set: taken (or no slot)
-    unsigned long long w[Sets][Loads];  // the rounds in flight
-    auto issue = [&](unsigned long long(&r)[Loads]) {
+    unsigned long long w[Loads];
+#pragma unroll
+    for (int k = 0; k < Loads; ++k)
+      w[k] = j0 + k * Threads < words ? peek_tagged(slots + j0 + k * Threads) : kTag;
+    for (;;) {
+      bool all = true;
+#pragma unroll
+      for (int k = 0; k < Loads; ++k) all = all && (w[k] & kTag) != 0;
+      if (all) break;
 #pragma unroll
       for (int k = 0; k < Loads; ++k)
-        if (!(got[k] & kTag)) r[k] = peek_tagged(slots + j0 + k * Threads);
-    };
-#pragma unroll
-    for (int k = 0; k < Loads; ++k) got[k] = j0 + k * Threads < words ? 0ull : kTag;
-    issue(w[0]);
-    int live = 1;  // rounds in flight
-    for (bool all = false; !all;) {
-#pragma unroll
-      for (int s = 0; s < Sets; ++s) {
-        if (s >= live) break;
-        all = true;  // round s has come back: keep its tagged words
-#pragma unroll
-        for (int k = 0; k < Loads; ++k) {
-          if (!(got[k] & kTag)) got[k] = w[s][k];
-          all = all && (got[k] & kTag) != 0;
-        }
-        if (all) break;
-        issue(w[s]);
-        if (s + 1 < Sets && s + 1 == live) {  // short: the next round, a stagger behind
-          const long long t0 = clock64();
-          while (clock64() - t0 < StaggerCycles) {
-          }
-          issue(w[s + 1 < Sets ? s + 1 : 0]);
-          ++live;
-          break;
-        }
-      }
+        if (!(w[k] & kTag)) w[k] = peek_tagged(slots + j0 + k * Threads);
     }
 #pragma unroll
     for (int k = 0; k < Loads; ++k)
       if (const int j = j0 + k * Threads; j < words) {
-        dst[j] = __uint_as_float(uint32_t(got[k]));
+        dst[j] = __uint_as_float(uint32_t(w[k]));
         slots[j] = 0ull;
       }
   }
