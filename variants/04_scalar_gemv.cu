@@ -604,25 +604,44 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     // __syncwarp measured the same and racecheck reports it as a race: session 5.)
     dev::mbar_arrive(ring.empty(st));
   };
-  UnitRegs<K> next;
+  UnitRegs<K> next, first;
   const bool block_first = q == 0;
   fetch(q, next);
   if (kWaitStats && block_first) dev::wait_stats::mark(dev::wait_stats::kFirstLanded, g_start_ns);
+  // Units 0 and 1 in registers before the wait (the two sets the loop holds anyway): two stages
+  // free, so the producer copies units 2 and 3 while the previous launch drains (session 16).
+  // Rows 3, 4 and the grouped kernel (MV = 0) spilled 8-32 B with it.
+  constexpr bool kFirstTwo = kPrefetch && KBIT_GEMV_FIRST_TWO != 0 && MV >= 1 && MV <= 2;
+  const bool two = kFirstTwo && n > 1;
+  if (two) {
+    first = next;
+    fetch(q + 1, next);
+  }
   // Under PDL the first unit is already in registers and its stage free for the producer when
   // the consumers wait here for the previous launch: A, C and the split-K workspace are its
   // memory until then. (After the block's first segment the wait returns at once.)
   dev::pdl::wait();
-  for (int i = 0; i < n; ++i, ++q) {
-    constexpr int W = window_units<MV>();
-    if (i % W == 0 && KBIT_GEMV_DIAG_NO_MATH != 4) {
-      window.start();
-      dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
-      stage_a<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
-      dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
-      window.stop();
-      if (kWaitStats && block_first && i == 0)
-        dev::wait_stats::mark(dev::wait_stats::kFirstWindow, g_start_ns);
+  constexpr int W = window_units<MV>();
+  auto window_at = [&](int i) {  // stages the window that starts at unit i
+    if (i % W != 0 || KBIT_GEMV_DIAG_NO_MATH == 4) return;
+    window.start();
+    dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
+    stage_a<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
+    dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
+    window.stop();
+    if (kWaitStats && block_first && i == 0)
+      dev::wait_stats::mark(dev::wait_stats::kFirstWindow, g_start_ns);
+  };
+  int i = 0;
+  if constexpr (kFirstTwo) {
+    if (two) {  // unit 0, whose successor is already fetched
+      window_at(0);
+      dot_unit<K, MV, T, true>(l, first, Smem<K>::lut(), Smem<K>::s_a(), 0, b, acc, [] {});
+      ++i, ++q;
     }
+  }
+  for (; i < n; ++i, ++q) {
+    window_at(i);
     if constexpr (kPrefetch) {
       const UnitRegs<K> r = next;
       dot_unit<K, MV, T, true>(l, r, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc, [&] {
