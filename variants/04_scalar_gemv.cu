@@ -131,6 +131,7 @@ struct KernelArgs {
   int cluster;           // > 1: each split tile's contributors are one cluster of this size
   int tagged;  // > 1: each split tile's c contributors (blocks tc..tc+c-1) end through `tags`
   unsigned long long* tags;  // [tile][contributor 1..c-1][row][128] tagged sums, zero between calls
+  int pdl;                   // a dependent launch (GemmArgs::pdl): see run_segment's kFirstTwo
   float cb[32];
 };
 
@@ -608,11 +609,12 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   const bool block_first = q == 0;
   fetch(q, next);
   if (kWaitStats && block_first) dev::wait_stats::mark(dev::wait_stats::kFirstLanded, g_start_ns);
-  // Units 0 and 1 in registers before the wait (the two sets the loop holds anyway): two stages
-  // free, so the producer copies units 2 and 3 while the previous launch drains (session 16).
-  // Rows 3, 4 and the grouped kernel (MV = 0) spilled 8-32 B with it.
+  // Under PDL, units 0 and 1 in registers before the wait (the two sets the loop holds anyway):
+  // two stages free, so the producer copies units 2 and 3 while the previous launch drains
+  // (session 16: 8B gate/up -0.2 us). Plain launches wait for unit 1 before the first window
+  // instead (+0.3-0.6 us); rows 3, 4 and the grouped kernel (MV = 0) spilled 8-32 B with it.
   constexpr bool kFirstTwo = kPrefetch && KBIT_GEMV_FIRST_TWO != 0 && MV >= 1 && MV <= 2;
-  const bool two = kFirstTwo && n > 1;
+  const bool two = kFirstTwo && a.pdl && n > 1;
   if (two) {
     first = next;
     fetch(q + 1, next);
@@ -806,6 +808,7 @@ KernelArgs make_args(const scalar_gemv::Launch& l, const GemmDims& d, const Gemm
   a.cluster = l.cluster;
   a.tagged = l.tagged;
   a.tags = l.tags;
+  a.pdl = g.pdl ? 1 : 0;
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
   return a;
 }
