@@ -605,10 +605,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     // __syncwarp measured the same and racecheck reports it as a race: session 5.)
     dev::mbar_arrive(ring.empty(st));
   };
-#ifndef KBIT_TMP_THREE
-#define KBIT_TMP_THREE 1
-#endif
-  UnitRegs<K> next, first, second;
+  UnitRegs<K> next, first;
   const bool block_first = q == 0;
   fetch(q, next);
   if (kWaitStats && block_first) dev::wait_stats::mark(dev::wait_stats::kFirstLanded, g_start_ns);
@@ -618,14 +615,9 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // instead (+0.3-0.6 us); rows 3, 4 and the grouped kernel (MV = 0) spilled 8-32 B with it.
   constexpr bool kFirstTwo = kPrefetch && KBIT_GEMV_FIRST_TWO != 0 && MV >= 1 && MV <= 2;
   const bool two = kFirstTwo && a.pdl && n > 1;
-  const bool three = KBIT_TMP_THREE && two && n > 2;  // session 16's comparison (temporary)
   if (two) {
     first = next;
     fetch(q + 1, next);
-  }
-  if (three) {
-    second = next;
-    fetch(q + 2, next);
   }
   // Under PDL the first unit is already in registers and its stage free for the producer when
   // the consumers wait here for the previous launch: A, C and the split-K workspace are its
@@ -647,11 +639,6 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     if (two) {  // unit 0, whose successor is already fetched
       window_at(0);
       dot_unit<K, MV, T, true>(l, first, Smem<K>::lut(), Smem<K>::s_a(), 0, b, acc, [] {});
-      ++i, ++q;
-    }
-    if (three) {
-      window_at(1);
-      dot_unit<K, MV, T, true>(l, second, Smem<K>::lut(), Smem<K>::s_a(), 1, b, acc, [] {});
       ++i, ++q;
     }
   }
