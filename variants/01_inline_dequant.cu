@@ -198,7 +198,7 @@ __device__ void store_tile(const Args& a, int mt, int nt, int tile, int contribu
   for_each(
       [&](long long idx, int mb, int nb, int e) { dev::splitk::add(a.ws, idx, acc[mb][nb][e]); });
   if (!dev::splitk::arrive_is_last(a.counters + tile, contributors)) return;
-  // Every sum loaded before any is cleared or stored: one L2 round trip for the thread's 8 MB
+  // Every sum loaded before any is cleared or stored: one L2 round trip for the thread's 8 x MB
   // outputs, where a loop of load, clear and store waited one per output (session 16).
   float sum[MB][Config::kNBlocks][4];
   for_each([&](long long idx, int mb, int nb, int e) {

@@ -611,17 +611,18 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   if (kWaitStats && block_first) dev::wait_stats::mark(dev::wait_stats::kFirstLanded, g_start_ns);
   // Under PDL, units 0 and 1 in registers before the wait (the two sets the loop holds anyway):
   // two stages free, so the producer copies units 2 and 3 while the previous launch drains
-  // (session 16: 8B gate/up -0.2 us). Plain launches wait for unit 1 before the first window
-  // instead (+0.3-0.6 us); rows 3, 4 and the grouped kernel (MV = 0) spilled 8-32 B with it.
+  // (session 16: 8B gate/up -0.2 us). Not in plain launches, whose first window it delayed
+  // until unit 1 had landed (+0.3-0.6 us); rows 3, 4 and the grouped kernel (MV = 0) spilled
+  // 8-32 B with it.
   constexpr bool kFirstTwo = kPrefetch && KBIT_GEMV_FIRST_TWO != 0 && MV >= 1 && MV <= 2;
   const bool two = kFirstTwo && a.pdl && n > 1;
   if (two) {
     first = next;
     fetch(q + 1, next);
   }
-  // Under PDL the first unit is already in registers and its stage free for the producer when
-  // the consumers wait here for the previous launch: A, C and the split-K workspace are its
-  // memory until then. (After the block's first segment the wait returns at once.)
+  // Under PDL the first unit (two: above) is already in registers and its stage free for the
+  // producer when the consumers wait here for the previous launch: A, C and the split-K workspace
+  // are its memory until then. (After the block's first segment the wait returns at once.)
   dev::pdl::wait();
   constexpr int W = window_units<MV>();
   auto window_at = [&](int i) {  // stages the window that starts at unit i

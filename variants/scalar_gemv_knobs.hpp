@@ -45,8 +45,10 @@
 #ifndef KBIT_GEMV_TAGGED_KS
 #define KBIT_GEMV_TAGGED_KS 0x18
 #endif
-#ifndef KBIT_GEMV_FIRST_TWO    // 1: a segment's units 0 and 1 in registers before the PDL wait
-#define KBIT_GEMV_FIRST_TWO 1  // (session 16); 0: unit 0 only
+// 1: in dependent launches at M = 1, 2 a segment's units 0 and 1 are copied to registers before
+// griddepcontrol.wait (session 16: 8B gate/up -0.2 us with PDL); 0: unit 0 only.
+#ifndef KBIT_GEMV_FIRST_TWO
+#define KBIT_GEMV_FIRST_TWO 1
 #endif
 #ifndef KBIT_GEMV_WHOLE_TILES    // 1: M = 3, 4 plans that split no tile run a kernel without the
 #define KBIT_GEMV_WHOLE_TILES 1  // split-tile ends (session 14); 0: the kernel with them
