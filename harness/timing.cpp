@@ -55,6 +55,22 @@ class LaunchGraph {
   cudaGraphExec_t exec_ = nullptr;
 };
 
+// A rough time of one launch on the GPU: the least of a few replays of a graph of 3 launches.
+// The least, so that one slow replay (another process on the GPU) does not send a microsecond
+// kernel down the plain path (ctest runs GPU tests in parallel). A graph, so that the host's
+// cost of a launch is left out: timed as plain launches, a call whose host side outlasts its
+// kernel (cuBLAS at some shapes: 10-30 us a call for a 5.5 us GEMM) read as a 20+ us launch,
+// and the plain path then timed the host as well (rel_noise up to 1.4; session 17).
+double estimate_launch_us(const LaunchFn& launch, int copies, cudaStream_t stream,
+                          gpu::EventTimer& ev) {
+  constexpr int kProbe = 3;
+  LaunchGraph probe(launch, kProbe, copies, stream);
+  double best_ms = 1e30;
+  for (int rep = 0; rep < 5; ++rep)
+    best_ms = std::min(best_ms, ev.time_ms(stream, [&] { probe.replay(stream); }));
+  return best_ms * 1000.0 / kProbe;
+}
+
 }  // namespace
 
 TimingResult time_launches(const LaunchFn& launch, int copies, const TimingConfig& cfg,
@@ -66,14 +82,7 @@ TimingResult time_launches(const LaunchFn& launch, int copies, const TimingConfi
   // Warm-up (module load, caches of the allocator, clocks), then a rough single-launch time.
   for (int i = 0; i < std::max(1, cfg.warmup); ++i) launch(i % r.copies, stream);
   KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  // The least of a few estimates: one slow host launch (another process on the GPU, a busy CPU)
-  // must not send a microsecond kernel down the plain path (ctest runs GPU tests in parallel).
-  const int probe = 3;
-  double est_us = 1e30;
-  for (int rep = 0; rep < 5; ++rep)
-    est_us = std::min(est_us, ev.time_ms(stream, [&] {
-      for (int i = 0; i < probe; ++i) launch(i % r.copies, stream);
-    }) * 1000.0 / probe);
+  const double est_us = estimate_launch_us(launch, r.copies, stream, ev);
 
   std::vector<double> us;
   const auto t0 = std::chrono::steady_clock::now();

@@ -2,6 +2,9 @@
 // plain paths); the check can fail.
 #include <catch2/catch.hpp>
 
+#include <chrono>
+#include <thread>
+
 #include "harness/execute.hpp"
 #include "harness/timing.hpp"
 #include "reference/codebook.hpp"
@@ -103,4 +106,25 @@ TEST_CASE("timing gives positive, ordered statistics on both paths", "[gpu][timi
     CHECK(t.sm_mhz_before > 100);
     CHECK(t.graph == (n == (std::int64_t(1) << 16)));
   }
+}
+
+TEST_CASE("timing measures the GPU, not a launch's host cost", "[gpu][timing]") {
+  // A ~2 us kernel behind 60 us of host work per launch (cuBLAS's host side outlasted its kernel
+  // at some shapes): the GPU time decides the path, and the graph leaves the host out.
+  KBIT_REQUIRE_GPU();
+  Stream s;
+  const std::int64_t n = std::int64_t(1) << 16;
+  DeviceBuffer<float> buf(static_cast<std::size_t>(n));
+  TimingConfig cfg;
+  cfg.timeout_s = 0.3;
+  const TimingResult t = time_launches(
+      [&](int, cudaStream_t st) {
+        std::this_thread::sleep_for(std::chrono::microseconds(60));
+        gpu::fill_random(DType::f32, buf.get(), n, 1, st);
+      },
+      1, cfg, s.get());
+  INFO("median " << t.median_us << " us, graph " << t.graph << ", " << t.launches_per_sample
+                 << " launches per sample");
+  CHECK(t.graph);
+  CHECK(t.median_us < 20.0);
 }
