@@ -55,20 +55,32 @@ class LaunchGraph {
   cudaGraphExec_t exec_ = nullptr;
 };
 
-// A rough time of one launch on the GPU: the least of a few replays of a graph of 3 launches.
-// The least, so that one slow replay (another process on the GPU) does not send a microsecond
-// kernel down the plain path (ctest runs GPU tests in parallel). A graph, so that the host's
-// cost of a launch is left out: timed as plain launches, a call whose host side outlasts its
-// kernel (cuBLAS at some shapes: 10-30 us a call for a 5.5 us GEMM) read as a 20+ us launch,
-// and the plain path then timed the host as well (rel_noise up to 1.4; session 17).
-double estimate_launch_us(const LaunchFn& launch, int copies, cudaStream_t stream,
-                          gpu::EventTimer& ev) {
-  constexpr int kProbe = 3;
+// What one launch costs: on the GPU (the least of a few replays of a graph of 3 launches, so
+// that one slow replay, e.g. another process on the GPU, does not send a microsecond kernel down
+// the plain path; ctest runs GPU tests in parallel) and on the host (the median time to enqueue
+// them, the GPU not waited for). Until session 17 the path was chosen from plain launches
+// between two events, which time the host whenever a call's host side outlasts its kernel
+// (cuBLAS: 10-30 us a call at some shapes, a 5.5 us GEMM read 17-20 us, rel_noise up to 1.4).
+struct LaunchCost {
+  double gpu_us, host_us;
+};
+
+LaunchCost estimate_launch(const LaunchFn& launch, int copies, cudaStream_t stream,
+                           gpu::EventTimer& ev) {
+  constexpr int kProbe = 3, kReps = 5;
+  std::vector<double> host_us;
+  for (int rep = 0; rep < kReps; ++rep) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < kProbe; ++i) launch(i % copies, stream);
+    const auto t1 = std::chrono::steady_clock::now();
+    host_us.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count() / kProbe);
+    KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
   LaunchGraph probe(launch, kProbe, copies, stream);
   double best_ms = 1e30;
-  for (int rep = 0; rep < 5; ++rep)
+  for (int rep = 0; rep < kReps; ++rep)
     best_ms = std::min(best_ms, ev.time_ms(stream, [&] { probe.replay(stream); }));
-  return best_ms * 1000.0 / kProbe;
+  return {best_ms * 1000.0 / kProbe, percentile(host_us, 50)};
 }
 
 }  // namespace
@@ -82,7 +94,12 @@ TimingResult time_launches(const LaunchFn& launch, int copies, const TimingConfi
   // Warm-up (module load, caches of the allocator, clocks), then a rough single-launch time.
   for (int i = 0; i < std::max(1, cfg.warmup); ++i) launch(i % r.copies, stream);
   KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-  const double est_us = estimate_launch_us(launch, r.copies, stream, ev);
+  const LaunchCost cost = estimate_launch(launch, r.copies, stream, ev);
+  const double est_us = cost.gpu_us;
+  // The plain path keeps the GPU busy only while the host enqueues faster than the GPU runs
+  // (the lead-in launch gives it one launch's head start); with less than 2x to spare it would
+  // time the host (dequantize + cuBLAS rows of ~25 us read rel_noise ~1), so those go to a graph.
+  const bool use_graph = est_us < graph_threshold_us || cost.host_us > 0.5 * est_us;
 
   std::vector<double> us;
   const auto t0 = std::chrono::steady_clock::now();
@@ -98,7 +115,7 @@ TimingResult time_launches(const LaunchFn& launch, int copies, const TimingConfi
     return r.converged || elapsed_s() > cfg.timeout_s;
   };
 
-  if (est_us < graph_threshold_us) {
+  if (use_graph) {
     // ~2 ms of launches per replay, and at least one pass over every copy.
     int count = int(std::ceil(2000.0 / std::max(est_us, 0.5)));
     count = std::max(count, r.copies);

@@ -1,6 +1,7 @@
 // Timing with CUDA events (method in docs/harness.md): warm-up, then samples until the
-// spread is small or the time is up; launches shorter than ~20 us are timed as a CUDA graph
-// of many launches; L2-cold runs rotate through weight copies.
+// spread is small or the time is up; launches shorter than ~20 us on the GPU, or whose host
+// side takes more than half their GPU time, are timed as a CUDA graph of many launches; L2-cold
+// runs rotate through weight copies.
 #pragma once
 #include <cuda_runtime_api.h>
 
