@@ -416,9 +416,9 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // Under PDL, units 0 and 1 in registers before the wait (the two sets the loop holds anyway):
   // two stages free, so the producer copies units 2 and 3 while the previous launch drains
   // (session 16: 8B gate/up -0.2 us). Not in plain launches, whose first window it delayed
-  // until unit 1 had landed (+0.3-0.6 us); rows 3, 4 and the grouped kernel (MV = 0) spilled
-  // 8-32 B with it.
-  constexpr bool kFirstTwo = kPrefetch && KBIT_GEMV_FIRST_TWO != 0 && MV >= 1 && MV <= 2;
+  // until unit 1 had landed (+0.3-0.6 us); rows 3, 4 spilled 8-32 B with it. Not in the grouped
+  // kernel (kDense false), whose segments of 1-2 rows had it until session 17.
+  constexpr bool kFirstTwo = kDense && kPrefetch && KBIT_GEMV_FIRST_TWO != 0 && MV >= 1 && MV <= 2;
   const bool two = kFirstTwo && a.pdl && n > 1;
   if (two) {
     first = next;
