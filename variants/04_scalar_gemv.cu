@@ -193,7 +193,6 @@ __device__ void finish_split(const KernelArgs& a, const Segment g) {
   static_assert(kPer * Config::kConsumers == Config::kMaxRows * Config::kTileN, "whole outputs");
   const int col = g.nt * Config::kTileN + int(threadIdx.x) % Config::kTileN;
   std::int64_t idx[kPer];
-  float v[kPer];
 #pragma unroll
   for (int r = 0; r < kPer; ++r) {
     const int i = int(threadIdx.x) + r * Config::kConsumers;
@@ -201,11 +200,9 @@ __device__ void finish_split(const KernelArgs& a, const Segment g) {
                  ? std::int64_t(g.row0 + i / Config::kTileN) * a.N + col
                  : -1;
   }
-  dev::splitk::take_all(a.ws, idx, v);
-  T* C = static_cast<T*>(a.C);
-#pragma unroll
-  for (int r = 0; r < kPer; ++r)
-    if (idx[r] >= 0) C[idx[r]] = dev::from_float<T>(v[r]);
+  dev::splitk::take_all(a.ws, idx, [&](int r, float v) {
+    static_cast<T*>(a.C)[idx[r]] = dev::from_float<T>(v);  // (C's pointer after the loads)
+  });
 }
 
 // Where a consumer thread's sums go. After reduce() lanes t and t^1 hold the same two sums of

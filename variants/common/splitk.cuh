@@ -53,16 +53,23 @@ __device__ __forceinline__ void clear(float* ws, std::int64_t idx) {
   ws[idx] = 0.0f;
 }
 
-// The final sums of N elements (idx[r] < 0: none) into v, all loaded before any is zeroed: one
-// L2 round trip for the lot, where a loop of load-then-zero waits one each (session 15).
-template <int N>
-__device__ __forceinline__ void take_all(float* ws, const std::int64_t (&idx)[N], float (&v)[N]) {
+// The final sums of N elements (idx[r] < 0: none), all loaded first: one L2 round trip for the
+// lot, where a loop of load-then-zero waits one each (session 15). Then per element use(r, sum)
+// (the output store), then its zero for the next call. Zeroing every element before the first
+// use, as 6794a28 did, delayed the output stores: scalar_gemv's workspace end (M = 4 Llama3 down
+// +0.3-0.5 us) and grouped MoE rows with PDL (+5-7%) until session 17.
+template <int N, typename Use>
+__device__ __forceinline__ void take_all(float* ws, const std::int64_t (&idx)[N], Use&& use) {
+  float v[N];
 #pragma unroll
   for (int r = 0; r < N; ++r)
     if (idx[r] >= 0) v[r] = load_sum(ws, idx[r]);
 #pragma unroll
   for (int r = 0; r < N; ++r)
-    if (idx[r] >= 0) clear(ws, idx[r]);
+    if (idx[r] >= 0) {
+      use(r, v[r]);
+      clear(ws, idx[r]);
+    }
 }
 
 // Tagged slots (session 13), for contributors that are k-bands of one tile: each sum travels
