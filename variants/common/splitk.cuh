@@ -57,7 +57,7 @@ __device__ __forceinline__ void clear(float* ws, std::int64_t idx) {
 // lot, where a loop of load-then-zero waits one each (session 15). Then per element use(r, sum)
 // (the output store), then its zero for the next call. Zeroing every element before the first
 // use, as 6794a28 did, delayed the output stores: scalar_gemv's workspace end (M = 4 Llama3 down
-// +0.3-0.5 us) and grouped MoE rows with PDL (+5-7%) until session 17.
+// with PDL +0.4-1.0 us) and grouped MoE rows with PDL (+5-8%) until session 17.
 template <int N, typename Use>
 __device__ __forceinline__ void take_all(float* ws, const std::int64_t (&idx)[N], Use&& use) {
   float v[N];
