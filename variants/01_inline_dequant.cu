@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 
 #include "reference/error.hpp"
@@ -172,12 +173,17 @@ __device__ void mainloop(const Args& a, unsigned char* smem, int mt, int nt, int
 }
 
 // Fragment element e of (mb, nb) sits at row lane/4 (+8 for e >= 2), column 2*(lane%4) + e%2.
+// Writes the tile: straight to C when this block is its only contributor, else through the
+// self-cleaning workspace (common/splitk.cuh), whose last contributor takes every sum in one
+// L2 round trip and stores each before zeroing it (`take_all`, as scalar_gemv's end).
 template <int MB, typename T>
 __device__ void store_tile(const Args& a, int mt, int nt, int tile, int contributors,
                            const float (&acc)[MB][Config::kNBlocks][4]) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   T* C = static_cast<T*>(a.C);
-  auto for_each = [&](auto&& fn) {  // fn(index into C, mb, nb, e) for each owned output
+  // fn(r, index into C and the workspace or -1 outside M x N, sum) for each of the thread's
+  // outputs, numbered r = (mb * kNBlocks + nb) * 4 + e. M*N < 2^31 (setup), so int indexes.
+  auto for_each = [&](auto&& fn) {
 #pragma unroll
     for (int mb = 0; mb < MB; ++mb)
 #pragma unroll
@@ -187,27 +193,23 @@ __device__ void store_tile(const Args& a, int mt, int nt, int tile, int contribu
           const int row = mt * 16 * MB + mb * 16 + lane / 4 + (e / 2) * 8;
           const int col =
               nt * Config::kTileN + warp * Config::kWarpCols + nb * 8 + 2 * (lane % 4) + e % 2;
-          if (row < a.M && col < a.N) fn((long long)row * a.N + col, mb, nb, e);
+          fn((mb * Config::kNBlocks + nb) * 4 + e, row < a.M && col < a.N ? row * a.N + col : -1,
+             acc[mb][nb][e]);
         }
   };
   if (contributors == 1) {
-    for_each(
-        [&](long long idx, int mb, int nb, int e) { C[idx] = dev::from_float<T>(acc[mb][nb][e]); });
+    for_each([&](int, int i, float v) {
+      if (i >= 0) C[i] = dev::from_float<T>(v);
+    });
     return;
   }
-  for_each(
-      [&](long long idx, int mb, int nb, int e) { dev::splitk::add(a.ws, idx, acc[mb][nb][e]); });
+  for_each([&](int, int i, float v) {
+    if (i >= 0) dev::splitk::add(a.ws, i, v);
+  });
   if (!dev::splitk::arrive_is_last(a.counters + tile, contributors)) return;
-  // Every sum loaded before any is cleared or stored: one L2 round trip for the thread's 8 x MB
-  // outputs, where a loop of load, clear and store waited one per output (session 16).
-  float sum[MB][Config::kNBlocks][4];
-  for_each([&](long long idx, int mb, int nb, int e) {
-    sum[mb][nb][e] = dev::splitk::load_sum(a.ws, idx);
-  });
-  for_each([&](long long idx, int mb, int nb, int e) {
-    dev::splitk::clear(a.ws, idx);
-    C[idx] = dev::from_float<T>(sum[mb][nb][e]);
-  });
+  int idx[MB * Config::kNBlocks * 4];
+  for_each([&](int r, int i, float) { idx[r] = i; });
+  dev::splitk::take_all(a.ws, idx, [&](int r, float sum) { C[idx[r]] = dev::from_float<T>(sum); });
 }
 
 template <int K, int MB, typename T>

@@ -58,8 +58,9 @@ __device__ __forceinline__ void clear(float* ws, std::int64_t idx) {
 // (the output store), then its zero for the next call. Zeroing every element before the first
 // use, as 6794a28 did, delayed the output stores: scalar_gemv's workspace end (M = 4 Llama3 down
 // with PDL +0.4-1.0 us) and grouped MoE rows with PDL (+5-8%) until session 17.
-template <int N, typename Use>
-__device__ __forceinline__ void take_all(float* ws, const std::int64_t (&idx)[N], Use&& use) {
+// Index: std::int64_t, or int where the caller's indices fit (fewer registers to hold N of them).
+template <int N, typename Index, typename Use>
+__device__ __forceinline__ void take_all(float* ws, const Index (&idx)[N], Use&& use) {
   float v[N];
 #pragma unroll
   for (int r = 0; r < N; ++r)
