@@ -372,12 +372,13 @@ __device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const S
   });
 }
 
-// One segment of a consumer thread. q is the block's ring step, carried across segments.
-// kDense: a cluster or tagged slots may end a split tile; kWholeTiles: the plan splits no tile,
-// so no split-tile end is compiled in (their code cost the M = 4 main loop 3%: session 14).
+// One segment of a consumer thread. q is the block's ring step and wq its A window (the window
+// warp's count), both carried across segments. kDense: a cluster or tagged slots may end a split
+// tile; kWholeTiles: the plan splits no tile, so no split-tile end is compiled in (their code cost
+// the M = 4 main loop 3%: session 14).
 template <int K, int MV, typename T, bool kDense, bool kWholeTiles = false>
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
-                                            const Ring<K>& ring, uint32_t& q,
+                                            const Ring<K>& ring, uint32_t& q, uint32_t& wq,
                                             bool defer) {  // g by value: registers
   constexpr int S = (MV + 1) / 2;
   const Lane l;
@@ -426,21 +427,27 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // are its memory until then. (After the block's first segment the wait returns at once.)
   dev::pdl::wait();
   constexpr int W = window_units<MV>();
-  auto window_at = [&](int i) {  // stages the window that starts at unit i
-    if (i % W != 0 || KBIT_GEMV_DIAG_NO_MATH == 4) return;
+  constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4;
+  auto window_at = [&](int i) {  // waits for the window that starts at unit i (the window warp's)
+    if (i % W != 0 || !kWindows) return;
     window.start();
-    dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
-    stage_a<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
-    dev::sync_threads<Config::kConsumers>();  // (the first one also publishes the table)
+    if (wq == 0) dev::sync_threads<Config::kConsumers>();  // publishes the pair table
+    dev::mbar_wait(ring.win_full(), wq & 1u);
     window.stop();
     if (kWaitStats && block_first && i == 0)
       dev::wait_stats::mark(dev::wait_stats::kFirstWindow, g_start_ns);
+  };
+  auto window_done = [&](int i) {  // after unit i: the window warp may refill after its last one
+    if (!kWindows || ((i + 1) % W != 0 && i + 1 != n)) return;
+    dev::mbar_arrive(ring.win_empty());  // after this thread's B loads from it
+    ++wq;
   };
   int i = 0;
   if constexpr (kFirstTwo) {
     if (two) {  // unit 0, whose successor is already fetched
       window_at(0);
       dot_unit<K, MV, T, true>(l, first, Smem<K>::lut(), Smem<K>::s_a(), 0, b, acc, [] {});
+      window_done(0);
       ++i, ++q;
     }
   }
@@ -455,6 +462,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
       if (i > 0) fetch(q, next);
       dot_unit<K, MV, T, false>(l, next, Smem<K>::lut(), Smem<K>::s_a(), i % W, b, acc, [] {});
     }
+    window_done(i);
   }
   if (kWaitStats) dev::wait_stats::mark_computed();
   // A whole-tile kernel has no split-tile end (KBIT_GEMV_DIAG_NO_ENDS uses it where tiles are
@@ -478,20 +486,21 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
 // A segment of the grouped kernel: its row count (1..4) picks the unrolled body.
 template <int K, typename T>
 __device__ void run_rows(const KernelArgs& a, const Segment g, const Ring<K>& ring, uint32_t& q,
-                         bool defer) {
+                         uint32_t& wq, bool defer) {
   switch (g.rows) {
     case 1:
-      return run_segment<K, 1, T, false>(a, g, ring, q, defer);
+      return run_segment<K, 1, T, false>(a, g, ring, q, wq, defer);
     case 2:
-      return run_segment<K, 2, T, false>(a, g, ring, q, defer);
+      return run_segment<K, 2, T, false>(a, g, ring, q, wq, defer);
     case 3:
-      return run_segment<K, 3, T, false>(a, g, ring, q, defer);
+      return run_segment<K, 3, T, false>(a, g, ring, q, wq, defer);
     default:
-      return run_segment<K, 4, T, false>(a, g, ring, q, defer);
+      return run_segment<K, 4, T, false>(a, g, ring, q, wq, defer);
   }
 }
 
-// Builds the pair table (all consumer threads; the first A-window barrier publishes it).
+// Builds the pair table (all consumer threads; the barrier before the first A window publishes
+// it).
 template <int K, typename T>
 __device__ void build_table(const KernelArgs& a) {
   __shared__ float s_cb[32];  // the codebook, copied once (see pair_lut::build)
@@ -501,9 +510,10 @@ __device__ void build_table(const KernelArgs& a) {
 }
 
 // Initializes the ring; returns true in the consumer threads, which also build the pair table
-// (published by the first A-window barrier). The producer lane streams the ring and returns
-// false once it has issued every copy; the rest of its warp leaves at once. MV rows (0: the
-// grouped kernel, which has no cluster end).
+// (published by a consumer barrier before the first A window). The producer lane streams the ring
+// and returns false once it has issued every copy; the rest of its warp leaves at once. The
+// window warp stages the A windows and returns false. MV rows (0: the grouped kernel, which has
+// no cluster end).
 template <int K, int MV, typename T>
 __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   const bool clustered = MV > 0 && a.cluster > 1;  // combine_in_cluster's protocol
@@ -523,7 +533,10 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
     if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kTableBuilt, g_start_ns);
     return true;
   }
+  constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4 && KBIT_GEMV_DIAG_NO_MATH != 5;
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
+  if (kWindows && warp == Config::kConsumers / 32 + 1)
+    stage_windows<MV, T>(a, ring.win_full(), ring.win_empty(), Smem<K>::s_a());
   if (clustered && !kClusterPush) {  // every thread takes part in both phases
     dev::cluster::wait();
     dev::cluster::arrive_release();
@@ -545,16 +558,16 @@ __global__ void __maxnreg__(Config::kMaxRegs)
   }
   dev::pdl::launch_dependents();  // at once: at the block's end kept 0.2 of 1.5 us (notes.md)
   if (!start_block<K, MV, T>(a, ring)) return;
-  uint32_t q = 0;
+  uint32_t q = 0, wq = 0;
   const int first = a.first_seg[blockIdx.x], last = a.first_seg[blockIdx.x + 1];
   for (int s = first; s < last; ++s) {
     // Only a stripe's first and last segments can be split; the first one's completion waits
     // until the stream is done.
     const bool defer = s == first && s + 1 < last;
     if constexpr (MV == 0)
-      run_rows<K, T>(a, a.segs[s], ring, q, defer);
+      run_rows<K, T>(a, a.segs[s], ring, q, wq, defer);
     else
-      run_segment<K, MV, T, true, kWholeTiles>(a, a.segs[s], ring, q, defer);
+      run_segment<K, MV, T, true, kWholeTiles>(a, a.segs[s], ring, q, wq, defer);
   }
   if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kComputed, g_start_ns);
   if (!kWholeTiles && last - first > 1 && a.segs[first].contributors > 1)

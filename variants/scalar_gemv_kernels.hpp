@@ -13,11 +13,13 @@ namespace kbit::variants::scalar_gemv {
 
 // The tiled layout the kernels read, their work unit and their block.
 inline constexpr int kTileK = 64, kTileN = 128;
-inline constexpr int kUnitTiles = 4;              // k-tiles per unit: quad lane t owns k-tile t
-inline constexpr int kConsumers = 256;            // 8 warps x 16 columns = one n-tile
-inline constexpr int kThreads = kConsumers + 32;  // + 1 producer warp (one lane issues copies)
-inline constexpr int kMaxRows = 4;                // rows of A per segment (M = 1..4)
-inline constexpr int kMaxCluster = 8;             // the portable cluster size
+inline constexpr int kUnitTiles = 4;    // k-tiles per unit: quad lane t owns k-tile t
+inline constexpr int kConsumers = 256;  // 8 warps x 16 columns = one n-tile
+// + the producer warp (one lane issues the copies) + the window warp (stages A): 10 warps, which
+// the register file allocates as it did 9, so two blocks per SM still fit at 96 registers.
+inline constexpr int kThreads = kConsumers + 64;
+inline constexpr int kMaxRows = 4;     // rows of A per segment (M = 1..4)
+inline constexpr int kMaxCluster = 8;  // the portable cluster size
 // Loads in flight per consumer thread in the tagged end's gather: the plan uses tagged slots
 // only where one round of them gathers every slot.
 inline constexpr int kTaggedLoads = 4;

@@ -7,11 +7,13 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "variants/common/barrier.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/cp_async.cuh"
 #include "variants/common/pair_lut.cuh"
+#include "variants/common/pdl.cuh"
 #include "variants/common/stage_ring.cuh"
 #include "variants/common/wait_stats.cuh"
 #include "variants/gemv_stripes.hpp"
@@ -104,16 +106,29 @@ struct KernelArgs {
 };
 
 // The weight ring: its barriers (common/stage_ring.cuh; the extra one is `recv`, where rank 0
-// of a cluster waits for the other ranks' sums) at the start of shared memory, its stages at
-// `offset`: the planes of the unit's 4 k-tiles, then their codes.
+// of a cluster waits for the other ranks' sums) at the start of shared memory, then the A
+// window's two (`win_full`: the window warp's 32 lanes have stored it; `win_empty`: the 256
+// consumers are done with it), its stages at `offset`: the planes of the unit's 4 k-tiles,
+// then their codes.
 template <int K>
 struct Ring : dev::RingBarriers<Config::kStages, Config::kConsumers> {
+  using Base = dev::RingBarriers<Config::kStages, Config::kConsumers>;
+  static_assert(Base::kBytes + 16 <= Config::kBarrierBytes, "the window's barriers fit too");
   unsigned char* stages;  // generic pointer to stage 0
 
   __device__ Ring(unsigned char* smem, int offset)
-      : dev::RingBarriers<Config::kStages, Config::kConsumers>(dev::smem_addr(smem)),
-        stages(smem + offset) {}
+      : Base(dev::smem_addr(smem)), stages(smem + offset) {}
+  // Thread 0 initializes every barrier; every thread of the block must call (one __syncthreads).
+  __device__ void init() const {
+    if (threadIdx.x == 0) {
+      dev::mbar_init(win_full(), 32);
+      dev::mbar_init(win_empty(), Config::kConsumers);
+    }
+    Base::init();
+  }
   __device__ uint32_t recv() const { return this->extra(); }
+  __device__ uint32_t win_full() const { return this->base + Base::kBytes; }
+  __device__ uint32_t win_empty() const { return this->base + Base::kBytes + 8; }
   __device__ unsigned char* planes(int s) const { return stages + s * stage_bytes<K>(); }
   __device__ unsigned char* codes(int s) const { return planes(s) + stage_plane_bytes<K>(); }
 };
@@ -176,48 +191,102 @@ __device__ __forceinline__ int a_offset(int m, int u, int kt, int kb, int p) {
          p * 4;
 }
 
-// Stages rows [row0, row0 + MV) of A, units [u, u + nunits), into shared memory as 16-bit
-// pairs in the MMA's k order: pair (R, q) of a block = elements (R + 8q, R + 8q + 4), stored
-// at p = 4R + q. Elements past K_dim are zero (they meet the unit's uncopied k-tiles).
+// A window through the window warp's registers: lane l holds group l (elements 8l .. 8l + 7) of
+// every (row m, unit un) of the window, in v[m * W + un] (W = window_units<MV>()): 16 groups of
+// 16 bytes per lane in a full window at every MV, addressed from one pointer per row.
+constexpr int kWindowIters = Config::kWindowRowUnits;
+static_assert(Config::kUnitK / 8 == 32, "a lane's group per (row, unit)");
+
+// Loads rows [row0, row0 + MV) of A, units [u, u + nunits), into the lane's registers; groups
+// past K_dim are zero (they meet the unit's uncopied k-tiles; K_dim is a multiple of 32, so a
+// group is all in or all out). All loads are in flight together.
 template <int MV, typename T>
-__device__ void stage_a(const KernelArgs& a, int row0, int u, int nunits, unsigned char* s_a) {
+__device__ __forceinline__ void load_window(const KernelArgs& a, int row0, int u, int nunits,
+                                            int lane, uint4 (&v)[kWindowIters]) {
+  constexpr int W = window_units<MV>();
   const T* A = static_cast<const T*>(a.A);
-  constexpr int kGroups = Config::kUnitK / 8;  // 8 elements (one uint4) per group
-  // A full window is kIters groups per consumer thread (2), all loaded before any is stored:
-  // one L2 round trip per window, where load-then-store took one per group (session 15).
-  constexpr int kIters = Config::kWindowRowUnits * kGroups / Config::kConsumers;
-  static_assert(kIters * Config::kConsumers == Config::kWindowRowUnits * kGroups, "whole groups");
-  const int groups = MV * nunits * kGroups;
-  auto place = [&](int gi, int& m, int& un, int& e0) {  // row, unit and element of group gi
-    m = gi / (nunits * kGroups);
-    const int rem = gi % (nunits * kGroups);
-    un = rem / kGroups, e0 = (rem % kGroups) * 8;
-  };
-  uint4 v[kIters];
+  const long long k0 = (long long)u * Config::kUnitK + 8 * lane;  // element of unit 0's group
+  // Units of this window whose group lies inside K_dim: min(nunits, ceil((K_dim - k0) / 256)).
+  const int inside =
+      k0 >= a.K_dim ? 0 : min(nunits, int((a.K_dim - k0 + Config::kUnitK - 1) / Config::kUnitK));
 #pragma unroll
-  for (int r = 0; r < kIters; ++r) {
-    const int gi = int(threadIdx.x) + r * Config::kConsumers;
-    int m, un, e0;
-    place(gi, m, un, e0);
-    const long long k = (long long)(u + un) * Config::kUnitK + e0;
-    v[r] = make_uint4(0, 0, 0, 0);
-    if (gi < groups && k < a.K_dim)  // K_dim is a multiple of 32: a group is all in or all out
-      v[r] = __ldg(reinterpret_cast<const uint4*>(A + (long long)(row0 + m) * a.K_dim + k));
+  for (int m = 0; m < MV; ++m) {
+    const uint4* src = reinterpret_cast<const uint4*>(A + (long long)(row0 + m) * a.K_dim + k0);
+#pragma unroll
+    for (int un = 0; un < W; ++un)
+      v[m * W + un] = un < inside ? __ldg(src + un * (Config::kUnitK / 8)) : make_uint4(0, 0, 0, 0);
   }
+}
+
+// Stores what load_window loaded as 16-bit pairs in the MMA's k order: pair (R, q) of a block =
+// elements (R + 8q, R + 8q + 4), at p = 4R + q.
+template <int MV>
+__device__ __forceinline__ void store_window(int nunits, int lane, const uint4 (&v)[kWindowIters],
+                                             unsigned char* s_a) {
+  constexpr int W = window_units<MV>();
+  const int e0 = 8 * lane, kt = e0 / 64, kb = (e0 / 32) % 2, q = (e0 % 32) / 8;
 #pragma unroll
-  for (int r = 0; r < kIters; ++r) {
-    const int gi = int(threadIdx.x) + r * Config::kConsumers;
-    if (gi >= groups) break;
-    int m, un, e0;
-    place(gi, m, un, e0);
-    const int kt = e0 / 64, kb = (e0 / 32) % 2, q = (e0 % 32) / 8;
-    // Elements e0 + r and e0 + 4 + r form pair R = r: low halves of (x, z), then high halves.
-    const uint32_t pr[4] = {
-        __byte_perm(v[r].x, v[r].z, 0x5410), __byte_perm(v[r].x, v[r].z, 0x7632),
-        __byte_perm(v[r].y, v[r].w, 0x5410), __byte_perm(v[r].y, v[r].w, 0x7632)};
+  for (int m = 0; m < MV; ++m)
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      *reinterpret_cast<uint32_t*>(s_a + a_offset<MV>(m, un, kt, kb, 4 * i + q)) = pr[i];
+    for (int un = 0; un < W; ++un) {
+      if (un >= nunits) break;
+      const uint4 x = v[m * W + un];
+      // Elements e0 + r and e0 + 4 + r form pair R = r: low halves of (x, z), then high halves.
+      const uint32_t pr[4] = {__byte_perm(x.x, x.z, 0x5410), __byte_perm(x.x, x.z, 0x7632),
+                              __byte_perm(x.y, x.w, 0x5410), __byte_perm(x.y, x.w, 0x7632)};
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        *reinterpret_cast<uint32_t*>(s_a + a_offset<MV>(m, un, kt, kb, 4 * i + q)) = pr[i];
+    }
+}
+
+// One window of `rows` rows (1..4) through the lane's registers: loaded, then stored once the
+// consumers have released the previous window (w > 0), then published on `win_full`.
+template <typename T>
+__device__ void stage_one_window(const KernelArgs& a, int rows, int row0, int u, int nunits,
+                                 uint32_t w, uint32_t win_full, uint32_t win_empty,
+                                 unsigned char* s_a) {
+  const int lane = int(threadIdx.x) & 31;
+  auto go = [&](auto mv_const) {
+    constexpr int MV = decltype(mv_const)::value;
+    uint4 v[kWindowIters];
+    load_window<MV, T>(a, row0, u, nunits, lane, v);  // in flight while the consumers compute
+    if (w > 0) dev::mbar_wait(win_empty, (w - 1) & 1u);
+    store_window<MV>(nunits, lane, v, s_a);
+  };
+  switch (rows) {
+    case 1:
+      go(std::integral_constant<int, 1>{});
+      break;
+    case 2:
+      go(std::integral_constant<int, 2>{});
+      break;
+    case 3:
+      go(std::integral_constant<int, 3>{});
+      break;
+    default:
+      go(std::integral_constant<int, 4>{});
+  }
+  dev::mbar_arrive(win_full);  // releases this lane's stores to the consumers' acquire
+}
+
+// The window warp (session 19): stages every A window of the block's segments, in the order
+// the consumers use them, so that no consumer waits on a global load or a staging barrier.
+// Window w + 1 is loaded into the warp's registers as soon as window w is published: it is in
+// flight while the consumers compute w. MV rows (0: each segment's own, the grouped kernel).
+// Not inlined: its 64 registers of window then cannot push the consumers' code into spills.
+template <int MV, typename T>
+__device__ __noinline__ void stage_windows(const KernelArgs& a, uint32_t win_full,
+                                           uint32_t win_empty, unsigned char* s_a) {
+  dev::pdl::wait();  // A is the previous launch's memory until then
+  uint32_t w = 0;
+  for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
+    const Segment g = a.segs[s];
+    const int rows = MV > 0 ? MV : g.rows, n = g.u1 - g.u0;
+    const int units = Config::kWindowRowUnits / rows;  // window_units<rows>()
+    for (int i = 0; i < n; i += units, ++w)
+      stage_one_window<T>(a, rows, g.row0, g.u0 + i, min(units, n - i), w, win_full, win_empty,
+                          s_a);
   }
 }
 
