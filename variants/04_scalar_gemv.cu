@@ -426,6 +426,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // producer when the consumers wait here for the previous launch: A, C and the split-K workspace
   // are its memory until then. (After the block's first segment the wait returns at once.)
   dev::pdl::wait();
+  if (KBIT_GEMV_WINDOW_GO && block_first && threadIdx.x == 0) dev::mbar_arrive(ring.win_go());
   constexpr int W = window_units<MV>();
   constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4;
   auto window_at = [&](int i) {  // waits for the window that starts at unit i (the window warp's)
@@ -536,7 +537,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4 && KBIT_GEMV_DIAG_NO_MATH != 5;
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
   if (kWindows && warp == Config::kConsumers / 32 + 1)
-    stage_windows<MV, T>(a, ring.win_full(), ring.win_empty(), Smem<K>::s_a());
+    stage_windows<MV, T>(a, ring.win_full(), ring.win_empty(), ring.win_go(), Smem<K>::s_a());
   if (clustered && !kClusterPush) {  // every thread takes part in both phases
     dev::cluster::wait();
     dev::cluster::arrive_release();

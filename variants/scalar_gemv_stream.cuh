@@ -113,7 +113,7 @@ struct KernelArgs {
 template <int K>
 struct Ring : dev::RingBarriers<Config::kStages, Config::kConsumers> {
   using Base = dev::RingBarriers<Config::kStages, Config::kConsumers>;
-  static_assert(Base::kBytes + 16 <= Config::kBarrierBytes, "the window's barriers fit too");
+  static_assert(Base::kBytes + 24 <= Config::kBarrierBytes, "the window's barriers fit too");
   unsigned char* stages;  // generic pointer to stage 0
 
   __device__ Ring(unsigned char* smem, int offset)
@@ -123,12 +123,15 @@ struct Ring : dev::RingBarriers<Config::kStages, Config::kConsumers> {
     if (threadIdx.x == 0) {
       dev::mbar_init(win_full(), 32);
       dev::mbar_init(win_empty(), Config::kConsumers);
+      dev::mbar_init(win_go(), 1);
     }
     Base::init();
   }
   __device__ uint32_t recv() const { return this->extra(); }
   __device__ uint32_t win_full() const { return this->base + Base::kBytes; }
   __device__ uint32_t win_empty() const { return this->base + Base::kBytes + 8; }
+  // KBIT_GEMV_WINDOW_GO: thread 0 arrives once the consumers have passed griddepcontrol.wait.
+  __device__ uint32_t win_go() const { return this->base + Base::kBytes + 16; }
   __device__ unsigned char* planes(int s) const { return stages + s * stage_bytes<K>(); }
   __device__ unsigned char* codes(int s) const { return planes(s) + stage_plane_bytes<K>(); }
 };
@@ -277,8 +280,12 @@ __device__ void stage_one_window(const KernelArgs& a, int rows, int row0, int u,
 // Not inlined: its 64 registers of window then cannot push the consumers' code into spills.
 template <int MV, typename T>
 __device__ __noinline__ void stage_windows(const KernelArgs& a, uint32_t win_full,
-                                           uint32_t win_empty, unsigned char* s_a) {
-  dev::pdl::wait();  // A is the previous launch's memory until then
+                                           uint32_t win_empty, uint32_t win_go,
+                                           unsigned char* s_a) {
+  if (KBIT_GEMV_WINDOW_GO)
+    dev::mbar_wait(win_go, 0);  // the consumers passed griddepcontrol.wait
+  else
+    dev::pdl::wait();  // A is the previous launch's memory until then
   uint32_t w = 0;
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
     const Segment g = a.segs[s];
