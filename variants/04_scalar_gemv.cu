@@ -432,7 +432,12 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   auto window_at = [&](int i) {  // waits for the window that starts at unit i (the window warp's)
     if (i % W != 0 || !kWindows) return;
     window.start();
-    if (wq == 0) dev::sync_threads<Config::kConsumers>();  // publishes the pair table
+    if (wq == 0 && a.pdl) {  // after griddepcontrol.wait the consumers are idle: they stage it
+      stage_window_by_consumers<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
+      dev::sync_threads<Config::kConsumers>();  // publishes it and the pair table
+    } else if (wq == 0) {
+      dev::sync_threads<Config::kConsumers>();  // publishes the pair table
+    }
     dev::mbar_wait(ring.win_full(), wq & 1u);
     window.stop();
     if (kWaitStats && block_first && i == 0)

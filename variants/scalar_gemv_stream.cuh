@@ -221,26 +221,60 @@ __device__ __forceinline__ void load_window(const KernelArgs& a, int row0, int u
   }
 }
 
-// Stores what load_window loaded as 16-bit pairs in the MMA's k order: pair (R, q) of a block =
-// elements (R + 8q, R + 8q + 4), at p = 4R + q.
+// Stores group `lane` (elements e0 = 8 * lane .. e0 + 7) of (row m, unit un) as 16-bit pairs in
+// the MMA's k order: pair (R, q) of a block = elements (R + 8q, R + 8q + 4), at p = 4R + q.
+template <int MV>
+__device__ __forceinline__ void store_group(unsigned char* s_a, int m, int un, int lane,
+                                            const uint4 x) {
+  const int e0 = 8 * lane, kt = e0 / 64, kb = (e0 / 32) % 2, q = (e0 % 32) / 8;
+  // Elements e0 + r and e0 + 4 + r form pair R = r: low halves of (x, z), then high halves.
+  const uint32_t pr[4] = {__byte_perm(x.x, x.z, 0x5410), __byte_perm(x.x, x.z, 0x7632),
+                          __byte_perm(x.y, x.w, 0x5410), __byte_perm(x.y, x.w, 0x7632)};
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    *reinterpret_cast<uint32_t*>(s_a + a_offset<MV>(m, un, kt, kb, 4 * i + q)) = pr[i];
+}
+
+// Stores what load_window loaded.
 template <int MV>
 __device__ __forceinline__ void store_window(int nunits, int lane, const uint4 (&v)[kWindowIters],
                                              unsigned char* s_a) {
   constexpr int W = window_units<MV>();
-  const int e0 = 8 * lane, kt = e0 / 64, kb = (e0 / 32) % 2, q = (e0 % 32) / 8;
 #pragma unroll
   for (int m = 0; m < MV; ++m)
 #pragma unroll
     for (int un = 0; un < W; ++un) {
       if (un >= nunits) break;
-      const uint4 x = v[m * W + un];
-      // Elements e0 + r and e0 + 4 + r form pair R = r: low halves of (x, z), then high halves.
-      const uint32_t pr[4] = {__byte_perm(x.x, x.z, 0x5410), __byte_perm(x.x, x.z, 0x7632),
-                              __byte_perm(x.y, x.w, 0x5410), __byte_perm(x.y, x.w, 0x7632)};
-#pragma unroll
-      for (int i = 0; i < 4; ++i)
-        *reinterpret_cast<uint32_t*>(s_a + a_offset<MV>(m, un, kt, kb, 4 * i + q)) = pr[i];
+      store_group<MV>(s_a, m, un, lane, v[m * W + un]);
     }
+}
+
+// The same window staged by the 256 consumer threads at once (the first window of a dependent
+// launch, when the consumers have nothing else to do: the window warp alone took ~1 us longer,
+// session 19): warp c of the consumers takes (row, unit) pairs c and c + 8, both loaded before
+// either is stored (one L2 round trip). The caller's barriers publish it.
+template <int MV, typename T>
+__device__ void stage_window_by_consumers(const KernelArgs& a, int row0, int u, int nunits,
+                                          unsigned char* s_a) {
+  constexpr int kWarps = Config::kConsumers / 32, kIters = kWindowIters / kWarps;
+  static_assert(kIters * kWarps == kWindowIters, "whole (row, unit) pairs per warp");
+  const T* A = static_cast<const T*>(a.A);
+  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) / 32;
+  const long long k0 = (long long)u * Config::kUnitK + 8 * lane;
+  uint4 v[kIters];
+#pragma unroll
+  for (int r = 0; r < kIters; ++r) {
+    const int i = warp + kWarps * r, m = i / nunits, un = i % nunits;
+    const long long k = k0 + (long long)un * Config::kUnitK;
+    v[r] = m < MV && k < a.K_dim
+               ? __ldg(reinterpret_cast<const uint4*>(A + (long long)(row0 + m) * a.K_dim + k))
+               : make_uint4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int r = 0; r < kIters; ++r) {
+    const int i = warp + kWarps * r, m = i / nunits, un = i % nunits;
+    if (m < MV) store_group<MV>(s_a, m, un, lane, v[r]);
+  }
 }
 
 // One window of `rows` rows (1..4) through the lane's registers: loaded, then stored once the
@@ -252,6 +286,7 @@ __device__ void stage_one_window(const KernelArgs& a, int rows, int row0, int u,
   const int lane = int(threadIdx.x) & 31;
   auto go = [&](auto mv_const) {
     constexpr int MV = decltype(mv_const)::value;
+    if (w == 0 && a.pdl) return;  // the consumers stage it (stage_window_by_consumers)
     uint4 v[kWindowIters];
     load_window<MV, T>(a, row0, u, nunits, lane, v);  // in flight while the consumers compute
     if (w > 0) dev::mbar_wait(win_empty, (w - 1) & 1u);
@@ -271,6 +306,7 @@ __device__ void stage_one_window(const KernelArgs& a, int rows, int row0, int u,
       go(std::integral_constant<int, 4>{});
   }
   dev::mbar_arrive(win_full);  // releases this lane's stores to the consumers' acquire
+                               // (window 0 of a dependent launch: only keeps the phases even)
 }
 
 // The window warp (session 19): stages every A window of the block's segments, in the order
