@@ -426,7 +426,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // producer when the consumers wait here for the previous launch: A, C and the split-K workspace
   // are its memory until then. (After the block's first segment the wait returns at once.)
   dev::pdl::wait();
-  if (KBIT_GEMV_WINDOW_GO && block_first && threadIdx.x == 0) dev::mbar_arrive(ring.win_go());
+  if (a.pdl && block_first && threadIdx.x == 0) dev::mbar_arrive(ring.win_go());  // window warp
   constexpr int W = window_units<MV>();
   constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4;
   auto window_at = [&](int i) {  // waits for the window that starts at unit i (the window warp's)
@@ -435,10 +435,10 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     if (wq == 0 && a.pdl) {  // after griddepcontrol.wait the consumers are idle: they stage it
       stage_window_by_consumers<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
       dev::sync_threads<Config::kConsumers>();  // publishes it and the pair table
-    } else if (wq == 0) {
-      dev::sync_threads<Config::kConsumers>();  // publishes the pair table
+    } else {
+      if (wq == 0) dev::sync_threads<Config::kConsumers>();            // publishes the pair table
+      dev::mbar_wait(ring.win_full(), (wq - (a.pdl ? 1u : 0u)) & 1u);  // the warp's windows
     }
-    dev::mbar_wait(ring.win_full(), wq & 1u);
     window.stop();
     if (kWaitStats && block_first && i == 0)
       dev::wait_stats::mark(dev::wait_stats::kFirstWindow, g_start_ns);

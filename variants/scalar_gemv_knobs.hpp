@@ -53,11 +53,6 @@
 #ifndef KBIT_GEMV_WHOLE_TILES    // 1: M = 3, 4 plans that split no tile run a kernel without the
 #define KBIT_GEMV_WHOLE_TILES 1  // split-tile ends (session 14); 0: the kernel with them
 #endif
-// Diagnostic (session 19): 1, the window warp starts after the consumers' griddepcontrol.wait
-// (an arrival of thread 0) instead of executing the wait itself.
-#ifndef KBIT_GEMV_WINDOW_GO
-#define KBIT_GEMV_WINDOW_GO 0
-#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif

@@ -130,7 +130,7 @@ struct Ring : dev::RingBarriers<Config::kStages, Config::kConsumers> {
   __device__ uint32_t recv() const { return this->extra(); }
   __device__ uint32_t win_full() const { return this->base + Base::kBytes; }
   __device__ uint32_t win_empty() const { return this->base + Base::kBytes + 8; }
-  // KBIT_GEMV_WINDOW_GO: thread 0 arrives once the consumers have passed griddepcontrol.wait.
+  // In a dependent launch thread 0 arrives once the consumers have passed griddepcontrol.wait.
   __device__ uint32_t win_go() const { return this->base + Base::kBytes + 16; }
   __device__ unsigned char* planes(int s) const { return stages + s * stage_bytes<K>(); }
   __device__ unsigned char* codes(int s) const { return planes(s) + stage_plane_bytes<K>(); }
@@ -286,7 +286,6 @@ __device__ void stage_one_window(const KernelArgs& a, int rows, int row0, int u,
   const int lane = int(threadIdx.x) & 31;
   auto go = [&](auto mv_const) {
     constexpr int MV = decltype(mv_const)::value;
-    if (w == 0 && a.pdl) return;  // the consumers stage it (stage_window_by_consumers)
     uint4 v[kWindowIters];
     load_window<MV, T>(a, row0, u, nunits, lane, v);  // in flight while the consumers compute
     if (w > 0) dev::mbar_wait(win_empty, (w - 1) & 1u);
@@ -306,30 +305,32 @@ __device__ void stage_one_window(const KernelArgs& a, int rows, int row0, int u,
       go(std::integral_constant<int, 4>{});
   }
   dev::mbar_arrive(win_full);  // releases this lane's stores to the consumers' acquire
-                               // (window 0 of a dependent launch: only keeps the phases even)
 }
 
 // The window warp (session 19): stages every A window of the block's segments, in the order
 // the consumers use them, so that no consumer waits on a global load or a staging barrier.
 // Window w + 1 is loaded into the warp's registers as soon as window w is published: it is in
 // flight while the consumers compute w. MV rows (0: each segment's own, the grouped kernel).
+// In a dependent launch the consumers stage the block's first window themselves (they are idle
+// then; this warp alone took ~1 us longer), and this warp starts once they have passed
+// griddepcontrol.wait (`win_go`) instead of waiting there from the block's start (with it the
+// chain of launches ran 0.2-1.0 us slower, session 19); `win_full` then counts its windows only.
 // Not inlined: its 64 registers of window then cannot push the consumers' code into spills.
 template <int MV, typename T>
 __device__ __noinline__ void stage_windows(const KernelArgs& a, uint32_t win_full,
                                            uint32_t win_empty, uint32_t win_go,
                                            unsigned char* s_a) {
-  if (KBIT_GEMV_WINDOW_GO)
-    dev::mbar_wait(win_go, 0);  // the consumers passed griddepcontrol.wait
-  else
-    dev::pdl::wait();  // A is the previous launch's memory until then
+  if (a.pdl) dev::mbar_wait(win_go, 0);  // the consumers passed griddepcontrol.wait
+  dev::pdl::wait();  // A is the previous launch's memory until then (at once after win_go)
   uint32_t w = 0;
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
     const Segment g = a.segs[s];
     const int rows = MV > 0 ? MV : g.rows, n = g.u1 - g.u0;
     const int units = Config::kWindowRowUnits / rows;  // window_units<rows>()
     for (int i = 0; i < n; i += units, ++w)
-      stage_one_window<T>(a, rows, g.row0, g.u0 + i, min(units, n - i), w, win_full, win_empty,
-                          s_a);
+      if (w > 0 || !a.pdl)
+        stage_one_window<T>(a, rows, g.row0, g.u0 + i, min(units, n - i), w, win_full, win_empty,
+                            s_a);
   }
 }
 
