@@ -426,18 +426,24 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // producer when the consumers wait here for the previous launch: A, C and the split-K workspace
   // are its memory until then. (After the block's first segment the wait returns at once.)
   dev::pdl::wait();
-  if (a.pdl && block_first && threadIdx.x == 0) dev::mbar_arrive(ring.win_go());  // window warp
+  // The kernel's rows (kDense) or the grouped kernel: whether its window warp stages windows.
+  constexpr bool kWarp = has_window_warp(kDense ? MV : 0);
+  // Whether the consumers stage a dependent launch's first window (dense kernels; the grouped
+  // kernel, with four row counts inlined, spilled 16-32 B with that code).
+  const bool own_first = kDense && a.pdl;
+  if (kWarp && a.pdl && block_first && threadIdx.x == 0) dev::mbar_arrive(ring.win_go());
   constexpr int W = window_units<MV>();
   constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4;
-  auto window_at = [&](int i) {  // waits for the window that starts at unit i (the window warp's)
+  auto window_at = [&](int i) {  // stages or waits for the window that starts at unit i
     if (i % W != 0 || !kWindows) return;
     window.start();
-    if (wq == 0 && a.pdl) {  // after griddepcontrol.wait the consumers are idle: they stage it
+    if (!kWarp || (wq == 0 && own_first)) {                 // (idle at a dependent launch's start)
+      if (wq > 0) dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
       stage_window_by_consumers<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
-      dev::sync_threads<Config::kConsumers>();  // publishes it and the pair table
+      dev::sync_threads<Config::kConsumers>();  // publishes it (the first: and the pair table)
     } else {
-      if (wq == 0) dev::sync_threads<Config::kConsumers>();            // publishes the pair table
-      dev::mbar_wait(ring.win_full(), (wq - (a.pdl ? 1u : 0u)) & 1u);  // the warp's windows
+      if (wq == 0) dev::sync_threads<Config::kConsumers>();  // publishes the pair table
+      dev::mbar_wait(ring.win_full(), (wq - (own_first ? 1u : 0u)) & 1u);  // the warp's windows
     }
     window.stop();
     if (kWaitStats && block_first && i == 0)
@@ -445,7 +451,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   };
   auto window_done = [&](int i) {  // after unit i: the window warp may refill after its last one
     if (!kWindows || ((i + 1) % W != 0 && i + 1 != n)) return;
-    dev::mbar_arrive(ring.win_empty());  // after this thread's B loads from it
+    if (kWarp) dev::mbar_arrive(ring.win_empty());  // after this thread's B loads from it
     ++wq;
   };
   int i = 0;
@@ -541,7 +547,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   }
   constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4 && KBIT_GEMV_DIAG_NO_MATH != 5;
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
-  if (kWindows && warp == Config::kConsumers / 32 + 1)
+  if (kWindows && has_window_warp(MV) && warp == Config::kConsumers / 32 + 1)
     stage_windows<MV, T>(a, ring.win_full(), ring.win_empty(), ring.win_go(), Smem<K>::s_a());
   if (clustered && !kClusterPush) {  // every thread takes part in both phases
     dev::cluster::wait();

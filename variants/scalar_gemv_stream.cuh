@@ -307,20 +307,30 @@ __device__ void stage_one_window(const KernelArgs& a, int rows, int row0, int u,
   dev::mbar_arrive(win_full);  // releases this lane's stores to the consumers' acquire
 }
 
+// Whether the kernel for MV rows (0: grouped) has the window warp (below): where windows come
+// every 4-5 units (M = 3, 4; the grouped kernel's segments of up to 4 rows). At M = 1, 2 (one
+// window per 16 or 8 units) it cost dependent launches 0.1-1.0 us (session 19: at the launch's
+// start its loads of the next window meet every block's first one in L2), so there the
+// consumers stage every window themselves and the warp leaves at once.
+__host__ __device__ constexpr bool has_window_warp(int mv) {
+  return mv == 0 || mv >= 3;
+}
+
 // The window warp (session 19): stages every A window of the block's segments, in the order
 // the consumers use them, so that no consumer waits on a global load or a staging barrier.
 // Window w + 1 is loaded into the warp's registers as soon as window w is published: it is in
 // flight while the consumers compute w. MV rows (0: each segment's own, the grouped kernel).
-// In a dependent launch the consumers stage the block's first window themselves (they are idle
-// then; this warp alone took ~1 us longer), and this warp starts once they have passed
-// griddepcontrol.wait (`win_go`) instead of waiting there from the block's start (with it the
-// chain of launches ran 0.2-1.0 us slower, session 19); `win_full` then counts its windows only.
+// In a dependent launch this warp starts once the consumers have passed griddepcontrol.wait
+// (`win_go`), not waiting there from the block's start, and the dense kernels' consumers stage
+// the first window themselves (they are idle then, and this warp alone took ~1 us longer:
+// session 19); `win_full` then counts this warp's windows only.
 // Not inlined: its 64 registers of window then cannot push the consumers' code into spills.
 template <int MV, typename T>
 __device__ __noinline__ void stage_windows(const KernelArgs& a, uint32_t win_full,
                                            uint32_t win_empty, uint32_t win_go,
                                            unsigned char* s_a) {
-  if (a.pdl) dev::mbar_wait(win_go, 0);  // the consumers passed griddepcontrol.wait
+  const bool own_first = MV > 0 && a.pdl;  // the dense consumers stage window 0 (run_segment)
+  if (a.pdl) dev::mbar_wait(win_go, 0);    // the consumers passed griddepcontrol.wait
   dev::pdl::wait();  // A is the previous launch's memory until then (at once after win_go)
   uint32_t w = 0;
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
@@ -328,7 +338,7 @@ __device__ __noinline__ void stage_windows(const KernelArgs& a, uint32_t win_ful
     const int rows = MV > 0 ? MV : g.rows, n = g.u1 - g.u0;
     const int units = Config::kWindowRowUnits / rows;  // window_units<rows>()
     for (int i = 0; i < n; i += units, ++w)
-      if (w > 0 || !a.pdl)
+      if (w > 0 || !own_first)
         stage_one_window<T>(a, rows, g.row0, g.u0 + i, min(units, n - i), w, win_full, win_empty,
                             s_a);
   }
