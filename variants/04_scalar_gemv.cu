@@ -427,7 +427,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // are its memory until then. (After the block's first segment the wait returns at once.)
   dev::pdl::wait();
   // The kernel's rows (kDense) or the grouped kernel: whether its window warp stages windows.
-  constexpr bool kWarp = has_window_warp(kDense ? MV : 0);
+  constexpr bool kWarp = kHasWindowWarp<(kDense ? MV : 0)>;
   // Whether the consumers stage a dependent launch's first window (dense kernels; the grouped
   // kernel, with four row counts inlined, spilled 16-32 B with that code).
   const bool own_first = kDense && a.pdl;
@@ -547,7 +547,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   }
   constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4 && KBIT_GEMV_DIAG_NO_MATH != 5;
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
-  if (kWindows && has_window_warp(MV) && warp == Config::kConsumers / 32 + 1)
+  if (kWindows && kHasWindowWarp<MV> && warp == Config::kConsumers / 32 + 1)
     stage_windows<MV, T>(a, ring.win_full(), ring.win_empty(), ring.win_go(), Smem<K>::s_a());
   if (clustered && !kClusterPush) {  // every thread takes part in both phases
     dev::cluster::wait();
@@ -673,7 +673,7 @@ int smem_bytes(int k, int rows) {
 void launch(const Launch& l, const GemmDims& d, const GemmArgs& g, cudaStream_t stream) {
   KernelArgs a = make_args(l, d, g);
   void* params[] = {&a};
-  launch_kernel(l.kernel, dim3(l.grid), dim3(Config::kThreads), l.smem_bytes, stream, params, g.pdl,
+  launch_kernel(l.kernel, dim3(l.grid), dim3(l.threads), l.smem_bytes, stream, params, g.pdl,
                 unsigned(l.cluster));
   // Under PDL a kernel after every launch would break the chain of dependent launches: the
   // statistics are summed over 64 launches (wait_stats.cuh).

@@ -15,9 +15,18 @@ namespace kbit::variants::scalar_gemv {
 inline constexpr int kTileK = 64, kTileN = 128;
 inline constexpr int kUnitTiles = 4;    // k-tiles per unit: quad lane t owns k-tile t
 inline constexpr int kConsumers = 256;  // 8 warps x 16 columns = one n-tile
-// + the producer warp (one lane issues the copies) + the window warp (stages A): 10 warps, which
-// the register file allocates as it did 9, so two blocks per SM still fit at 96 registers.
-inline constexpr int kThreads = kConsumers + 64;
+// Whether the kernel for `rows` rows (0: grouped) has a window warp, which stages the A windows
+// (variants/scalar_gemv_stream.cuh): where windows come every 4-5 units (M = 3, 4; the grouped
+// kernel's segments of up to 4 rows). At M = 1, 2 (a window per 16 or 8 units) it cost 0.4-1.0 us
+// on Llama3-70B (session 19), and the consumers stage every window themselves.
+constexpr bool has_window_warp(int rows) {
+  return rows == 0 || rows >= 3;
+}
+// A block: the consumers, the producer warp (one lane issues the copies) and, where the kernel
+// has one, the window warp: 9 or 10 warps, both two blocks per SM at 96 registers.
+constexpr int threads_for(int rows) {
+  return kConsumers + (has_window_warp(rows) ? 64 : 32);
+}
 inline constexpr int kMaxRows = 4;     // rows of A per segment (M = 1..4)
 inline constexpr int kMaxCluster = 8;  // the portable cluster size
 // Loads in flight per consumer thread in the tagged end's gather: the plan uses tagged slots
@@ -55,6 +64,7 @@ inline int cluster_recv_bytes(int c, int rows) {
 struct Launch {
   const void* kernel = nullptr;
   int grid = 0, smem_bytes = 0;
+  int threads = 0;  // threads_for(the kernel's rows)
   int cluster = 1;  // > 1: each split tile's contributors are one cluster of this size
   int tagged = 1;   // > 1: each split tile's contributors end through tagged slots
   int n_tiles = 0, k_tiles = 0;

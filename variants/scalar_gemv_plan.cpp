@@ -101,7 +101,7 @@ std::pair<int, int> choose_end(const GemvState& s, const gemv::Stripes& st, int 
   const int c = gemv::cluster_size(st, sg::kMaxCluster);
   if (c < 2) return {1, 1};
   if (k.cluster_split &&
-      clusters_fit_at_once(s.launch.kernel, sg::kThreads, cluster_smem(s, base, c), c, st.grid,
+      clusters_fit_at_once(s.launch.kernel, s.launch.threads, cluster_smem(s, base, c), c, st.grid,
                            s.blocks_per_sm, slots))
     return {c, 1};
   if (k.tagged_end && st.grid <= slots && sg::has_tagged_end(s.dims.k_bits, int(s.dims.M)) &&
@@ -117,17 +117,17 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   const sg::Knobs knobs = sg::knobs();
   sg::Launch& l = s.launch;
   l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, false);
+  l.threads = sg::threads_for(rows_template);
   const int base = sg::smem_bytes(s.dims.k_bits, rows_template);
   l.smem_bytes = base;
   KBIT_CUDA_CHECK(
       cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, base));
   int per_sm = 0, dev = 0, sms = 0;
   KBIT_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, l.kernel, sg::kThreads, base));
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, l.kernel, l.threads, base));
   if (per_sm < 1)
-    throw Error(std::string(who) + ": a block of " + std::to_string(sg::kThreads) +
-                " threads with " + std::to_string(base) +
-                " bytes of shared memory does not fit on this device");
+    throw Error(std::string(who) + ": a block of " + std::to_string(l.threads) + " threads with " +
+                std::to_string(base) + " bytes of shared memory does not fit on this device");
   KBIT_CUDA_CHECK(cudaGetDevice(&dev));
   KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   s.blocks_per_sm = per_sm;

@@ -29,7 +29,7 @@ struct Config {
   // Shared memory of the pair table; the stream-only diagnostic needs none (room for stages).
   static constexpr int kLutBytes = KBIT_GEMV_DIAG_NO_MATH ? 0 : dev::pair_lut::kBytes;
   // Layout, unit and block: variants/scalar_gemv_kernels.hpp (the host plan reads them too).
-  static constexpr int kConsumers = scalar_gemv::kConsumers, kThreads = scalar_gemv::kThreads;
+  static constexpr int kConsumers = scalar_gemv::kConsumers;
   static constexpr int kTileK = scalar_gemv::kTileK, kTileN = scalar_gemv::kTileN;
   static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256 blocks of 32 per tile
   static constexpr int kUnitTiles = scalar_gemv::kUnitTiles;
@@ -307,14 +307,10 @@ __device__ void stage_one_window(const KernelArgs& a, int rows, int row0, int u,
   dev::mbar_arrive(win_full);  // releases this lane's stores to the consumers' acquire
 }
 
-// Whether the kernel for MV rows (0: grouped) has the window warp (below): where windows come
-// every 4-5 units (M = 3, 4; the grouped kernel's segments of up to 4 rows). At M = 1, 2 (one
-// window per 16 or 8 units) it cost dependent launches 0.1-1.0 us (session 19: at the launch's
-// start its loads of the next window meet every block's first one in L2), so there the
-// consumers stage every window themselves and the warp leaves at once.
-__host__ __device__ constexpr bool has_window_warp(int mv) {
-  return mv == 0 || mv >= 3;
-}
+// Whether the kernel for MV rows (0: grouped) has the window warp below (a constant the device
+// code can read; scalar_gemv::has_window_warp is a host function).
+template <int MV>
+constexpr bool kHasWindowWarp = scalar_gemv::has_window_warp(MV);
 
 // The window warp (session 19): stages every A window of the block's segments, in the order
 // the consumers use them, so that no consumer waits on a global load or a staging barrier.
