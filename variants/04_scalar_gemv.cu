@@ -4,7 +4,8 @@
 //
 // * 288 threads per block: 8 consumer warps and one producer warp. A work unit is one n-tile
 //   (128 columns) x 4 k-tiles (256 k); the producer streams each unit (4 x 4 KB of planes +
-//   4 x 256 B of absmax at K = 4) with cp.async.bulk into a 2-stage mbarrier ring.
+//   4 x 256 B of absmax at K = 4) with cp.async.bulk into a 2-stage mbarrier ring. The M = 3, 4
+//   kernels add a window warp (320 threads), which stages the A windows (session 19).
 // * Dequantize by table, multiply on tensor cores (v6): one 4x4 bit transpose of a block's
 //   planes puts two codebook indices in each byte (K = 3, 4); one PRMT + one LDS of a 64 KB
 //   pair table (variants/common/pair_lut.cuh) turn a byte into the two weights as an
@@ -426,32 +427,32 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // producer when the consumers wait here for the previous launch: A, C and the split-K workspace
   // are its memory until then. (After the block's first segment the wait returns at once.)
   dev::pdl::wait();
-  // The kernel's rows (kDense) or the grouped kernel: whether its window warp stages windows.
-  constexpr bool kWarp = kHasWindowWarp<(kDense ? MV : 0)>;
-  // Whether the consumers stage a dependent launch's first window (dense kernels; the grouped
-  // kernel, with four row counts inlined, spilled 16-32 B with that code).
-  const bool own_first = kDense && a.pdl;
+  // The M = 3, 4 kernels' window warp stages the windows (scalar_gemv_stream.cuh), but for a
+  // dependent launch's first one: its consumers, idle after the wait, stage that one, and thread
+  // 0 tells the warp that A may be read. Elsewhere the consumers stage every window.
+  constexpr bool kWarp = kDense && kHasWindowWarp<MV>;
   if (kWarp && a.pdl && block_first && threadIdx.x == 0) dev::mbar_arrive(ring.win_go());
   constexpr int W = window_units<MV>();
   constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4;
   auto window_at = [&](int i) {  // stages or waits for the window that starts at unit i
     if (i % W != 0 || !kWindows) return;
     window.start();
-    if (!kWarp || (wq == 0 && own_first)) {                 // (idle at a dependent launch's start)
-      if (wq > 0) dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
+    if (!kWarp || (wq == 0 && a.pdl)) {
+      dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
       stage_window_by_consumers<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
       dev::sync_threads<Config::kConsumers>();  // publishes it (the first: and the pair table)
     } else {
       if (wq == 0) dev::sync_threads<Config::kConsumers>();  // publishes the pair table
-      dev::mbar_wait(ring.win_full(), (wq - (own_first ? 1u : 0u)) & 1u);  // the warp's windows
+      // The warp's windows only: a dependent launch's first was the consumers'.
+      dev::mbar_wait(ring.win_full(), (wq - (a.pdl ? 1u : 0u)) & 1u);
     }
     window.stop();
     if (kWaitStats && block_first && i == 0)
       dev::wait_stats::mark(dev::wait_stats::kFirstWindow, g_start_ns);
   };
   auto window_done = [&](int i) {  // after unit i: the window warp may refill after its last one
-    if (!kWindows || ((i + 1) % W != 0 && i + 1 != n)) return;
-    if (kWarp) dev::mbar_arrive(ring.win_empty());  // after this thread's B loads from it
+    if (!kWarp || !kWindows || ((i + 1) % W != 0 && i + 1 != n)) return;
+    dev::mbar_arrive(ring.win_empty());  // after this thread's B loads from it
     ++wq;
   };
   int i = 0;
@@ -529,7 +530,7 @@ __device__ void build_table(const KernelArgs& a) {
 template <int K, int MV, typename T>
 __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   const bool clustered = MV > 0 && a.cluster > 1;  // combine_in_cluster's protocol
-  ring.init();
+  ring.template init<kHasWindowWarp<MV>>();
   // Rank 0 expects the other ranks' sums on its receive barrier, before it tells them that it
   // has started (an arrival with the byte count: the phase ends when they have all landed).
   if (kClusterPush && clustered && threadIdx.x == 0 && dev::cluster::rank() == 0)
@@ -547,8 +548,9 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   }
   constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4 && KBIT_GEMV_DIAG_NO_MATH != 5;
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
-  if (kWindows && kHasWindowWarp<MV> && warp == Config::kConsumers / 32 + 1)
-    stage_windows<MV, T>(a, ring.win_full(), ring.win_empty(), ring.win_go(), Smem<K>::s_a());
+  if constexpr (kWindows && kHasWindowWarp<MV>)
+    if (warp == Config::kConsumers / 32 + 1)
+      stage_windows<MV, T>(a, ring.win_full(), ring.win_empty(), ring.win_go(), Smem<K>::s_a());
   if (clustered && !kClusterPush) {  // every thread takes part in both phases
     dev::cluster::wait();
     dev::cluster::arrive_release();

@@ -16,11 +16,12 @@ inline constexpr int kTileK = 64, kTileN = 128;
 inline constexpr int kUnitTiles = 4;    // k-tiles per unit: quad lane t owns k-tile t
 inline constexpr int kConsumers = 256;  // 8 warps x 16 columns = one n-tile
 // Whether the kernel for `rows` rows (0: grouped) has a window warp, which stages the A windows
-// (variants/scalar_gemv_stream.cuh): where windows come every 4-5 units (M = 3, 4; the grouped
-// kernel's segments of up to 4 rows). At M = 1, 2 (a window per 16 or 8 units) it cost 0.4-1.0 us
-// on Llama3-70B (session 19), and the consumers stage every window themselves.
+// (variants/scalar_gemv_stream.cuh): the dense M = 3, 4 kernels, whose windows come every 4-5
+// units. Elsewhere the consumers stage every window themselves: at M = 1, 2 (a window per 16 or
+// 8 units) the warp cost Llama3-70B 0.4-1.0 us, and the grouped kernel's MoE decode rows of
+// 8-40 tokens 5-30% under PDL (session 19).
 constexpr bool has_window_warp(int rows) {
-  return rows == 0 || rows >= 3;
+  return rows >= 3;
 }
 // A block: the consumers, the producer warp (one lane issues the copies) and, where the kernel
 // has one, the window warp: 9 or 10 warps, both two blocks per SM at 96 registers.

@@ -118,9 +118,11 @@ struct Ring : dev::RingBarriers<Config::kStages, Config::kConsumers> {
 
   __device__ Ring(unsigned char* smem, int offset)
       : Base(dev::smem_addr(smem)), stages(smem + offset) {}
-  // Thread 0 initializes every barrier; every thread of the block must call (one __syncthreads).
+  // Thread 0 initializes the barriers (the window's where the kernel has a window warp); every
+  // thread of the block must call (one __syncthreads).
+  template <bool kWindowBarriers>
   __device__ void init() const {
-    if (threadIdx.x == 0) {
+    if (kWindowBarriers && threadIdx.x == 0) {
       dev::mbar_init(win_full(), 32);
       dev::mbar_init(win_empty(), Config::kConsumers);
       dev::mbar_init(win_go(), 1);
@@ -249,62 +251,43 @@ __device__ __forceinline__ void store_window(int nunits, int lane, const uint4 (
     }
 }
 
-// The same window staged by the 256 consumer threads at once (the first window of a dependent
-// launch, when the consumers have nothing else to do: the window warp alone took ~1 us longer,
-// session 19): warp c of the consumers takes (row, unit) pairs c and c + 8, both loaded before
-// either is stored (one L2 round trip). The caller's barriers publish it.
+// The same window staged by the 256 consumer threads at once: every window of the kernels
+// without a window warp (M = 1, 2), and the first window of a dependent launch in the dense
+// kernels with one (the consumers are idle then, and the window warp alone took ~1 us longer,
+// session 19). A full window is two groups per thread, both loaded before either is stored: one
+// L2 round trip (session 15). The caller's barriers publish it.
 template <int MV, typename T>
 __device__ void stage_window_by_consumers(const KernelArgs& a, int row0, int u, int nunits,
                                           unsigned char* s_a) {
-  constexpr int kWarps = Config::kConsumers / 32, kIters = kWindowIters / kWarps;
-  static_assert(kIters * kWarps == kWindowIters, "whole (row, unit) pairs per warp");
   const T* A = static_cast<const T*>(a.A);
-  const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) / 32;
-  const long long k0 = (long long)u * Config::kUnitK + 8 * lane;
+  constexpr int kGroups = Config::kUnitK / 8;  // 8 elements (one uint4) per group
+  constexpr int kIters = Config::kWindowRowUnits * kGroups / Config::kConsumers;
+  static_assert(kIters * Config::kConsumers == Config::kWindowRowUnits * kGroups, "whole groups");
+  const int groups = MV * nunits * kGroups;
+  auto place = [&](int gi, int& m, int& un) {  // row and unit of group gi
+    m = gi / (nunits * kGroups);
+    un = (gi % (nunits * kGroups)) / kGroups;
+  };
+  const int lane = int(threadIdx.x) % kGroups;  // the group within its (row, unit)
   uint4 v[kIters];
 #pragma unroll
   for (int r = 0; r < kIters; ++r) {
-    const int i = warp + kWarps * r, m = i / nunits, un = i % nunits;
-    const long long k = k0 + (long long)un * Config::kUnitK;
-    v[r] = m < MV && k < a.K_dim
-               ? __ldg(reinterpret_cast<const uint4*>(A + (long long)(row0 + m) * a.K_dim + k))
-               : make_uint4(0, 0, 0, 0);
+    const int gi = int(threadIdx.x) + r * Config::kConsumers;
+    int m, un;
+    place(gi, m, un);
+    const long long k = (long long)(u + un) * Config::kUnitK + 8 * lane;
+    v[r] = make_uint4(0, 0, 0, 0);
+    if (gi < groups && k < a.K_dim)  // K_dim is a multiple of 32: a group is all in or all out
+      v[r] = __ldg(reinterpret_cast<const uint4*>(A + (long long)(row0 + m) * a.K_dim + k));
   }
 #pragma unroll
   for (int r = 0; r < kIters; ++r) {
-    const int i = warp + kWarps * r, m = i / nunits, un = i % nunits;
-    if (m < MV) store_group<MV>(s_a, m, un, lane, v[r]);
+    const int gi = int(threadIdx.x) + r * Config::kConsumers;
+    if (gi >= groups) break;
+    int m, un;
+    place(gi, m, un);
+    store_group<MV>(s_a, m, un, lane, v[r]);
   }
-}
-
-// One window of `rows` rows (1..4) through the lane's registers: loaded, then stored once the
-// consumers have released the previous window (w > 0), then published on `win_full`.
-template <typename T>
-__device__ void stage_one_window(const KernelArgs& a, int rows, int row0, int u, int nunits,
-                                 uint32_t w, uint32_t win_full, uint32_t win_empty,
-                                 unsigned char* s_a) {
-  const int lane = int(threadIdx.x) & 31;
-  auto go = [&](auto mv_const) {
-    constexpr int MV = decltype(mv_const)::value;
-    uint4 v[kWindowIters];
-    load_window<MV, T>(a, row0, u, nunits, lane, v);  // in flight while the consumers compute
-    if (w > 0) dev::mbar_wait(win_empty, (w - 1) & 1u);
-    store_window<MV>(nunits, lane, v, s_a);
-  };
-  switch (rows) {
-    case 1:
-      go(std::integral_constant<int, 1>{});
-      break;
-    case 2:
-      go(std::integral_constant<int, 2>{});
-      break;
-    case 3:
-      go(std::integral_constant<int, 3>{});
-      break;
-    default:
-      go(std::integral_constant<int, 4>{});
-  }
-  dev::mbar_arrive(win_full);  // releases this lane's stores to the consumers' acquire
 }
 
 // Whether the kernel for MV rows (0: grouped) has the window warp below (a constant the device
@@ -312,31 +295,37 @@ __device__ void stage_one_window(const KernelArgs& a, int rows, int row0, int u,
 template <int MV>
 constexpr bool kHasWindowWarp = scalar_gemv::has_window_warp(MV);
 
-// The window warp (session 19): stages every A window of the block's segments, in the order
-// the consumers use them, so that no consumer waits on a global load or a staging barrier.
-// Window w + 1 is loaded into the warp's registers as soon as window w is published: it is in
-// flight while the consumers compute w. MV rows (0: each segment's own, the grouped kernel).
-// In a dependent launch this warp starts once the consumers have passed griddepcontrol.wait
-// (`win_go`), not waiting there from the block's start, and the dense kernels' consumers stage
-// the first window themselves (they are idle then, and this warp alone took ~1 us longer:
-// session 19); `win_full` then counts this warp's windows only.
+// The window warp of the M = 3, 4 kernels (session 19): stages the block's A windows, in the
+// order the consumers use them, so that no consumer waits on a global load or a staging barrier.
+// Window w is loaded into the warp's registers as soon as window w - 1 is published, stored once
+// the consumers have released w - 1 (`win_empty`) and published on `win_full`: its loads are in
+// flight while the consumers compute w - 1. In a dependent launch the warp starts once the
+// consumers have passed griddepcontrol.wait (`win_go`), not waiting there from the block's
+// start, and the consumers stage the first window themselves (they are idle then, and this warp
+// alone took ~1 us longer); `win_full` then counts this warp's windows only.
 // Not inlined: its 64 registers of window then cannot push the consumers' code into spills.
 template <int MV, typename T>
 __device__ __noinline__ void stage_windows(const KernelArgs& a, uint32_t win_full,
                                            uint32_t win_empty, uint32_t win_go,
                                            unsigned char* s_a) {
-  const bool own_first = MV > 0 && a.pdl;  // the dense consumers stage window 0 (run_segment)
-  if (a.pdl) dev::mbar_wait(win_go, 0);    // the consumers passed griddepcontrol.wait
+  static_assert(kHasWindowWarp<MV>, "only the kernels with a window warp");
+  constexpr int W = window_units<MV>();
+  const int lane = int(threadIdx.x) & 31;
+  if (a.pdl) dev::mbar_wait(win_go, 0);  // the consumers passed griddepcontrol.wait
   dev::pdl::wait();  // A is the previous launch's memory until then (at once after win_go)
   uint32_t w = 0;
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
     const Segment g = a.segs[s];
-    const int rows = MV > 0 ? MV : g.rows, n = g.u1 - g.u0;
-    const int units = Config::kWindowRowUnits / rows;  // window_units<rows>()
-    for (int i = 0; i < n; i += units, ++w)
-      if (w > 0 || !own_first)
-        stage_one_window<T>(a, rows, g.row0, g.u0 + i, min(units, n - i), w, win_full, win_empty,
-                            s_a);
+    const int n = g.u1 - g.u0;
+    for (int i = 0; i < n; i += W, ++w) {
+      if (w == 0 && a.pdl) continue;  // the consumers stage it
+      const int nunits = min(W, n - i);
+      uint4 v[kWindowIters];
+      load_window<MV, T>(a, g.row0, g.u0 + i, nunits, lane, v);
+      if (w > 0) dev::mbar_wait(win_empty, (w - 1) & 1u);
+      store_window<MV>(nunits, lane, v, s_a);
+      dev::mbar_arrive(win_full);  // releases this lane's stores to the consumers' acquire
+    }
   }
 }
 
