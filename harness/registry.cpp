@@ -123,7 +123,7 @@ const std::vector<VariantRow>& registry() {
        "GEMV, M=1..4 (sm_90): producer warp streams (n-tile, 4 k-tile) units by cp.async.bulk "
        "into a 2-stage mbarrier ring; residue-field index pairs -> 64 KB pair table (PRMT+LDS) -> "
        "mma.m16n8k16 with one block per MMA column (scale after the MMA); balanced stripes with "
-       "split-K",
+       "split-K; M=3,4: a window warp stages A",
        Family::gemv, gemv_support(false), kTiled64x128, variants::scalar_gemv_setup,
        variants::scalar_gemv_run},
       {"grouped_scalar_gemv",
