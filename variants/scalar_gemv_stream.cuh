@@ -7,7 +7,6 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "variants/common/barrier.cuh"
 #include "variants/common/bulk_copy.cuh"
@@ -106,10 +105,10 @@ struct KernelArgs {
 };
 
 // The weight ring: its barriers (common/stage_ring.cuh; the extra one is `recv`, where rank 0
-// of a cluster waits for the other ranks' sums) at the start of shared memory, then the A
-// window's two (`win_full`: the window warp's 32 lanes have stored it; `win_empty`: the 256
-// consumers are done with it), its stages at `offset`: the planes of the unit's 4 k-tiles,
-// then their codes.
+// of a cluster waits for the other ranks' sums) at the start of shared memory, then, in the
+// kernels with a window warp, the A window's three (`win_full`: the warp's 32 lanes have stored
+// it; `win_empty`: the 256 consumers are done with it; `win_go`: below), its stages at `offset`:
+// the planes of the unit's 4 k-tiles, then their codes.
 template <int K>
 struct Ring : dev::RingBarriers<Config::kStages, Config::kConsumers> {
   using Base = dev::RingBarriers<Config::kStages, Config::kConsumers>;
@@ -252,8 +251,8 @@ __device__ __forceinline__ void store_window(int nunits, int lane, const uint4 (
 }
 
 // The same window staged by the 256 consumer threads at once: every window of the kernels
-// without a window warp (M = 1, 2), and the first window of a dependent launch in the dense
-// kernels with one (the consumers are idle then, and the window warp alone took ~1 us longer,
+// without a window warp (M = 1, 2, grouped), and the first window of a dependent launch in the
+// dense kernels with one (the consumers are idle then, and the window warp alone took ~1 us longer,
 // session 19). A full window is two groups per thread, both loaded before either is stored: one
 // L2 round trip (session 15). The caller's barriers publish it.
 template <int MV, typename T>
