@@ -57,6 +57,10 @@ namespace {
 
 // The tuning knobs and diagnostics (KBIT_GEMV_*): variants/scalar_gemv_knobs.hpp.
 constexpr bool kClusterPush = KBIT_GEMV_CLUSTER_PUSH != 0;
+// A windows are staged (DIAG_NO_MATH 4 leaves them out); under DIAG_NO_MATH 5 no consumer takes
+// them, so the window warp stays out too (it would wait for a release forever).
+constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4;
+constexpr bool kWindowWarpRuns = kWindows && KBIT_GEMV_DIAG_NO_MATH != 5;
 
 // What a consumer thread needs of one unit: its k-tile's planes of columns g and g+8 (both
 // k-blocks) and the absmax codes of the blocks whose MMA sums it holds.
@@ -433,7 +437,6 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   constexpr bool kWarp = kDense && kHasWindowWarp<MV>;
   if (kWarp && a.pdl && block_first && threadIdx.x == 0) dev::mbar_arrive(ring.win_go());
   constexpr int W = window_units<MV>();
-  constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4;
   auto window_at = [&](int i) {  // stages or waits for the window that starts at unit i
     if (i % W != 0 || !kWindows) return;
     window.start();
@@ -546,9 +549,8 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
     if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kTableBuilt, g_start_ns);
     return true;
   }
-  constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4 && KBIT_GEMV_DIAG_NO_MATH != 5;
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
-  if constexpr (kWindows && kHasWindowWarp<MV>)
+  if constexpr (kWindowWarpRuns && kHasWindowWarp<MV>)
     if (warp == Config::kConsumers / 32 + 1)
       stage_windows<MV, T>(a, ring.win_full(), ring.win_empty(), ring.win_go(), Smem<K>::s_a());
   if (clustered && !kClusterPush) {  // every thread takes part in both phases
