@@ -1,6 +1,7 @@
 #!/bin/bash
 # What does a stream need to reach the floor? Times the read_bulk probe under several ring
-# configurations (KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED]", variants/read_probe.cu)
+# configurations (KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD]]]",
+# variants/read_probe.cu)
 # on one experiment's shapes, and prints one line per (configuration, shape):
 #   harness/probe_sweep.sh [CONFIG.toml] [M] -- CFG...
 # e.g. harness/probe_sweep.sh experiments/gemv_goal.toml 1 -- 16384,4,3 4096/4/4/1

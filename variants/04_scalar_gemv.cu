@@ -656,7 +656,8 @@ Knobs knobs() {
           KBIT_GEMV_WHOLE_TILES != 0,
           KBIT_GEMV_DIAG_NO_ENDS != 0,
           KBIT_GEMV_DIAG_NO_MATH == 5,
-          kWaitStats};
+          kWaitStats,
+          Config::kWindowRowUnits};
 }
 
 const void* kernel_for(int k, int rows, DType t, bool whole_tiles) {
@@ -677,7 +678,12 @@ int smem_bytes(int k, int rows) {
 void launch(const Launch& l, const GemmDims& d, const GemmArgs& g, cudaStream_t stream) {
   KernelArgs a = make_args(l, d, g);
   void* params[] = {&a};
-  launch_kernel(l.kernel, dim3(l.grid), dim3(l.threads), l.smem_bytes, stream, params, g.pdl,
+  // A dependent launch whose blocks stage one A window each runs without the window warp (the
+  // consumers stage that window; the warp would only wait for them and leave, which cost the
+  // small Qwen3 layers 0.05-0.19 us at M = 3, 4: session 19). The kernel's consumers arrive on
+  // the window barriers all the same; with one window nobody waits on them.
+  const int threads = g.pdl && l.one_window ? kConsumers + 32 : l.threads;
+  launch_kernel(l.kernel, dim3(l.grid), dim3(threads), l.smem_bytes, stream, params, g.pdl,
                 unsigned(l.cluster));
   // Under PDL a kernel after every launch would break the chain of dependent launches: the
   // statistics are summed over 64 launches (wait_stats.cuh).

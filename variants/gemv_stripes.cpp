@@ -93,4 +93,19 @@ int cluster_size(const Stripes& s, int max_cluster) {
   return c;
 }
 
+int max_windows_per_block(const Stripes& s, int window_units) {
+  if (window_units < 1)
+    throw Error("max_windows_per_block: window_units " + std::to_string(window_units) + " < 1");
+  int most = 0;
+  for (int b = 0; b < s.grid; ++b) {
+    int windows = 0;
+    for (int i = s.first[std::size_t(b)]; i < s.first[std::size_t(b) + 1]; ++i) {
+      const Segment& g = s.segs[std::size_t(i)];
+      windows += (g.u1 - g.u0 + window_units - 1) / window_units;
+    }
+    most = std::max(most, windows);
+  }
+  return most;
+}
+
 }  // namespace kbit::variants::gemv

@@ -54,4 +54,8 @@ int stripe_units(long long units, int k_units, int slots, SplitMode mode, int sl
 // consecutive blocks); 1 otherwise (split tiles, if any, end through the L2 workspace).
 int cluster_size(const Stripes& s, int max_cluster);
 
+// The most A windows one block stages: a segment of n units stages ceil(n / window_units) of
+// them (the kernel stages a window at each multiple of window_units from the segment's start).
+int max_windows_per_block(const Stripes& s, int window_units);
+
 }  // namespace kbit::variants::gemv

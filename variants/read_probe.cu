@@ -35,10 +35,14 @@ struct LdgConfig {
   static constexpr int kUnroll = 8;  // 16-byte loads in flight per thread: 64 KB per block
 };
 
-// The defaults; the environment variable KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED]"
-// (bytes, chunks in flight per block, 0 = as many blocks as fit, 1 = one contiguous stripe per
-// block instead of round-robin chunks) overrides them for a sweep of what the stream needs
-// (chunk size, bytes in flight per SM, order) without rebuilding.
+// The defaults; the environment variable
+// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD]]]" (bytes, chunks in
+// flight per block, 0 = as many blocks as fit, 1 = one contiguous stripe per block instead of
+// round-robin chunks, weight chunks a block copies before griddepcontrol.wait (-1 = all of them;
+// scalar_gemv copies 4 units), bytes of shared memory added per block, which caps how many fit
+// per SM) overrides them for a sweep of what the stream needs (chunk size, bytes in flight per
+// SM, order, how much of a dependent launch streams ahead, room for the next launch's blocks)
+// without rebuilding.
 struct BulkConfig {
   static constexpr int kThreads = 32;  // lane 0 streams; the warp writes its share of C
   static constexpr int kChunk = 16384;
@@ -56,6 +60,7 @@ struct ProbeArgs {
   Span span[3];       // packed planes, absmax codes, activations
   int chunk, stages;  // read_bulk's ring
   int striped;        // read_bulk: 0 deals chunks round-robin, 1 gives each block one stripe
+  int before_wait;    // read_bulk: weight chunks per block before griddepcontrol.wait (-1: all)
   unsigned short* C;
   long long c_elems;  // 16-bit elements of C, all written with zero
   unsigned* sink;     // read_ldg: one XOR of all words read per block
@@ -119,14 +124,17 @@ __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeAr
   for (uint32_t s = 0; s < S; ++s) dev::mbar_init(bars + 8 * s, 1);
   dev::fence_barrier_init();
   uint32_t q = 0;  // chunks issued by this block; chunk q uses stage q % S
+  bool waited = false;
   for (int s = 0; s < 3; ++s) {
-    if (s == 2) dev::pdl::wait();  // the weights first; A is the previous launch's output
+    if (s == 2 && !waited) dev::pdl::wait(), waited = true;  // A: the previous launch's output
     const long long chunks = (a.span[s].bytes + a.chunk - 1) / a.chunk;
     const long long per = (chunks + gridDim.x - 1) / gridDim.x;  // striped: chunks per block
     const long long c0 = a.striped ? blockIdx.x * per : blockIdx.x;
     const long long c1 = a.striped ? (c0 + per < chunks ? c0 + per : chunks) : chunks;
     const long long step = a.striped ? 1 : gridDim.x;
     for (long long c = c0; c < c1; c += step, ++q) {
+      if (!waited && a.before_wait >= 0 && q == uint32_t(a.before_wait))
+        dev::pdl::wait(), waited = true;  // the rest of the weights behind the previous launch
       const uint32_t st = q % S, bar = bars + 8 * st;
       if (q >= S) dev::mbar_wait(bar, (q / S - 1) & 1u);  // the stage's last copy has landed
       const long long left = a.span[s].bytes - c * a.chunk;
@@ -142,19 +150,25 @@ __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeAr
 
 struct ProbeState : VariantState {
   DeviceBuffer<unsigned> sink;  // one word per block
-  int grid = 0, smem = 0, threads = 0, chunk = 0, stages = 0, striped = 0;
+  int grid = 0, smem = 0, threads = 0, chunk = 0, stages = 0, striped = 0, before_wait = -1;
   void (*kernel)(ProbeArgs) = nullptr;
   std::string what;
   std::string describe() const override { return what; }
 };
 
-// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED]": each checked against its limit.
-void parse_bulk_env(const char* env, ProbeState& s, int& blocks_per_sm) {
-  int chunk = 0, stages = 0, blocks = 0, striped = 0;
-  const int n = std::sscanf(env, "%d,%d,%d,%d", &chunk, &stages, &blocks, &striped);
+// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD]]]": each checked
+// against its limit.
+void parse_bulk_env(const char* env, ProbeState& s, int& blocks_per_sm, int& pad) {
+  int chunk = 0, stages = 0, blocks = 0, striped = 0, before_wait = -1;
+  const int n =
+      std::sscanf(env, "%d,%d,%d,%d,%d,%d", &chunk, &stages, &blocks, &striped, &before_wait, &pad);
   if (n < 3)
     throw Error(std::string("KBIT_PROBE_BULK='") + env +
-                "' is not CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED]");
+                "' is not CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD]]]");
+  if (before_wait < -1)
+    throw Error("KBIT_PROBE_BULK: BEFORE_WAIT " + std::to_string(before_wait) + " < -1");
+  if (pad < 0 || pad > (1 << 20))
+    throw Error("KBIT_PROBE_BULK: PAD " + std::to_string(pad) + " is outside [0, 1 MiB]");
   if (striped != 0 && striped != 1)
     throw Error("KBIT_PROBE_BULK: STRIPED " + std::to_string(striped) + " is not 0 or 1");
   if (chunk < 16 || chunk % 16 != 0 || chunk > (1 << 20))
@@ -164,7 +178,8 @@ void parse_bulk_env(const char* env, ProbeState& s, int& blocks_per_sm) {
     throw Error("KBIT_PROBE_BULK: stages " + std::to_string(stages) + " is outside 1.." +
                 std::to_string(BulkConfig::kMaxStages));
   if (blocks < 0) throw Error("KBIT_PROBE_BULK: blocks per SM " + std::to_string(blocks) + " < 0");
-  s.chunk = chunk, s.stages = stages, s.striped = striped, blocks_per_sm = blocks;
+  s.chunk = chunk, s.stages = stages, s.striped = striped, s.before_wait = before_wait;
+  blocks_per_sm = blocks;
 }
 
 long long span_bytes(long long bytes, const char* what) {
@@ -185,8 +200,10 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
   int blocks_per_sm = 0;  // 0: as many as fit
   if (bulk) {
     s->chunk = BulkConfig::kChunk, s->stages = BulkConfig::kStages;
-    if (const char* env = std::getenv("KBIT_PROBE_BULK")) parse_bulk_env(env, *s, blocks_per_sm);
-    s->smem = BulkConfig::kBarrierBytes + s->stages * s->chunk;
+    int pad = 0;
+    if (const char* env = std::getenv("KBIT_PROBE_BULK"))
+      parse_bulk_env(env, *s, blocks_per_sm, pad);
+    s->smem = BulkConfig::kBarrierBytes + s->stages * s->chunk + pad;
     KBIT_CUDA_CHECK(cudaFuncSetAttribute(read_bulk_kernel,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem));
   }
@@ -205,7 +222,11 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
   KBIT_CUDA_CHECK(cudaMemset(s->sink.get(), 0, s->sink.bytes()));
   s->what = bulk ? std::to_string(s->chunk) + " B chunks x " + std::to_string(s->stages) +
                        " stages x " + std::to_string(per_sm) + " blocks/SM by cp.async.bulk" +
-                       (s->striped ? ", one stripe per block" : ", round-robin")
+                       (s->striped ? ", one stripe per block" : ", round-robin") +
+                       (s->before_wait >= 0
+                            ? ", " + std::to_string(s->before_wait) + " chunks before the wait"
+                            : std::string()) +
+                       ", " + std::to_string(s->smem) + " B smem"
                  : std::to_string(LdgConfig::kUnroll) + " x 16 B loads in flight per thread, " +
                        std::to_string(per_sm) + " x " + std::to_string(LdgConfig::kThreads) +
                        " threads/SM";
@@ -224,6 +245,7 @@ void probe_run(VariantState* state, const GemmDims& d, const GemmArgs& a, cudaSt
   p.c_elems = d.M * d.N;
   p.sink = s->sink.get();
   p.chunk = s->chunk, p.stages = s->stages, p.striped = s->striped;
+  p.before_wait = s->before_wait;
   void* params[] = {&p};
   launch_kernel(reinterpret_cast<const void*>(s->kernel), dim3(s->grid), dim3(s->threads), s->smem,
                 stream, params, a.pdl && s->kernel == read_bulk_kernel);

@@ -97,6 +97,24 @@ TEST_CASE("split tiles combine in clusters where the stripes are k-bands", "[gem
   }
 }
 
+TEST_CASE("A windows per block", "[gemv][stripes]") {
+  // Qwen3 q_proj at M = 4 (windows of 4 units): 32 tiles x 8 units over 264 slots, one unit
+  // per block, one window each
+  const int slots = 264;
+  const int per = stripe_units(32LL * 8, 8, slots, SplitMode::automatic, 20);
+  CHECK(max_windows_per_block(cut_stripes(dense_tiles(4, 32), 8, per), 4) == 1);
+  // Llama3-8B gate/up at M = 4: stripes of 8 units, two windows; at M = 1 (16 units) one
+  CHECK(max_windows_per_block(cut_stripes(dense_tiles(4, 112), 16, 8), 4) == 2);
+  CHECK(max_windows_per_block(cut_stripes(dense_tiles(1, 112), 16, 8), 16) == 1);
+  // a window starts at each segment: a stripe of 4 units across two tiles stages two
+  CHECK(max_windows_per_block(cut_stripes(dense_tiles(4, 5), 10, 4), 4) == 2);
+  CHECK(max_windows_per_block(cut_stripes(dense_tiles(4, 5), 10, 5), 5) == 1);
+  CHECK(max_windows_per_block(cut_stripes(dense_tiles(3, 5), 10, 5), 5) == 1);
+  CHECK(max_windows_per_block(cut_stripes(dense_tiles(3, 5), 10, 6), 5) == 2);
+  CHECK_THROWS_WITH(max_windows_per_block(cut_stripes(dense_tiles(1, 5), 10, 5), 0),
+                    Catch::Contains("window_units 0 < 1"));
+}
+
 TEST_CASE("forced split-K modes", "[gemv][stripes]") {
   // off: whole tiles, however few blocks that leaves
   for (int tiles : {1, 7, 300}) {
