@@ -36,13 +36,14 @@ struct LdgConfig {
 };
 
 // The defaults; the environment variable
-// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD]]]" (bytes, chunks in
-// flight per block, 0 = as many blocks as fit, 1 = one contiguous stripe per block instead of
-// round-robin chunks, weight chunks a block copies before griddepcontrol.wait (-1 = all of them;
-// scalar_gemv copies 4 units), bytes of shared memory added per block, which caps how many fit
-// per SM) overrides them for a sweep of what the stream needs (chunk size, bytes in flight per
-// SM, order, how much of a dependent launch streams ahead, room for the next launch's blocks)
-// without rebuilding.
+// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER]]]]" (bytes,
+// chunks in flight per block, 0 = as many blocks as fit, 1 = one contiguous stripe per block
+// instead of round-robin chunks, weight chunks a block copies before griddepcontrol.wait (-1 =
+// all of them; scalar_gemv copies 4 units), bytes of shared memory added per block, which caps
+// how many fit per SM, and where a block lets the next dependent launch be scheduled: 0 at its
+// start, 1 once its last weight copy is issued) overrides them for a sweep of what the stream needs
+// (chunk size, bytes in flight per SM, order, how much of a dependent launch streams ahead, room
+// for the next launch's blocks) without rebuilding.
 struct BulkConfig {
   static constexpr int kThreads = 32;  // lane 0 streams; the warp writes its share of C
   static constexpr int kChunk = 16384;
@@ -61,6 +62,7 @@ struct ProbeArgs {
   int chunk, stages;  // read_bulk's ring
   int striped;        // read_bulk: 0 deals chunks round-robin, 1 gives each block one stripe
   int before_wait;    // read_bulk: weight chunks per block before griddepcontrol.wait (-1: all)
+  int late_trigger;   // read_bulk: launch_dependents after the last weight copy, not at the start
   unsigned short* C;
   long long c_elems;  // 16-bit elements of C, all written with zero
   unsigned* sink;     // read_ldg: one XOR of all words read per block
@@ -113,7 +115,9 @@ __global__ void __launch_bounds__(LdgConfig::kThreads) read_ldg_kernel(ProbeArgs
 __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  dev::pdl::launch_dependents();  // with GemmArgs::pdl the next launch may start at once
+  if (!a.late_trigger)
+    dev::pdl::launch_dependents();  // with GemmArgs::pdl the next launch
+                                    // may start at once
   if (threadIdx.x != 0) {
     dev::pdl::wait();  // C belongs to the previous launch until then
     write_zero_c(a, tid, (long long)gridDim.x * blockDim.x);
@@ -126,7 +130,8 @@ __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeAr
   uint32_t q = 0;  // chunks issued by this block; chunk q uses stage q % S
   bool waited = false;
   for (int s = 0; s < 3; ++s) {
-    if (s == 2 && !waited) dev::pdl::wait(), waited = true;  // A: the previous launch's output
+    if (s == 2 && a.late_trigger) dev::pdl::launch_dependents();  // every weight copy issued
+    if (s == 2 && !waited) dev::pdl::wait(), waited = true;       // A: the previous launch's output
     const long long chunks = (a.span[s].bytes + a.chunk - 1) / a.chunk;
     const long long per = (chunks + gridDim.x - 1) / gridDim.x;  // striped: chunks per block
     const long long c0 = a.striped ? blockIdx.x * per : blockIdx.x;
@@ -151,20 +156,23 @@ __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeAr
 struct ProbeState : VariantState {
   DeviceBuffer<unsigned> sink;  // one word per block
   int grid = 0, smem = 0, threads = 0, chunk = 0, stages = 0, striped = 0, before_wait = -1;
+  int late_trigger = 0;
   void (*kernel)(ProbeArgs) = nullptr;
   std::string what;
   std::string describe() const override { return what; }
 };
 
-// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD]]]": each checked
-// against its limit.
+// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER]]]]": each
+// checked against its limit.
 void parse_bulk_env(const char* env, ProbeState& s, int& blocks_per_sm, int& pad) {
-  int chunk = 0, stages = 0, blocks = 0, striped = 0, before_wait = -1;
-  const int n =
-      std::sscanf(env, "%d,%d,%d,%d,%d,%d", &chunk, &stages, &blocks, &striped, &before_wait, &pad);
+  int chunk = 0, stages = 0, blocks = 0, striped = 0, before_wait = -1, trigger = 0;
+  const int n = std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d", &chunk, &stages, &blocks, &striped,
+                            &before_wait, &pad, &trigger);
   if (n < 3)
     throw Error(std::string("KBIT_PROBE_BULK='") + env +
-                "' is not CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD]]]");
+                "' is not CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER]]]]");
+  if (trigger != 0 && trigger != 1)
+    throw Error("KBIT_PROBE_BULK: TRIGGER " + std::to_string(trigger) + " is not 0 or 1");
   if (before_wait < -1)
     throw Error("KBIT_PROBE_BULK: BEFORE_WAIT " + std::to_string(before_wait) + " < -1");
   if (pad < 0 || pad > (1 << 20))
@@ -179,6 +187,7 @@ void parse_bulk_env(const char* env, ProbeState& s, int& blocks_per_sm, int& pad
                 std::to_string(BulkConfig::kMaxStages));
   if (blocks < 0) throw Error("KBIT_PROBE_BULK: blocks per SM " + std::to_string(blocks) + " < 0");
   s.chunk = chunk, s.stages = stages, s.striped = striped, s.before_wait = before_wait;
+  s.late_trigger = trigger;
   blocks_per_sm = blocks;
 }
 
@@ -226,7 +235,8 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
                        (s->before_wait >= 0
                             ? ", " + std::to_string(s->before_wait) + " chunks before the wait"
                             : std::string()) +
-                       ", " + std::to_string(s->smem) + " B smem"
+                       ", " + std::to_string(s->smem) + " B smem" +
+                       (s->late_trigger ? ", dependents after the last weight copy" : "")
                  : std::to_string(LdgConfig::kUnroll) + " x 16 B loads in flight per thread, " +
                        std::to_string(per_sm) + " x " + std::to_string(LdgConfig::kThreads) +
                        " threads/SM";
@@ -246,6 +256,7 @@ void probe_run(VariantState* state, const GemmDims& d, const GemmArgs& a, cudaSt
   p.sink = s->sink.get();
   p.chunk = s->chunk, p.stages = s->stages, p.striped = s->striped;
   p.before_wait = s->before_wait;
+  p.late_trigger = s->late_trigger;
   void* params[] = {&p};
   launch_kernel(reinterpret_cast<const void*>(s->kernel), dim3(s->grid), dim3(s->threads), s->smem,
                 stream, params, a.pdl && s->kernel == read_bulk_kernel);
