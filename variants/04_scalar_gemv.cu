@@ -572,8 +572,9 @@ __global__ void __maxnreg__(Config::kMaxRegs)
     g_wait[0] = g_wait[1] = 0;
     g_start_ns = start_ns;
   }
-  // At once (at the block's end kept 0.2 of 1.5 us, notes.md); KBIT_GEMV_PDL_TRIGGER 1: produce().
-  if (KBIT_GEMV_PDL_TRIGGER == 0) dev::pdl::launch_dependents();
+  // At once: at the block's end it kept 0.2 of 1.5 us (session 9), after the block's last copy
+  // it cost 1-2 us (session 20; notes.md).
+  dev::pdl::launch_dependents();
   if (!start_block<K, MV, T>(a, ring)) return;
   uint32_t q = 0, wq = 0;
   const int first = a.first_seg[blockIdx.x], last = a.first_seg[blockIdx.x + 1];

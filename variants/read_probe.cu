@@ -36,14 +36,15 @@ struct LdgConfig {
 };
 
 // The defaults; the environment variable
-// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER]]]]" (bytes,
-// chunks in flight per block, 0 = as many blocks as fit, 1 = one contiguous stripe per block
-// instead of round-robin chunks, weight chunks a block copies before griddepcontrol.wait (-1 =
-// all of them; scalar_gemv copies 4 units), bytes of shared memory added per block, which caps
+// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID]]]]]"
+// (bytes, chunks in flight per block, 0 = as many blocks as fit, 1 = one contiguous stripe per
+// block instead of round-robin chunks, weight chunks a block copies before griddepcontrol.wait (-1
+// = all of them; scalar_gemv copies 4 units), bytes of shared memory added per block, which caps
 // how many fit per SM, and where a block lets the next dependent launch be scheduled: 0 at its
-// start, 1 once its last weight copy is issued) overrides them for a sweep of what the stream needs
-// (chunk size, bytes in flight per SM, order, how much of a dependent launch streams ahead, room
-// for the next launch's blocks) without rebuilding.
+// start, 1 once its last weight copy is issued; GRID > 0: that many blocks instead of
+// BLOCKS_PER_SM x SMs, at most as many as fit at once) overrides them for a sweep of what the
+// stream needs (chunk size, bytes in flight per SM, order, how much of a dependent launch streams
+// ahead, room for the next launch's blocks) without rebuilding.
 struct BulkConfig {
   static constexpr int kThreads = 32;  // lane 0 streams; the warp writes its share of C
   static constexpr int kChunk = 16384;
@@ -162,15 +163,17 @@ struct ProbeState : VariantState {
   std::string describe() const override { return what; }
 };
 
-// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER]]]]": each
-// checked against its limit.
-void parse_bulk_env(const char* env, ProbeState& s, int& blocks_per_sm, int& pad) {
+// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID]]]]]":
+// each checked against its limit.
+void parse_bulk_env(const char* env, ProbeState& s, int& blocks_per_sm, int& pad, int& grid) {
   int chunk = 0, stages = 0, blocks = 0, striped = 0, before_wait = -1, trigger = 0;
-  const int n = std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d", &chunk, &stages, &blocks, &striped,
-                            &before_wait, &pad, &trigger);
+  const int n = std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d", &chunk, &stages, &blocks, &striped,
+                            &before_wait, &pad, &trigger, &grid);
   if (n < 3)
-    throw Error(std::string("KBIT_PROBE_BULK='") + env +
-                "' is not CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER]]]]");
+    throw Error(
+        std::string("KBIT_PROBE_BULK='") + env +
+        "' is not CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID]]]]]");
+  if (grid < 0) throw Error("KBIT_PROBE_BULK: GRID " + std::to_string(grid) + " < 0");
   if (trigger != 0 && trigger != 1)
     throw Error("KBIT_PROBE_BULK: TRIGGER " + std::to_string(trigger) + " is not 0 or 1");
   if (before_wait < -1)
@@ -207,11 +210,12 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
   s->kernel = bulk ? read_bulk_kernel : read_ldg_kernel;
   s->threads = bulk ? BulkConfig::kThreads : LdgConfig::kThreads;
   int blocks_per_sm = 0;  // 0: as many as fit
+  int grid = 0;           // > 0: the grid (KBIT_PROBE_BULK's GRID)
   if (bulk) {
     s->chunk = BulkConfig::kChunk, s->stages = BulkConfig::kStages;
     int pad = 0;
     if (const char* env = std::getenv("KBIT_PROBE_BULK"))
-      parse_bulk_env(env, *s, blocks_per_sm, pad);
+      parse_bulk_env(env, *s, blocks_per_sm, pad, grid);
     s->smem = BulkConfig::kBarrierBytes + s->stages * s->chunk + pad;
     KBIT_CUDA_CHECK(cudaFuncSetAttribute(read_bulk_kernel,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem));
@@ -226,20 +230,25 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
     throw Error(std::string(name) + ": " + std::to_string(blocks_per_sm) +
                 " blocks per SM asked, at most " + std::to_string(per_sm) + " fit");
   if (blocks_per_sm > 0) per_sm = blocks_per_sm;
-  s->grid = sms * per_sm;
+  if (grid > sms * per_sm)
+    throw Error(std::string(name) + ": GRID " + std::to_string(grid) + " blocks, at most " +
+                std::to_string(sms * per_sm) + " fit at once");
+  s->grid = grid > 0 ? grid : sms * per_sm;
   s->sink = DeviceBuffer<unsigned>(std::size_t(s->grid));
   KBIT_CUDA_CHECK(cudaMemset(s->sink.get(), 0, s->sink.bytes()));
-  s->what = bulk ? std::to_string(s->chunk) + " B chunks x " + std::to_string(s->stages) +
-                       " stages x " + std::to_string(per_sm) + " blocks/SM by cp.async.bulk" +
-                       (s->striped ? ", one stripe per block" : ", round-robin") +
-                       (s->before_wait >= 0
-                            ? ", " + std::to_string(s->before_wait) + " chunks before the wait"
-                            : std::string()) +
-                       ", " + std::to_string(s->smem) + " B smem" +
-                       (s->late_trigger ? ", dependents after the last weight copy" : "")
-                 : std::to_string(LdgConfig::kUnroll) + " x 16 B loads in flight per thread, " +
-                       std::to_string(per_sm) + " x " + std::to_string(LdgConfig::kThreads) +
-                       " threads/SM";
+  s->what =
+      bulk ? std::to_string(s->chunk) + " B chunks x " + std::to_string(s->stages) + " stages x " +
+                 (grid > 0 ? std::to_string(grid) + " blocks"
+                           : std::to_string(per_sm) + " blocks/SM") +
+                 " by cp.async.bulk" + (s->striped ? ", one stripe per block" : ", round-robin") +
+                 (s->before_wait >= 0
+                      ? ", " + std::to_string(s->before_wait) + " chunks before the wait"
+                      : std::string()) +
+                 ", " + std::to_string(s->smem) + " B smem" +
+                 (s->late_trigger ? ", dependents after the last weight copy" : "")
+           : std::to_string(LdgConfig::kUnroll) + " x 16 B loads in flight per thread, " +
+                 std::to_string(per_sm) + " x " + std::to_string(LdgConfig::kThreads) +
+                 " threads/SM";
   return s;
 }
 

@@ -53,11 +53,6 @@
 #ifndef KBIT_GEMV_WHOLE_TILES    // 1: M = 3, 4 plans that split no tile run a kernel without the
 #define KBIT_GEMV_WHOLE_TILES 1  // split-tile ends (session 14); 0: the kernel with them
 #endif
-// Where a block lets the next dependent launch be scheduled (griddepcontrol.launch_dependents):
-// 0 at its start (session 9); 1 the producer lane, once it has issued its last copy (session 20).
-#ifndef KBIT_GEMV_PDL_TRIGGER
-#define KBIT_GEMV_PDL_TRIGGER 0
-#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif

@@ -174,7 +174,6 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       }
     }
   }
-  if (KBIT_GEMV_PDL_TRIGGER == 1) dev::pdl::launch_dependents();  // every copy is issued
   if (kWaitStats) dev::wait_stats::add(dev::wait_stats::kProducerEmpty, empty_wait.total);
   if (KBIT_GEMV_DIAG_NO_MATH == 5)  // nobody else waits for the last copies: drain them
     for (uint32_t r = q > Config::kStages ? q - Config::kStages : 0; r < q; ++r)
