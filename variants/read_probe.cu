@@ -35,16 +35,19 @@ struct LdgConfig {
   static constexpr int kUnroll = 8;  // 16-byte loads in flight per thread: 64 KB per block
 };
 
-// The defaults; the environment variable
-// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID]]]]]"
-// (bytes, chunks in flight per block, 0 = as many blocks as fit, 1 = one contiguous stripe per
-// block instead of round-robin chunks, weight chunks a block copies before griddepcontrol.wait (-1
-// = all of them; scalar_gemv copies 4 units), bytes of shared memory added per block, which caps
-// how many fit per SM, and where a block lets the next dependent launch be scheduled: 0 at its
-// start, 1 once its last weight copy is issued; GRID > 0: that many blocks instead of
-// BLOCKS_PER_SM x SMs, at most as many as fit at once) overrides them for a sweep of what the
-// stream needs (chunk size, bytes in flight per SM, order, how much of a dependent launch streams
-// ahead, room for the next launch's blocks) without rebuilding.
+// The defaults; the environment variable KBIT_PROBE_BULK=
+// "CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID[,HOLD]]]]]]" overrides them
+// for a sweep of what the stream needs, without rebuilding:
+//   CHUNK bytes per copy; STAGES copies in flight per block; BLOCKS_PER_SM (0: as many as fit);
+//   STRIPED 1: one contiguous stripe per block instead of round-robin chunks;
+//   BEFORE_WAIT weight chunks a block copies before griddepcontrol.wait (-1: all of them;
+//     scalar_gemv copies 4 units);
+//   PAD bytes of shared memory added per block (caps the blocks that fit per SM);
+//   TRIGGER where a block lets the next dependent launch be scheduled: 0 at its start, 1 once it
+//     has issued its last weight copy;
+//   GRID > 0: that many streaming blocks instead of BLOCKS_PER_SM x SMs;
+//   HOLD 1: BLOCKS_PER_SM x SMs blocks all the same, GRID of them streaming, the others holding
+//     their slots until those have finished.
 struct BulkConfig {
   static constexpr int kThreads = 32;  // lane 0 streams; the warp writes its share of C
   static constexpr int kChunk = 16384;
@@ -64,6 +67,8 @@ struct ProbeArgs {
   int striped;        // read_bulk: 0 deals chunks round-robin, 1 gives each block one stripe
   int before_wait;    // read_bulk: weight chunks per block before griddepcontrol.wait (-1: all)
   int late_trigger;   // read_bulk: launch_dependents after the last weight copy, not at the start
+  int work;           // read_bulk: blocks that stream; blocks past them hold their slots
+  unsigned* done;     // read_bulk: streaming blocks finished, over every launch (holders wait)
   unsigned short* C;
   long long c_elems;  // 16-bit elements of C, all written with zero
   unsigned* sink;     // read_ldg: one XOR of all words read per block
@@ -113,15 +118,31 @@ __global__ void __launch_bounds__(LdgConfig::kThreads) read_ldg_kernel(ProbeArgs
   store_block_xor(acc, a.sink);
 }
 
+// A holder block (KBIT_PROBE_BULK's HOLD) keeps its SM slot, so that the next dependent launch's
+// blocks cannot take it, until this launch's streaming blocks have all finished. The count is
+// read after griddepcontrol.wait: every block of the previous launch has counted by then.
+__device__ void hold_slot(const ProbeArgs& a) {
+  dev::pdl::wait();
+  const volatile unsigned* done = a.done;
+  const unsigned target = *done + unsigned(a.work);
+  while (int(*done - target) < 0) __nanosleep(256);
+}
+
 __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long threads = (long long)a.work * blockDim.x;  // the streaming blocks' threads
+  if (int(blockIdx.x) >= a.work) {
+    if (!a.late_trigger) dev::pdl::launch_dependents();
+    if (threadIdx.x == 0) hold_slot(a);
+    return;
+  }
   if (!a.late_trigger)
     dev::pdl::launch_dependents();  // with GemmArgs::pdl the next launch
                                     // may start at once
   if (threadIdx.x != 0) {
     dev::pdl::wait();  // C belongs to the previous launch until then
-    write_zero_c(a, tid, (long long)gridDim.x * blockDim.x);
+    write_zero_c(a, tid, threads);
     return;
   }
   const uint32_t bars = dev::smem_addr(smem), ring = bars + BulkConfig::kBarrierBytes;
@@ -134,10 +155,10 @@ __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeAr
     if (s == 2 && a.late_trigger) dev::pdl::launch_dependents();  // every weight copy issued
     if (s == 2 && !waited) dev::pdl::wait(), waited = true;       // A: the previous launch's output
     const long long chunks = (a.span[s].bytes + a.chunk - 1) / a.chunk;
-    const long long per = (chunks + gridDim.x - 1) / gridDim.x;  // striped: chunks per block
+    const long long per = (chunks + a.work - 1) / a.work;  // striped: chunks per block
     const long long c0 = a.striped ? blockIdx.x * per : blockIdx.x;
     const long long c1 = a.striped ? (c0 + per < chunks ? c0 + per : chunks) : chunks;
-    const long long step = a.striped ? 1 : gridDim.x;
+    const long long step = a.striped ? 1 : a.work;
     for (long long c = c0; c < c1; c += step, ++q) {
       if (!waited && a.before_wait >= 0 && q == uint32_t(a.before_wait))
         dev::pdl::wait(), waited = true;  // the rest of the weights behind the previous launch
@@ -151,29 +172,34 @@ __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeAr
   }
   for (uint32_t r = q > S ? q - S : 0; r < q; ++r)  // drain the ring
     dev::mbar_wait(bars + 8 * (r % S), (r / S) & 1u);
-  write_zero_c(a, tid, (long long)gridDim.x * blockDim.x);
+  write_zero_c(a, tid, threads);
+  __threadfence();
+  atomicAdd(a.done, 1u);  // for the holders (HOLD)
 }
 
 struct ProbeState : VariantState {
   DeviceBuffer<unsigned> sink;  // one word per block
   int grid = 0, smem = 0, threads = 0, chunk = 0, stages = 0, striped = 0, before_wait = -1;
-  int late_trigger = 0;
+  int late_trigger = 0, work = 0;  // work: the streaming blocks (grid unless HOLD)
+  DeviceBuffer<unsigned> done;     // read_bulk: finished streaming blocks (ProbeArgs::done)
   void (*kernel)(ProbeArgs) = nullptr;
   std::string what;
   std::string describe() const override { return what; }
 };
 
-// KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID]]]]]":
-// each checked against its limit.
-void parse_bulk_env(const char* env, ProbeState& s, int& blocks_per_sm, int& pad, int& grid) {
+// KBIT_PROBE_BULK (above): each value checked against its limit.
+void parse_bulk_env(const char* env, ProbeState& s, int& blocks_per_sm, int& pad, int& grid,
+                    int& hold) {
   int chunk = 0, stages = 0, blocks = 0, striped = 0, before_wait = -1, trigger = 0;
-  const int n = std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d", &chunk, &stages, &blocks, &striped,
-                            &before_wait, &pad, &trigger, &grid);
+  const int n = std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d", &chunk, &stages, &blocks, &striped,
+                            &before_wait, &pad, &trigger, &grid, &hold);
   if (n < 3)
-    throw Error(
-        std::string("KBIT_PROBE_BULK='") + env +
-        "' is not CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID]]]]]");
+    throw Error(std::string("KBIT_PROBE_BULK='") + env +
+                "' is not "
+                "CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID[,HOLD]]]]]]");
   if (grid < 0) throw Error("KBIT_PROBE_BULK: GRID " + std::to_string(grid) + " < 0");
+  if (hold != 0 && (hold != 1 || grid == 0))
+    throw Error("KBIT_PROBE_BULK: HOLD " + std::to_string(hold) + " is not 0, or 1 with a GRID");
   if (trigger != 0 && trigger != 1)
     throw Error("KBIT_PROBE_BULK: TRIGGER " + std::to_string(trigger) + " is not 0 or 1");
   if (before_wait < -1)
@@ -211,11 +237,12 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
   s->threads = bulk ? BulkConfig::kThreads : LdgConfig::kThreads;
   int blocks_per_sm = 0;  // 0: as many as fit
   int grid = 0;           // > 0: the grid (KBIT_PROBE_BULK's GRID)
+  int hold = 0;           // 1: GRID streaming blocks, the rest of the slots held
   if (bulk) {
     s->chunk = BulkConfig::kChunk, s->stages = BulkConfig::kStages;
     int pad = 0;
     if (const char* env = std::getenv("KBIT_PROBE_BULK"))
-      parse_bulk_env(env, *s, blocks_per_sm, pad, grid);
+      parse_bulk_env(env, *s, blocks_per_sm, pad, grid, hold);
     s->smem = BulkConfig::kBarrierBytes + s->stages * s->chunk + pad;
     KBIT_CUDA_CHECK(cudaFuncSetAttribute(read_bulk_kernel,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem));
@@ -233,12 +260,16 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
   if (grid > sms * per_sm)
     throw Error(std::string(name) + ": GRID " + std::to_string(grid) + " blocks, at most " +
                 std::to_string(sms * per_sm) + " fit at once");
-  s->grid = grid > 0 ? grid : sms * per_sm;
+  s->grid = grid > 0 && !hold ? grid : sms * per_sm;
+  s->work = grid > 0 ? grid : s->grid;
+  s->done = DeviceBuffer<unsigned>(1);
+  KBIT_CUDA_CHECK(cudaMemset(s->done.get(), 0, s->done.bytes()));
   s->sink = DeviceBuffer<unsigned>(std::size_t(s->grid));
   KBIT_CUDA_CHECK(cudaMemset(s->sink.get(), 0, s->sink.bytes()));
   s->what =
       bulk ? std::to_string(s->chunk) + " B chunks x " + std::to_string(s->stages) + " stages x " +
-                 (grid > 0 ? std::to_string(grid) + " blocks"
+                 (grid > 0 ? std::to_string(grid) + " blocks" +
+                                 (hold ? " (the other slots held)" : std::string())
                            : std::to_string(per_sm) + " blocks/SM") +
                  " by cp.async.bulk" + (s->striped ? ", one stripe per block" : ", round-robin") +
                  (s->before_wait >= 0
@@ -266,6 +297,8 @@ void probe_run(VariantState* state, const GemmDims& d, const GemmArgs& a, cudaSt
   p.chunk = s->chunk, p.stages = s->stages, p.striped = s->striped;
   p.before_wait = s->before_wait;
   p.late_trigger = s->late_trigger;
+  p.work = s->work;
+  p.done = s->done.get();
   void* params[] = {&p};
   launch_kernel(reinterpret_cast<const void*>(s->kernel), dim3(s->grid), dim3(s->threads), s->smem,
                 stream, params, a.pdl && s->kernel == read_bulk_kernel);
