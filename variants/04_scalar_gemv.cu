@@ -560,20 +560,6 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   return false;
 }
 
-// A slot holder (KBIT_GEMV_HOLD_SLOTS, session 20) keeps its SM slot until this launch's blocks
-// with a stripe have finished, so that the next dependent launch's blocks cannot start in it and
-// stream beside this launch's (read_bulk: 40 free slots of 264 cost a stream of dependent launches
-// of 8B 0.4-0.7 us, of 70B 2.5 us; notes.md). The holders arrive after griddepcontrol.wait, when
-// the launch before is complete and the launch after cannot have started, so the arrival count
-// says which launch this is and how many finished blocks end it.
-__device__ void hold_slot(const KernelArgs& a) {
-  dev::pdl::wait();
-  const unsigned long long launch = atomicAdd(a.hold_counts, 1ull) / unsigned(a.holders);
-  const unsigned long long target = (launch + 1) * unsigned(a.work_blocks);
-  const volatile unsigned long long* finished = a.hold_counts + 1;
-  while (*finished < target) __nanosleep(512);
-}
-
 // MV = 1..4: dense, every segment has MV rows. MV = 0: grouped (scalar_gemv's MoE row).
 // kWholeTiles: no tile is split (run_segment).
 template <int K, int MV, typename T, bool kWholeTiles = false>
@@ -589,10 +575,6 @@ __global__ void __maxnreg__(Config::kMaxRegs)
   // At once: at the block's end it kept 0.2 of 1.5 us (session 9), after the block's last copy
   // it cost 1-2 us (session 20; notes.md).
   dev::pdl::launch_dependents();
-  if (int(blockIdx.x) >= a.work_blocks) {
-    if (threadIdx.x == 0) hold_slot(a);
-    return;
-  }
   if (!start_block<K, MV, T>(a, ring)) return;
   uint32_t q = 0, wq = 0;
   const int first = a.first_seg[blockIdx.x], last = a.first_seg[blockIdx.x + 1];
@@ -608,7 +590,6 @@ __global__ void __maxnreg__(Config::kMaxRegs)
   if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kComputed, g_start_ns);
   if (!kWholeTiles && last - first > 1 && a.segs[first].contributors > 1)
     finish_split<T>(a, a.segs[first]);
-  if (a.holders > 0 && threadIdx.x == 0) atomicAdd(a.hold_counts + 1, 1ull);  // hold_slot
   if constexpr (kWaitStats) {
     dev::sync_threads<Config::kConsumers>();
     dev::wait_stats::finish_consumers(g_wait, Config::kConsumers / 32, start_ns, start_clk);
@@ -661,11 +642,6 @@ KernelArgs make_args(const scalar_gemv::Launch& l, const GemmDims& d, const Gemm
   a.tagged = l.tagged;
   a.tags = l.tags;
   a.pdl = g.pdl ? 1 : 0;
-  // Slot holders fill the slots the stripes leave free, in a dependent launch (hold_slot).
-  a.work_blocks = l.grid;
-  if (g.pdl && l.hold_counts != nullptr && l.slots > l.grid)
-    a.holders = (l.slots - l.grid) / l.cluster * l.cluster;  // whole clusters
-  a.hold_counts = l.hold_counts;
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
   return a;
 }
@@ -683,8 +659,7 @@ Knobs knobs() {
           KBIT_GEMV_DIAG_NO_ENDS != 0,
           KBIT_GEMV_DIAG_NO_MATH == 5,
           kWaitStats,
-          Config::kWindowRowUnits,
-          KBIT_GEMV_HOLD_SLOTS != 0};
+          Config::kWindowRowUnits};
 }
 
 const void* kernel_for(int k, int rows, DType t, bool whole_tiles) {
@@ -710,8 +685,8 @@ void launch(const Launch& l, const GemmDims& d, const GemmArgs& g, cudaStream_t 
   // small Qwen3 layers 0.05-0.19 us at M = 3, 4: session 19). The kernel's consumers arrive on
   // the window barriers all the same; with one window nobody waits on them.
   const int threads = g.pdl && l.one_window ? kConsumers + 32 : l.threads;
-  launch_kernel(l.kernel, dim3(l.grid + a.holders), dim3(threads), l.smem_bytes, stream, params,
-                g.pdl, unsigned(l.cluster));
+  launch_kernel(l.kernel, dim3(l.grid), dim3(threads), l.smem_bytes, stream, params, g.pdl,
+                unsigned(l.cluster));
   // Under PDL a kernel after every launch would break the chain of dependent launches: the
   // statistics are summed over 64 launches (wait_stats.cuh).
   static unsigned launches = 0;

@@ -45,7 +45,6 @@ struct Knobs {
   bool no_consumers;     // KBIT_GEMV_DIAG_NO_MATH == 5: the consumers skip every end too
   bool wait_stats;       // KBIT_GEMV_WAIT_STATS: launch() prints where the blocks' time goes
   int window_row_units;  // KBIT_GEMV_WINDOW: rows x units of A per window
-  bool hold_slots;       // KBIT_GEMV_HOLD_SLOTS: dependent dense launches fill free slots
 };
 Knobs knobs();
 
@@ -79,11 +78,6 @@ struct Launch {
   float* ws = nullptr;
   int* counters = nullptr;
   unsigned long long* tags = nullptr;
-  // Slots (blocks resident at once), and where slot holders are allowed (dense plans,
-  // KBIT_GEMV_HOLD_SLOTS): their two counters, zero at setup; launch() adds holders to a
-  // dependent launch whose grid leaves slots free.
-  int slots = 0;
-  unsigned long long* hold_counts = nullptr;
 };
 // Launches it over g's operands (checked; with g.pdl as a dependent launch).
 void launch(const Launch& l, const GemmDims& d, const GemmArgs& g, cudaStream_t stream);

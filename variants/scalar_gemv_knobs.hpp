@@ -53,11 +53,6 @@
 #ifndef KBIT_GEMV_WHOLE_TILES    // 1: M = 3, 4 plans that split no tile run a kernel without the
 #define KBIT_GEMV_WHOLE_TILES 1  // split-tile ends (session 14); 0: the kernel with them
 #endif
-// 1: a dependent launch of a dense plan whose stripes leave SM slots free fills them with slot
-// holders, blocks that wait until the launch's other blocks are done (session 20); 0: no holders.
-#ifndef KBIT_GEMV_HOLD_SLOTS
-#define KBIT_GEMV_HOLD_SLOTS 1
-#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif

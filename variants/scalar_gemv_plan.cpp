@@ -33,7 +33,6 @@ struct GemvState : VariantState {
   DeviceBuffer<float> ws;
   DeviceBuffer<int> counters;
   DeviceBuffer<unsigned long long> tags;
-  DeviceBuffer<unsigned long long> hold_counts;  // slot holders' (scalar_gemv::Launch)
   std::string describe() const override {
     const int cluster = launch.cluster, tagged = launch.tagged;
     return "units of 1 n-tile x " + std::to_string(sg::kUnitTiles) +
@@ -143,12 +142,6 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
     l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, true);
   l.one_window = sg::has_window_warp(rows_template) &&
                  gemv::max_windows_per_block(st, knobs.window_row_units / rows_template) == 1;
-  l.slots = slots;
-  if (rows_template > 0 && knobs.hold_slots && !knobs.no_consumers) {
-    s.hold_counts = DeviceBuffer<unsigned long long>(2);
-    s.hold_counts.fill_bytes(0);
-    l.hold_counts = s.hold_counts.get();
-  }
   build_stripes(s, st, tiles.size(), per, base, cluster, tagged);
 }
 

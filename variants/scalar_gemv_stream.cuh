@@ -101,9 +101,6 @@ struct KernelArgs {
   int tagged;  // > 1: each split tile's c contributors (blocks tc..tc+c-1) end through `tags`
   unsigned long long* tags;  // [tile][contributor 1..c-1][row][128] tagged sums, zero between calls
   int pdl;                   // a dependent launch (GemmArgs::pdl): see run_segment's kFirstTwo
-  int work_blocks;           // blocks with a stripe; the blocks after them hold their slots
-  int holders;               // those slot holders (0: none, as in every plain launch)
-  unsigned long long* hold_counts;  // [0] holders' arrivals, [1] finished blocks with a stripe
   float cb[32];
 };
 
