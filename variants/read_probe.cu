@@ -132,14 +132,12 @@ __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeAr
   extern __shared__ __align__(128) unsigned char smem[];
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long threads = (long long)a.work * blockDim.x;  // the streaming blocks' threads
+  // With GemmArgs::pdl the next launch may start at once (TRIGGER 1: after the weight copies).
+  if (!a.late_trigger) dev::pdl::launch_dependents();
   if (int(blockIdx.x) >= a.work) {
-    if (!a.late_trigger) dev::pdl::launch_dependents();
     if (threadIdx.x == 0) hold_slot(a);
     return;
   }
-  if (!a.late_trigger)
-    dev::pdl::launch_dependents();  // with GemmArgs::pdl the next launch
-                                    // may start at once
   if (threadIdx.x != 0) {
     dev::pdl::wait();  // C belongs to the previous launch until then
     write_zero_c(a, tid, threads);
@@ -173,8 +171,7 @@ __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeAr
   for (uint32_t r = q > S ? q - S : 0; r < q; ++r)  // drain the ring
     dev::mbar_wait(bars + 8 * (r % S), (r / S) & 1u);
   write_zero_c(a, tid, threads);
-  __threadfence();
-  atomicAdd(a.done, 1u);  // for the holders (HOLD)
+  if (a.work < int(gridDim.x)) atomicAdd(a.done, 1u);  // for the holders (HOLD)
 }
 
 struct ProbeState : VariantState {
