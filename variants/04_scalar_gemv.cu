@@ -684,7 +684,7 @@ void launch(const Launch& l, const GemmDims& d, const GemmArgs& g, cudaStream_t 
   // consumers stage that window; the warp would only wait for them and leave, which cost the
   // small Qwen3 layers 0.05-0.19 us at M = 3, 4: session 19). The kernel's consumers arrive on
   // the window barriers all the same; with one window nobody waits on them.
-  const int threads = g.pdl && l.one_window ? kConsumers + 32 : l.threads;
+  const int threads = g.pdl && l.one_window ? l.threads - kWarpThreads : l.threads;
   launch_kernel(l.kernel, dim3(l.grid), dim3(threads), l.smem_bytes, stream, params, g.pdl,
                 unsigned(l.cluster));
   // Under PDL a kernel after every launch would break the chain of dependent launches: the

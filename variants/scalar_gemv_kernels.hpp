@@ -25,8 +25,9 @@ constexpr bool has_window_warp(int rows) {
 }
 // A block: the consumers, the producer warp (one lane issues the copies) and, where the kernel
 // has one, the window warp: 9 or 10 warps, both two blocks per SM at 96 registers.
+inline constexpr int kWarpThreads = 32;
 constexpr int threads_for(int rows) {
-  return kConsumers + (has_window_warp(rows) ? 64 : 32);
+  return kConsumers + kWarpThreads + (has_window_warp(rows) ? kWarpThreads : 0);
 }
 inline constexpr int kMaxRows = 4;     // rows of A per segment (M = 1..4)
 inline constexpr int kMaxCluster = 8;  // the portable cluster size
