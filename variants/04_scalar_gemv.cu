@@ -654,6 +654,7 @@ Knobs knobs() {
   return {Config::kStages,
           KBIT_GEMV_ALIGN_SLACK,
           KBIT_GEMV_CLUSTER_SPLIT != 0,
+          KBIT_GEMV_CLUSTER_FIT != 0,
           KBIT_GEMV_TAGGED_END != 0,
           KBIT_GEMV_WHOLE_TILES != 0,
           KBIT_GEMV_DIAG_NO_ENDS != 0,
