@@ -40,7 +40,6 @@ struct Knobs {
   int stages;            // KBIT_GEMV_STAGES: units in flight per block
   int align_slack;       // KBIT_GEMV_ALIGN_SLACK: % more units per block to align k-bands
   bool cluster_split;    // KBIT_GEMV_CLUSTER_SPLIT: split tiles may end in clusters
-  bool cluster_fit;      // KBIT_GEMV_CLUSTER_FIT: ... only where the API says they all fit
   bool tagged_end;       // KBIT_GEMV_TAGGED_END: ... or through tagged L2 slots
   bool whole_tiles;      // KBIT_GEMV_WHOLE_TILES: M = 3, 4 plans without a split run kWholeTiles
   bool no_ends;          // KBIT_GEMV_DIAG_NO_ENDS: no split-tile end compiled in (wrong results)

@@ -36,12 +36,6 @@
 #ifndef KBIT_GEMV_CLUSTER_PUSH
 #define KBIT_GEMV_CLUSTER_PUSH 1
 #endif
-// 1: split tiles end in clusters only where cudaOccupancyMaxActiveClusters says they all fit at
-// once; 0: wherever the stripes allow clusters (to measure what the GPU runs at once against what
-// the API reports: 30 clusters of 8 and 62 of 4 at two blocks per SM; session 21).
-#ifndef KBIT_GEMV_CLUSTER_FIT
-#define KBIT_GEMV_CLUSTER_FIT 1
-#endif
 #ifndef KBIT_GEMV_TAGGED_END    // 1: k-band splits whose clusters do not fit end through tagged L2
 #define KBIT_GEMV_TAGGED_END 1  // slots (session 13); 0: through the workspace and its counter
 #endif

@@ -101,8 +101,8 @@ std::pair<int, int> choose_end(const GemvState& s, const gemv::Stripes& st, int 
   const int c = gemv::cluster_size(st, sg::kMaxCluster);
   if (c < 2) return {1, 1};
   if (k.cluster_split &&
-      (!k.cluster_fit || clusters_fit_at_once(s.launch.kernel, s.launch.threads, cluster_smem(s, base, c), c, st.grid,
-                           s.blocks_per_sm, slots)))
+      clusters_fit_at_once(s.launch.kernel, s.launch.threads, cluster_smem(s, base, c), c, st.grid,
+                           s.blocks_per_sm, slots))
     return {c, 1};
   if (k.tagged_end && st.grid <= slots && sg::has_tagged_end(s.dims.k_bits, int(s.dims.M)) &&
       (c - 1) * s.dims.M * sg::kTileN <= sg::kTaggedLoads * sg::kConsumers)
