@@ -445,10 +445,6 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
       stage_window_by_consumers<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
       dev::sync_threads<Config::kConsumers>();  // publishes it (the first: and the pair table)
     } else {
-      // A launch without the window warp (Launch::one_window) must never get here: the host
-      // counted one window per block by the rule above (gemv::max_windows_per_block). Should the
-      // two rules part, fail the launch instead of waiting for a warp that is not there.
-      if (blockDim.x < unsigned(kThreadsWithWarp<MV>)) __trap();
       if (wq == 0) dev::sync_threads<Config::kConsumers>();  // publishes the pair table
       // The warp's windows only: a dependent launch's first was the consumers'.
       dev::mbar_wait(ring.win_full(), (wq - (a.pdl ? 1u : 0u)) & 1u);

@@ -293,9 +293,6 @@ __device__ void stage_window_by_consumers(const KernelArgs& a, int row0, int u, 
 // code can read; scalar_gemv::has_window_warp is a host function).
 template <int MV>
 constexpr bool kHasWindowWarp = scalar_gemv::has_window_warp(MV);
-// The block's threads with the window warp, where the kernel has one (scalar_gemv::threads_for).
-template <int MV>
-constexpr int kThreadsWithWarp = scalar_gemv::threads_for(MV);
 
 // The window warp of the M = 3, 4 kernels (session 19): stages the block's A windows, in the
 // order the consumers use them, so that no consumer waits on a global load or a staging barrier.
