@@ -46,6 +46,7 @@ struct Knobs {
   bool no_consumers;     // KBIT_GEMV_DIAG_NO_MATH == 5: the consumers skip every end too
   bool wait_stats;       // KBIT_GEMV_WAIT_STATS: launch() prints where the blocks' time goes
   int window_row_units;  // KBIT_GEMV_WINDOW: rows x units of A per window
+  bool no_ends_clustered;  // KBIT_GEMV_DIAG_NO_ENDS == 2: ... but split tiles still launch in clusters
 };
 Knobs knobs();
 
@@ -58,7 +59,7 @@ bool has_tagged_end(int k, int rows);
 // without the receive area that rank 0 of a cluster adds (cluster_recv_bytes).
 int smem_bytes(int k, int rows);
 inline int cluster_recv_bytes(int c, int rows) {
-  return (c - 1) * rows * kTileN * 4;
+  return (c - 1) * rows * kTileN * 4 + (c == 2 ? 16 : 0);  // a pair also sends a flag word
 }
 
 // One launch as the plan cut it. segs / first_seg: the stripes (gemv::Stripes on the device);

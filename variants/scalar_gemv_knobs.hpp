@@ -23,7 +23,8 @@
 #define KBIT_GEMV_DIAG_NO_MATH 0
 #endif
 // Diagnostic: 1 compiles no split-tile end at all, every segment stores its sums into C (wrong
-// wherever a tile is split): what the ends' code costs the main loop (session 14).
+// wherever a tile is split): what the ends' code costs the main loop (session 14). 2: the same,
+// but split tiles still launch as the clusters their end would use: what cluster scheduling costs.
 #ifndef KBIT_GEMV_DIAG_NO_ENDS
 #define KBIT_GEMV_DIAG_NO_ENDS 0
 #endif

@@ -97,7 +97,7 @@ void build_stripes(GemvState& s, const gemv::Stripes& st, std::size_t tiles, int
 // more than the end gained: 8B down, sessions 12 and 13.)
 std::pair<int, int> choose_end(const GemvState& s, const gemv::Stripes& st, int base, int slots) {
   const sg::Knobs k = sg::knobs();
-  if (s.dims.grouped() || k.no_consumers || k.no_ends) return {1, 1};
+  if (s.dims.grouped() || k.no_consumers || (k.no_ends && !k.no_ends_clustered)) return {1, 1};
   const int c = gemv::cluster_size(st, sg::kMaxCluster);
   if (c < 2) return {1, 1};
   if (k.cluster_split &&
