@@ -327,53 +327,6 @@ __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Seg
   });
 }
 
-// The end of a split tile in a cluster of two (session 22): whichever block ends second writes C.
-// Each block tests once, without waiting, whether its partner's sums have landed on its own
-// receive barrier, and pushes its sums and that answer (a flag word) to the partner by st.async.
-// A block whose answer was yes is the later one: it adds and writes C at once, and the partner
-// waits only for these bytes before it leaves. Otherwise the block waits for the partner's bytes;
-// if the partner's answer was no too (they ended together), rank 0 writes. At most one answer is
-// yes: a block answers before it sends its flag, and its partner's barrier completes only once
-// that flag has landed. (The rank-0 root of combine_in_cluster put a whole hand-over, push, wake
-// and add, after the later block's end whenever rank 1 ended last.) fp32 addition commutes, so
-// either writer stores the same bits.
-template <int MV>
-constexpr int kPairFlag = MV * Config::kTileN;  // the flag's float index in the receive area
-// Which kernels end pairs so: M = 1, 2 (at M = 3, 4 it made the K = 3, 4 kernels spill).
-template <int MV>
-constexpr bool kPairEnd = kClusterPush && MV >= 1 && MV <= 2;
-
-template <int K, int MV, typename T>
-__device__ void combine_in_pair(const KernelArgs& a, const Lane& l, const Segment g,
-                                float (&acc)[(MV + 1) / 2][2]) {
-  __shared__ int s_later;  // thread 0's answer, for the other consumers
-  const OutSlots<MV> o{l, g, a.N};
-  o.reduce(acc);
-  const float* recv = reinterpret_cast<const float*>(g_smem + Smem<K>::kRecv);
-  const uint32_t recv_bar = Ring<K>(g_smem, Smem<K>::kRing).recv();
-  const uint32_t rank = dev::cluster::rank();
-  auto slot = [&](int s, int h) { return o.row(s) * Config::kTileN + l.col_lo + 8 * h; };
-  dev::cluster::wait();  // (phase 0) the partner has started: its receive barrier is initialized
-  const uint32_t dst = dev::cluster::map(dev::smem_addr(recv), rank ^ 1);
-  const uint32_t bar = dev::cluster::map(recv_bar, rank ^ 1);
-  if (threadIdx.x == 0) {
-    s_later = dev::mbar_test(recv_bar, 0) ? 1 : 0;
-    dev::cluster::store_async(dst + 4 * kPairFlag<MV>, s_later ? 1.0f : 0.0f, bar);
-  }
-#pragma unroll
-  for (int s = 0; s < (MV + 1) / 2; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      if (o.writer(s)) dev::cluster::store_async(dst + 4 * slot(s, h), acc[s][h], bar);
-  dev::sync_threads<Config::kConsumers>();  // s_later
-  const bool later = s_later != 0;
-  dev::mbar_wait(recv_bar, 0);  // the partner's bytes (at once where later): then this block may leave
-  if (!later && (recv[kPairFlag<MV>] != 0.0f || rank != 0)) return;
-  T* C = static_cast<T*>(a.C);
-  o.for_each_owned(
-      [&](int s, int h) { C[o.index(s, h)] = dev::from_float<T>(acc[s][h] + recv[slot(s, h)]); });
-}
-
 // The tagged end's reach: rows (M = 3, 4 spilled with it compiled in); loads in flight per
 // consumer thread: scalar_gemv::kTaggedLoads.
 constexpr int kTaggedMaxRows = 2;
@@ -534,12 +487,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   if constexpr (kWholeTiles) {
     store_segment<MV, T, true>(a, l, g, acc, defer);
   } else if (kDense && g.contributors > 1 && a.cluster > 1) {
-    if constexpr (kDense) {
-      if (kPairEnd<MV> && a.cluster == 2)
-        combine_in_pair<K, MV, T>(a, l, g, acc);
-      else
-        combine_in_cluster<K, MV, T>(a, l, g, acc);
-    }
+    if constexpr (kDense) combine_in_cluster<K, MV, T>(a, l, g, acc);
   } else if (kDense && has_tagged_end(K, MV) && g.contributors > 1 && a.tagged > 1) {
     if constexpr (kDense && has_tagged_end(K, MV)) combine_through_tags<K, MV, T>(a, l, g, acc);
   } else {
@@ -588,10 +536,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   ring.template init<kHasWindowWarp<MV>>();
   // Rank 0 expects the other ranks' sums on its receive barrier, before it tells them that it
   // has started (an arrival with the byte count: the phase ends when they have all landed).
-  // In a pair (combine_in_pair) both blocks expect the other's sums and its flag word.
-  if (kPairEnd<MV> && clustered && threadIdx.x == 0 && a.cluster == 2)
-    dev::mbar_arrive_expect_tx(ring.recv(), MV * Config::kTileN * 4 + 4);
-  else if (kClusterPush && clustered && threadIdx.x == 0 && dev::cluster::rank() == 0)
+  if (kClusterPush && clustered && threadIdx.x == 0 && dev::cluster::rank() == 0)
     dev::mbar_arrive_expect_tx(ring.recv(), (a.cluster - 1) * MV * Config::kTileN * 4);
   if (clustered) dev::cluster::arrive_relaxed();  // phase 0: this block has started
   // The warp index through a shuffle: the compiler then knows the role branch is warp-uniform

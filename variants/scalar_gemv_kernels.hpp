@@ -59,7 +59,7 @@ bool has_tagged_end(int k, int rows);
 // without the receive area that rank 0 of a cluster adds (cluster_recv_bytes).
 int smem_bytes(int k, int rows);
 inline int cluster_recv_bytes(int c, int rows) {
-  return (c - 1) * rows * kTileN * 4 + (c == 2 ? 16 : 0);  // a pair also sends a flag word
+  return (c - 1) * rows * kTileN * 4;
 }
 
 // One launch as the plan cut it. segs / first_seg: the stripes (gemv::Stripes on the device);

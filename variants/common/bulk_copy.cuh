@@ -83,24 +83,6 @@ __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
 #endif
 }
 
-// Whether the phase of parity `parity` has completed, without waiting (test_wait: acquire at
-// CTA scope where true, like a wait that returns).
-__device__ __forceinline__ bool mbar_test(uint32_t bar, uint32_t parity) {
-#ifdef KBIT_NO_BULK_COPY
-  __trap();
-  return false;
-#else
-  uint32_t done = 0;
-  asm volatile(
-      "{ .reg .pred p; mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2; "
-      "selp.u32 %0, 1, 0, p; }"
-      : "=r"(done)
-      : "r"(bar), "r"(parity)
-      : "memory");
-  return done != 0;
-#endif
-}
-
 // Global -> shared copy of `bytes` (a multiple of 16; both addresses 16-byte aligned) by the
 // TMA engine, completing `bytes` transactions on `bar`. One thread issues it; no registers
 // hold the data, so a ring of several stages costs no occupancy.
