@@ -37,16 +37,16 @@ inline constexpr int kTaggedLoads = 4;
 
 // The plan's knobs (variants/scalar_gemv_knobs.hpp) as 04_scalar_gemv.cu was compiled with them.
 struct Knobs {
-  int stages;            // KBIT_GEMV_STAGES: units in flight per block
-  int align_slack;       // KBIT_GEMV_ALIGN_SLACK: % more units per block to align k-bands
-  bool cluster_split;    // KBIT_GEMV_CLUSTER_SPLIT: split tiles may end in clusters
-  bool tagged_end;       // KBIT_GEMV_TAGGED_END: ... or through tagged L2 slots
-  bool whole_tiles;      // KBIT_GEMV_WHOLE_TILES: M = 3, 4 plans without a split run kWholeTiles
-  bool no_ends;          // KBIT_GEMV_DIAG_NO_ENDS: no split-tile end compiled in (wrong results)
-  bool no_consumers;     // KBIT_GEMV_DIAG_NO_MATH == 5: the consumers skip every end too
-  bool wait_stats;       // KBIT_GEMV_WAIT_STATS: launch() prints where the blocks' time goes
-  int window_row_units;  // KBIT_GEMV_WINDOW: rows x units of A per window
-  bool no_ends_clustered;  // KBIT_GEMV_DIAG_NO_ENDS == 2: ... but split tiles still launch in clusters
+  int stages;              // KBIT_GEMV_STAGES: units in flight per block
+  int align_slack;         // KBIT_GEMV_ALIGN_SLACK: % more units per block to align k-bands
+  bool cluster_split;      // KBIT_GEMV_CLUSTER_SPLIT: split tiles may end in clusters
+  bool tagged_end;         // KBIT_GEMV_TAGGED_END: ... or through tagged L2 slots
+  bool whole_tiles;        // KBIT_GEMV_WHOLE_TILES: M = 3, 4 plans without a split run kWholeTiles
+  bool no_ends;            // KBIT_GEMV_DIAG_NO_ENDS: no split-tile end compiled in (wrong results)
+  bool no_consumers;       // KBIT_GEMV_DIAG_NO_MATH == 5: the consumers skip every end too
+  bool wait_stats;         // KBIT_GEMV_WAIT_STATS: launch() prints where the blocks' time goes
+  int window_row_units;    // KBIT_GEMV_WINDOW: rows x units of A per window
+  bool no_ends_clustered;  // KBIT_GEMV_DIAG_NO_ENDS == 2: ... split tiles still in clusters
 };
 Knobs knobs();
 
