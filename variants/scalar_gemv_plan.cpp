@@ -75,6 +75,9 @@ void build_stripes(GemvState& s, const gemv::Stripes& st, std::size_t tiles, int
   if (s.split_tiles > 0 && tagged > 1) {
     s.tags = DeviceBuffer<unsigned long long>(tiles * (tagged - 1) * s.dims.M * sg::kTileN);
     s.tags.fill_bytes(0);
+  } else if (s.split_tiles > 0 && cluster == 2) {  // the pairs' claims (M = 1, 2)
+    s.counters = DeviceBuffer<int>(tiles);
+    s.counters.fill_bytes(0);
   } else if (s.split_tiles > 0 && cluster == 1) {
     s.ws = DeviceBuffer<float>(std::size_t(s.dims.M * s.dims.N));
     s.counters = DeviceBuffer<int>(tiles);
