@@ -327,47 +327,6 @@ __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Seg
   });
 }
 
-// The end of a split tile in a cluster of two at M = 1, 2 (session 22): the block that ends first
-// pushes its sums into the other's receive area with st.async and leaves at once; the other waits
-// for them, adds, writes C and resets the tile's counter. Which is which was settled by the
-// producers' claims (claim_pair: the ticket), taken when each block's last unit landed, so the
-// guess is most often right; where it is wrong the second block waits for the first as rank 0
-// waits in combine_in_cluster, and the result is the same. The pushing block only writes into a
-// block that cannot leave before it has those bytes, and its own shared memory is never read.
-// (combine_in_cluster's rank 0 holds its SM slot whenever it ends first, and a dependent launch's
-// block waits for that slot.) fp32 addition commutes: either block may be the adder.
-template <int MV>
-constexpr bool kPairEnd = kClusterPush&& MV >= 1 && MV <= 2;  // M = 3, 4 spilled with it
-
-template <int K, int MV, typename T>
-__device__ void combine_in_pair(const KernelArgs& a, const Lane& l, const Segment g,
-                                float (&acc)[(MV + 1) / 2][2]) {
-  const OutSlots<MV> o{l, g, a.N};
-  o.reduce(acc);
-  float* recv = reinterpret_cast<float*>(g_smem + Smem<K>::kRecv);
-  const Ring<K> ring(g_smem, Smem<K>::kRing);
-  auto slot = [&](int s, int h) { return o.row(s) * Config::kTileN + l.col_lo + 8 * h; };
-  dev::mbar_wait(ring.claim(), 0);
-  // Even: claimed first (tickets are 0 and 1 where every call resets the counter).
-  if ((*reinterpret_cast<volatile int*>(g_smem + Ring<K>::kTicket) & 1) == 0) {
-    dev::cluster::wait();  // (phase 0) the partner has started: its receive barrier is initialized
-    const uint32_t other = dev::cluster::rank() ^ 1;
-    const uint32_t dst = dev::cluster::map(dev::smem_addr(recv), other);
-    const uint32_t bar = dev::cluster::map(ring.recv(), other);
-#pragma unroll
-    for (int s = 0; s < (MV + 1) / 2; ++s)
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-        if (o.writer(s)) dev::cluster::store_async(dst + 4 * slot(s, h), acc[s][h], bar);
-    return;  // the partner waits for these bytes: it is alive until they land
-  }
-  dev::mbar_wait(ring.recv(), 0);
-  T* C = static_cast<T*>(a.C);
-  o.for_each_owned(
-      [&](int s, int h) { C[o.index(s, h)] = dev::from_float<T>(acc[s][h] + recv[slot(s, h)]); });
-  if (threadIdx.x == 0) a.counters[g.tile_id] = 0;  // both claims are in: clean for the next call
-}
-
 // The tagged end's reach: rows (M = 3, 4 spilled with it compiled in); loads in flight per
 // consumer thread: scalar_gemv::kTaggedLoads.
 constexpr int kTaggedMaxRows = 2;
@@ -528,12 +487,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   if constexpr (kWholeTiles) {
     store_segment<MV, T, true>(a, l, g, acc, defer);
   } else if (kDense && g.contributors > 1 && a.cluster > 1) {
-    if constexpr (kDense) {
-      if (kPairEnd<MV> && a.cluster == 2)
-        combine_in_pair<K, MV, T>(a, l, g, acc);
-      else
-        combine_in_cluster<K, MV, T>(a, l, g, acc);
-    }
+    if constexpr (kDense) combine_in_cluster<K, MV, T>(a, l, g, acc);
   } else if (kDense && has_tagged_end(K, MV) && g.contributors > 1 && a.tagged > 1) {
     if constexpr (kDense && has_tagged_end(K, MV)) combine_through_tags<K, MV, T>(a, l, g, acc);
   } else {
@@ -582,9 +536,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   ring.template init<kHasWindowWarp<MV>>();
   // Rank 0 expects the other ranks' sums on its receive barrier, before it tells them that it
   // has started (an arrival with the byte count: the phase ends when they have all landed).
-  // In a pair at M = 1, 2 (combine_in_pair) either block may be the one that adds.
-  const bool pair = kPairEnd<MV> && a.cluster == 2;
-  if (kClusterPush && clustered && threadIdx.x == 0 && (pair || dev::cluster::rank() == 0))
+  if (kClusterPush && clustered && threadIdx.x == 0 && dev::cluster::rank() == 0)
     dev::mbar_arrive_expect_tx(ring.recv(), (a.cluster - 1) * MV * Config::kTileN * 4);
   if (clustered) dev::cluster::arrive_relaxed();  // phase 0: this block has started
   // The warp index through a shuffle: the compiler then knows the role branch is warp-uniform
@@ -597,7 +549,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
     if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kTableBuilt, g_start_ns);
     return true;
   }
-  if (threadIdx.x == Config::kConsumers) produce<K>(a, ring, pair, g_smem);
+  if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
   if constexpr (kWindowWarpRuns && kHasWindowWarp<MV>)
     if (warp == Config::kConsumers / 32 + 1)
       stage_windows<MV, T>(a, ring.win_full(), ring.win_empty(), ring.win_go(), Smem<K>::s_a());
@@ -648,10 +600,14 @@ __global__ void __maxnreg__(Config::kMaxRegs)
 // The plan (stripes, which end, buffers) is variants/scalar_gemv_plan.cpp; this is what it asks
 // of the kernels (variants/scalar_gemv_kernels.hpp).
 
+// KBIT_GEMV_DIAG_NO_ENDS 1, 2: no split-tile end compiled in (3 compiles them, the host skips
+// them).
+constexpr bool kNoEndsCompiled = KBIT_GEMV_DIAG_NO_ENDS == 1 || KBIT_GEMV_DIAG_NO_ENDS == 2;
+
 // The row counts with a kernel for plans that split no tile: M = 3, 4, whose main loop the
 // ends' code slowed (M = 1, 2 measured even; every row under KBIT_GEMV_DIAG_NO_ENDS).
 constexpr bool has_whole_tile_kernel(int rows) {
-  return rows >= 3 || KBIT_GEMV_DIAG_NO_ENDS;
+  return rows >= 3 || kNoEndsCompiled;
 }
 
 // The kernel for (K, rows, dtype); rows == 0 selects the grouped kernel; `whole_tiles`: the
@@ -704,11 +660,12 @@ Knobs knobs() {
           KBIT_GEMV_CLUSTER_SPLIT != 0,
           KBIT_GEMV_TAGGED_END != 0,
           KBIT_GEMV_WHOLE_TILES != 0,
-          KBIT_GEMV_DIAG_NO_ENDS != 0,
+          kNoEndsCompiled,
           KBIT_GEMV_DIAG_NO_MATH == 5,
           kWaitStats,
           Config::kWindowRowUnits,
-          KBIT_GEMV_DIAG_NO_ENDS == 2};
+          KBIT_GEMV_DIAG_NO_ENDS == 2,
+          KBIT_GEMV_DIAG_NO_ENDS == 3};
 }
 
 const void* kernel_for(int k, int rows, DType t, bool whole_tiles) {

@@ -25,6 +25,8 @@
 // Diagnostic: 1 compiles no split-tile end at all, every segment stores its sums into C (wrong
 // wherever a tile is split): what the ends' code costs the main loop (session 14). 2: the same,
 // but split tiles still launch as the clusters their end would use: what cluster scheduling costs.
+// 3: the ends are compiled in and the launch is the default one, but the host tells every segment
+// that it is its tile's only contributor, so none runs an end: the ends' code against their run.
 #ifndef KBIT_GEMV_DIAG_NO_ENDS
 #define KBIT_GEMV_DIAG_NO_ENDS 0
 #endif

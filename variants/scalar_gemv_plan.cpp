@@ -68,16 +68,16 @@ void build_stripes(GemvState& s, const gemv::Stripes& st, std::size_t tiles, int
   l.smem_bytes = cluster_smem(s, base, cluster);
   KBIT_CUDA_CHECK(
       cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem_bytes));
-  s.segs = DeviceBuffer<gemv::Segment>(st.segs.size());
-  KBIT_CUDA_CHECK(cudaMemcpy(s.segs.get(), st.segs.data(), st.segs.size() * sizeof(gemv::Segment),
+  std::vector<gemv::Segment> segs = st.segs;
+  if (sg::knobs().skip_ends)  // diagnostic: no segment runs an end (wrong where tiles are split)
+    for (gemv::Segment& g : segs) g.contributors = 1;
+  s.segs = DeviceBuffer<gemv::Segment>(segs.size());
+  KBIT_CUDA_CHECK(cudaMemcpy(s.segs.get(), segs.data(), segs.size() * sizeof(gemv::Segment),
                              cudaMemcpyHostToDevice));
   s.first_seg = DeviceBuffer<int>(st.first);
   if (s.split_tiles > 0 && tagged > 1) {
     s.tags = DeviceBuffer<unsigned long long>(tiles * (tagged - 1) * s.dims.M * sg::kTileN);
     s.tags.fill_bytes(0);
-  } else if (s.split_tiles > 0 && cluster == 2) {  // the pairs' claims (M = 1, 2)
-    s.counters = DeviceBuffer<int>(tiles);
-    s.counters.fill_bytes(0);
   } else if (s.split_tiles > 0 && cluster == 1) {
     s.ws = DeviceBuffer<float>(std::size_t(s.dims.M * s.dims.N));
     s.counters = DeviceBuffer<int>(tiles);

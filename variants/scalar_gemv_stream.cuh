@@ -112,9 +112,8 @@ struct KernelArgs {
 template <int K>
 struct Ring : dev::RingBarriers<Config::kStages, Config::kConsumers> {
   using Base = dev::RingBarriers<Config::kStages, Config::kConsumers>;
-  static_assert(Base::kBytes + 40 <= Config::kBarrierBytes, "the window's and the claim's fit too");
-  static constexpr int kTicket = Base::kBytes + 32;  // the claim's ticket (an int), after it
-  unsigned char* stages;                             // generic pointer to stage 0
+  static_assert(Base::kBytes + 24 <= Config::kBarrierBytes, "the window's barriers fit too");
+  unsigned char* stages;  // generic pointer to stage 0
 
   __device__ Ring(unsigned char* smem, int offset)
       : Base(dev::smem_addr(smem)), stages(smem + offset) {}
@@ -127,7 +126,6 @@ struct Ring : dev::RingBarriers<Config::kStages, Config::kConsumers> {
       dev::mbar_init(win_empty(), Config::kConsumers);
       dev::mbar_init(win_go(), 1);
     }
-    if (threadIdx.x == 0) dev::mbar_init(claim(), 1);
     Base::init();
   }
   __device__ uint32_t recv() const { return this->extra(); }
@@ -135,31 +133,15 @@ struct Ring : dev::RingBarriers<Config::kStages, Config::kConsumers> {
   __device__ uint32_t win_empty() const { return this->base + Base::kBytes + 8; }
   // In a dependent launch thread 0 arrives once the consumers have passed griddepcontrol.wait.
   __device__ uint32_t win_go() const { return this->base + Base::kBytes + 16; }
-  // The producer arrives once it has left this block's ticket at kTicket (claim_pair).
-  __device__ uint32_t claim() const { return this->base + Base::kBytes + 24; }
   __device__ unsigned char* planes(int s) const { return stages + s * stage_bytes<K>(); }
   __device__ unsigned char* codes(int s) const { return planes(s) + stage_plane_bytes<K>(); }
 };
 
-// The producer's claim on a split tile that ends in a pair (combine_in_pair): once the block's
-// last unit has landed, 1-2 units before the consumers end, the lane counts the block in on the
-// tile's counter and leaves the ticket (0: first, 1: second) in shared memory. Behind
-// griddepcontrol.wait: the previous launch's second block resets the counter.
-template <int K>
-__device__ void claim_pair(const KernelArgs& a, const Ring<K>& ring, uint32_t q, int tile,
-                           unsigned char* smem) {
-  dev::pdl::wait();
-  dev::mbar_wait(ring.full(Ring<K>::stage(q - 1)), Ring<K>::parity(q - 1));
-  *reinterpret_cast<volatile int*>(smem + Ring<K>::kTicket) = atomicAdd(a.counters + tile, 1);
-  dev::mbar_arrive(ring.claim());  // release: the ticket is visible to whoever waits on it
-}
-
 // The producer (one lane of the last warp): walks the block's segments in the consumers' order
 // and copies each unit's planes and codes (per k-tile: one contiguous chunk of each) into the
-// next free stage. k-tiles past the end of K are not copied: their A is zero. `claim`: the
-// block's tile ends in a pair, claimed at the end (claim_pair).
+// next free stage. k-tiles past the end of K are not copied: their A is zero.
 template <int K>
-__device__ void produce(const KernelArgs& a, const Ring<K>& ring, bool claim, unsigned char* smem) {
+__device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
   constexpr uint32_t kPlaneBytes = tile_words<K>() * 4, kCodeBytes = Config::kBlocksPerTile;
   uint32_t q = 0;
   dev::wait_stats::Stopwatch<kWaitStats> empty_wait;
@@ -191,10 +173,6 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring, bool claim, un
                              codes + tile * Config::kBlocksPerTile, kCodeBytes, ring.full(st));
       }
     }
-  }
-  if (claim) {
-    const Segment g = a.segs[a.first_seg[blockIdx.x + 1] - 1];
-    if (g.contributors == 2) claim_pair<K>(a, ring, q, g.tile_id, smem);
   }
   if (kWaitStats) dev::wait_stats::add(dev::wait_stats::kProducerEmpty, empty_wait.total);
   if (KBIT_GEMV_DIAG_NO_MATH == 5)  // nobody else waits for the last copies: drain them
