@@ -57,9 +57,6 @@ namespace {
 
 // The tuning knobs and diagnostics (KBIT_GEMV_*): variants/scalar_gemv_knobs.hpp.
 constexpr bool kClusterPush = KBIT_GEMV_CLUSTER_PUSH != 0;
-// The split-tile ends a kernel compiles (scalar_gemv::Ends).
-constexpr int kAllEnds = int(scalar_gemv::Ends::all), kNoEnds = int(scalar_gemv::Ends::none),
-              kClusterEnd = int(scalar_gemv::Ends::cluster);
 // A windows are staged (DIAG_NO_MATH 4 leaves them out); under DIAG_NO_MATH 5 no consumer takes
 // them, so the window warp stays out too (it would wait for a release forever).
 constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4;
@@ -382,9 +379,9 @@ __device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const S
 
 // One segment of a consumer thread. q is the block's ring step and wq its A window (the window
 // warp's count), both carried across segments. kDense: a cluster or tagged slots may end a split
-// tile; kEnds: the ends compiled in (kNoEnds: the plan splits no tile, and the ends' code cost
-// the M = 4 main loop 3%: session 14; kClusterEnd: every split tile ends in a cluster).
-template <int K, int MV, typename T, bool kDense, int kEnds = kAllEnds>
+// tile; kWholeTiles: the plan splits no tile, so no split-tile end is compiled in (their code cost
+// the M = 4 main loop 3%: session 14).
+template <int K, int MV, typename T, bool kDense, bool kWholeTiles = false>
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
                                             const Ring<K>& ring, uint32_t& q, uint32_t& wq,
                                             bool defer) {  // g by value: registers
@@ -487,13 +484,8 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // A whole-tile kernel has no split-tile end (KBIT_GEMV_DIAG_NO_ENDS uses it where tiles are
   // split: wrong results). The grouped kernel leaves the cluster and tagged ends out
   // (registers), M = 3, 4 and some K the tagged one (has_tagged_end).
-  if constexpr (kEnds == kNoEnds) {
+  if constexpr (kWholeTiles) {
     store_segment<MV, T, true>(a, l, g, acc, defer);
-  } else if constexpr (kEnds == kClusterEnd) {
-    if (g.contributors > 1)
-      combine_in_cluster<K, MV, T>(a, l, g, acc);
-    else
-      store_segment<MV, T, true>(a, l, g, acc, defer);
   } else if (kDense && g.contributors > 1 && a.cluster > 1) {
     if constexpr (kDense) combine_in_cluster<K, MV, T>(a, l, g, acc);
   } else if (kDense && has_tagged_end(K, MV) && g.contributors > 1 && a.tagged > 1) {
@@ -569,8 +561,8 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
 }
 
 // MV = 1..4: dense, every segment has MV rows. MV = 0: grouped (scalar_gemv's MoE row).
-// kEnds: the split-tile ends compiled in (run_segment).
-template <int K, int MV, typename T, int kEnds = kAllEnds>
+// kWholeTiles: no tile is split (run_segment).
+template <int K, int MV, typename T, bool kWholeTiles = false>
 __global__ void __maxnreg__(Config::kMaxRegs)
     scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   const Ring<K> ring(g_smem, Smem<K>::kRing);
@@ -593,10 +585,10 @@ __global__ void __maxnreg__(Config::kMaxRegs)
     if constexpr (MV == 0)
       run_rows<K, T>(a, a.segs[s], ring, q, wq, defer);
     else
-      run_segment<K, MV, T, true, kEnds>(a, a.segs[s], ring, q, wq, defer);
+      run_segment<K, MV, T, true, kWholeTiles>(a, a.segs[s], ring, q, wq, defer);
   }
   if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kComputed, g_start_ns);
-  if (kEnds == kAllEnds && last - first > 1 && a.segs[first].contributors > 1)
+  if (!kWholeTiles && last - first > 1 && a.segs[first].contributors > 1)
     finish_split<T>(a, a.segs[first]);
   if constexpr (kWaitStats) {
     dev::sync_threads<Config::kConsumers>();
@@ -618,27 +610,17 @@ constexpr bool has_whole_tile_kernel(int rows) {
   return rows >= 3 || kNoEndsCompiled;
 }
 
-// The row counts with a kernel that has only the cluster end (KBIT_GEMV_CLUSTER_KERNEL).
-constexpr bool has_cluster_kernel(int rows) {
-  return KBIT_GEMV_CLUSTER_KERNEL && rows <= 2;
-}
-
-// The kernel for (K, rows, dtype); rows == 0 selects the grouped kernel; `ends`: the split-tile
-// ends the plan needs (where a kernel with only those exists).
+// The kernel for (K, rows, dtype); rows == 0 selects the grouped kernel; `whole_tiles`: the
+// plan splits no tile (where such a kernel exists).
 template <typename T>
-const void* kernel_for_type(int k, int rows, scalar_gemv::Ends ends) {
-  using scalar_gemv::Ends;
+const void* kernel_for_type(int k, int rows, bool whole_tiles) {
   return with_k_bits(k, [&](auto k_const) {
     constexpr int KB = decltype(k_const)::value;
     if (rows == 0) return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 0, T>);
     return with_rows_1_to_4(rows, [&](auto r_const) {
       constexpr int R = decltype(r_const)::value;
       if constexpr (has_whole_tile_kernel(R))
-        if (ends == Ends::none)
-          return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, R, T, kNoEnds>);
-      if constexpr (has_cluster_kernel(R))
-        if (ends == Ends::cluster)
-          return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, R, T, kClusterEnd>);
+        if (whole_tiles) return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, R, T, true>);
       return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, R, T>);
     });
   });
@@ -683,13 +665,12 @@ Knobs knobs() {
           kWaitStats,
           Config::kWindowRowUnits,
           KBIT_GEMV_DIAG_NO_ENDS == 2,
-          KBIT_GEMV_DIAG_NO_ENDS == 3,
-          KBIT_GEMV_CLUSTER_KERNEL != 0};
+          KBIT_GEMV_DIAG_NO_ENDS == 3};
 }
 
-const void* kernel_for(int k, int rows, DType t, Ends ends) {
-  return t == DType::f16 ? kernel_for_type<__half>(k, rows, ends)
-                         : kernel_for_type<__nv_bfloat16>(k, rows, ends);
+const void* kernel_for(int k, int rows, DType t, bool whole_tiles) {
+  return t == DType::f16 ? kernel_for_type<__half>(k, rows, whole_tiles)
+                         : kernel_for_type<__nv_bfloat16>(k, rows, whole_tiles);
 }
 
 bool has_tagged_end(int k, int rows) {

@@ -48,16 +48,12 @@ struct Knobs {
   int window_row_units;    // KBIT_GEMV_WINDOW: rows x units of A per window
   bool no_ends_clustered;  // KBIT_GEMV_DIAG_NO_ENDS == 2: ... split tiles still in clusters
   bool skip_ends;          // KBIT_GEMV_DIAG_NO_ENDS == 3: ends compiled in, every segment stores
-  bool cluster_kernel;     // KBIT_GEMV_CLUSTER_KERNEL: cluster plans at M = 1, 2 run Ends::cluster
 };
 Knobs knobs();
 
-// The kernel for (K, rows, dtype): rows 1..4 dense, 0 the grouped kernel.
-// Which split-tile ends a kernel has compiled in: every one; none (plans that split no tile: M =
-// 3, 4); only the cluster end (plans whose split tiles all end in clusters: M = 1, 2 where
-// KBIT_GEMV_CLUSTER_KERNEL). Where no such kernel exists, kernel_for returns the one with all.
-enum class Ends { all, none, cluster };
-const void* kernel_for(int k, int rows, DType t, Ends ends);
+// The kernel for (K, rows, dtype): rows 1..4 dense, 0 the grouped kernel; whole_tiles: the plan
+// splits no tile, and a kernel without the split-tile ends exists for `rows` (M = 3, 4).
+const void* kernel_for(int k, int rows, DType t, bool whole_tiles);
 // Whether the K-bit dense kernel for `rows` rows has the tagged end (KBIT_GEMV_TAGGED_KS).
 bool has_tagged_end(int k, int rows);
 // Dynamic shared memory of the K-bit kernel for `rows` rows (the grouped kernel: kMaxRows),

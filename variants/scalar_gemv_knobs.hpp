@@ -56,11 +56,6 @@
 #ifndef KBIT_GEMV_WHOLE_TILES    // 1: M = 3, 4 plans that split no tile run a kernel without the
 #define KBIT_GEMV_WHOLE_TILES 1  // split-tile ends (session 14); 0: the kernel with them
 #endif
-// 1: plans at M = 1, 2 whose split tiles all end in clusters run a kernel compiled with only the
-// cluster end (session 22); 0: the kernel with every end.
-#ifndef KBIT_GEMV_CLUSTER_KERNEL
-#define KBIT_GEMV_CLUSTER_KERNEL 0
-#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif

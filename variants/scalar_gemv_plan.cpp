@@ -119,7 +119,7 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   require_compute_capability(9, who, "cp.async.bulk into an mbarrier ring");
   const sg::Knobs knobs = sg::knobs();
   sg::Launch& l = s.launch;
-  l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, sg::Ends::all);
+  l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, false);
   l.threads = sg::threads_for(rows_template);
   const int base = sg::smem_bytes(s.dims.k_bits, rows_template);
   l.smem_bytes = base;
@@ -142,9 +142,7 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   const auto [cluster, tagged] = choose_end(s, st, base, slots);
   // Same registers and shared memory: the occupancy above holds for it.
   if (rows_template > 0 && ((knobs.whole_tiles && st.split_tiles == 0) || knobs.no_ends))
-    l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, sg::Ends::none);
-  else if (rows_template > 0 && knobs.cluster_kernel && cluster > 1)
-    l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, sg::Ends::cluster);
+    l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, true);
   l.one_window = sg::has_window_warp(rows_template) &&
                  gemv::max_windows_per_block(st, knobs.window_row_units / rows_template) == 1;
   build_stripes(s, st, tiles.size(), per, base, cluster, tagged);
