@@ -665,7 +665,8 @@ Knobs knobs() {
           kWaitStats,
           Config::kWindowRowUnits,
           KBIT_GEMV_DIAG_NO_ENDS == 2,
-          KBIT_GEMV_DIAG_NO_ENDS == 3};
+          KBIT_GEMV_DIAG_NO_ENDS == 3,
+          KBIT_GEMV_DIAG_NO_ENDS != 0 || KBIT_GEMV_DIAG_NO_MATH != 0};
 }
 
 const void* kernel_for(int k, int rows, DType t, bool whole_tiles) {

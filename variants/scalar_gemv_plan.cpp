@@ -42,7 +42,8 @@ struct GemvState : VariantState {
            (cluster > 1 ? " (combined in clusters of " + std::to_string(cluster) + ")" : "") +
            (tagged > 1 ? " (combined through tagged L2 slots)" : "") + ", " +
            std::to_string(sg::knobs().stages) + "-stage bulk-copy ring, " +
-           std::to_string(blocks_per_sm) + " blocks/SM";
+           std::to_string(blocks_per_sm) + " blocks/SM" +
+           (sg::knobs().diagnostic ? ", DIAGNOSTIC BUILD (KBIT_GEMV_DIAG_*: timing only)" : "");
   }
   // Per-block scale steps (one per block of 32, and the zero-initialised MMA sum), split-K
   // partial sums (one per unit at most) and the two-lane reduction.
