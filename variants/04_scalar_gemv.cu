@@ -57,12 +57,6 @@ namespace {
 
 // The tuning knobs and diagnostics (KBIT_GEMV_*): variants/scalar_gemv_knobs.hpp.
 constexpr bool kClusterPush = KBIT_GEMV_CLUSTER_PUSH != 0;
-// The split-tile ends as calls (KBIT_GEMV_ENDS_NOINLINE) or inlined (the compiler's choice).
-#if KBIT_GEMV_ENDS_NOINLINE
-#define KBIT_GEMV_END_FN __device__ __noinline__
-#else
-#define KBIT_GEMV_END_FN __device__
-#endif
 // A windows are staged (DIAG_NO_MATH 4 leaves them out); under DIAG_NO_MATH 5 no consumer takes
 // them, so the window warp stays out too (it would wait for a release forever).
 constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4;
@@ -195,7 +189,7 @@ __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
 // The end of a split tile: after this block's adds, the last of its contributors converts the
 // fp32 sums of the tile's [rows x 128] outputs and writes C (all consumer threads take part).
 template <typename T>
-KBIT_GEMV_END_FN void finish_split(const KernelArgs& a, const Segment g) {
+__device__ void finish_split(const KernelArgs& a, const Segment g) {
   if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
     return;
   // Up to kPer outputs per thread (rows 3, 4: two), all loaded before any is stored: one L2
@@ -291,7 +285,7 @@ struct Smem {
 // (deterministic) and writes C. kClusterPush false: plain DSMEM stores, published by the cluster
 // barrier's phase 1. Through the workspace the same end took three L2 round trips.
 template <int K, int MV, typename T>
-KBIT_GEMV_END_FN void combine_in_cluster(const KernelArgs& a, const Lane& l, const Segment g,
+__device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Segment g,
                                    float (&acc)[(MV + 1) / 2][2]) {
   const OutSlots<MV> o{l, g, a.N};
   o.reduce(acc);
@@ -352,7 +346,7 @@ static_assert((Config::kMaxCluster - 1) * kTaggedMaxRows * Config::kTileN * 4 <=
 // into the drained ring; then the holders add them to their own in rank order (deterministic)
 // and write C. Every contributor is resident at once (one stripe per slot), so the wait ends.
 template <int K, int MV, typename T>
-KBIT_GEMV_END_FN void combine_through_tags(const KernelArgs& a, const Lane& l, const Segment g,
+__device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const Segment g,
                                      float (&acc)[(MV + 1) / 2][2]) {
   constexpr int kOutputs = MV * Config::kTileN;
   static_assert(MV <= kTaggedMaxRows, "the host uses tagged slots for 1 or 2 rows");

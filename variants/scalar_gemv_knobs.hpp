@@ -56,11 +56,6 @@
 #ifndef KBIT_GEMV_WHOLE_TILES    // 1: M = 3, 4 plans that split no tile run a kernel without the
 #define KBIT_GEMV_WHOLE_TILES 1  // split-tile ends (session 14); 0: the kernel with them
 #endif
-// 1: the split-tile ends (cluster, tagged, workspace) are out-of-line calls, so their code cannot
-// reshape the kernel around the unit loop (session 23: what the ends' code costs 8B gate/up).
-#ifndef KBIT_GEMV_ENDS_NOINLINE
-#define KBIT_GEMV_ENDS_NOINLINE 0
-#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif
