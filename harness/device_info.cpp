@@ -107,6 +107,8 @@ BuildInfo query_build() {
   b.cuda_architectures = KBIT_CUDA_ARCHS;
   b.build_type = KBIT_BUILD_TYPE;
   b.cxx_compiler = KBIT_CXX_COMPILER;
+  b.cuda_flags = KBIT_CUDA_FLAGS;
+  b.cxx_flags = KBIT_CXX_FLAGS;
   return b;
 }
 
@@ -133,7 +135,8 @@ nlohmann::json to_json(const Ceilings& c) {
 nlohmann::json to_json(const BuildInfo& b) {
   return {{"git_sha", b.git_sha},           {"dirty", b.dirty},
           {"nvcc_version", b.nvcc_version}, {"cuda_architectures", b.cuda_architectures},
-          {"build_type", b.build_type},     {"cxx_compiler", b.cxx_compiler}};
+          {"build_type", b.build_type},     {"cxx_compiler", b.cxx_compiler},
+          {"cuda_flags", b.cuda_flags},     {"cxx_flags", b.cxx_flags}};
 }
 
 std::string sanitize_name(const std::string& s) {

@@ -30,6 +30,7 @@ struct BuildInfo {
   std::string git_sha;  // 12 hex digits, or "unknown"
   bool dirty = false;
   std::string nvcc_version, cuda_architectures, build_type, cxx_compiler;
+  std::string cuda_flags, cxx_flags;  // CMAKE_CUDA_FLAGS / CMAKE_CXX_FLAGS (knobs: -D...)
 };
 BuildInfo query_build();
 

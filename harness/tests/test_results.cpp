@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "harness/device_info.hpp"
 #include "harness/results.hpp"
 
 using namespace kbit;
@@ -89,4 +90,15 @@ TEST_CASE("run.json is written atomically and parses", "[results]") {
   CHECK(j["n"] == 4);
   std::remove(path.c_str());
   CHECK(utc_timestamp().size() == 16);
+}
+
+TEST_CASE("run.json's build records the configure-time CUDA flags (a variant's knobs)",
+          "[results]") {
+  const BuildInfo b = query_build();
+  CHECK(b.cuda_flags == KBIT_TEST_CUDA_FLAGS);
+  const nlohmann::json j = to_json(b);
+  REQUIRE(j.contains("cuda_flags"));
+  CHECK(j["cuda_flags"] == KBIT_TEST_CUDA_FLAGS);
+  CHECK(j.contains("cxx_flags"));
+  CHECK(!j["nvcc_version"].get<std::string>().empty());
 }
