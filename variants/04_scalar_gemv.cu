@@ -57,6 +57,8 @@ namespace {
 
 // The tuning knobs and diagnostics (KBIT_GEMV_*): variants/scalar_gemv_knobs.hpp.
 constexpr bool kClusterPush = KBIT_GEMV_CLUSTER_PUSH != 0;
+// KBIT_GEMV_DIAG_NO_ENDS = 4: every end but the cluster's compiled in (none runs).
+constexpr bool kClusterEndCompiled = KBIT_GEMV_DIAG_NO_ENDS != 4;
 // A windows are staged (DIAG_NO_MATH 4 leaves them out); under DIAG_NO_MATH 5 no consumer takes
 // them, so the window warp stays out too (it would wait for a release forever).
 constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4;
@@ -487,7 +489,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   if constexpr (kWholeTiles) {
     store_segment<MV, T, true>(a, l, g, acc, defer);
   } else if (kDense && g.contributors > 1 && a.cluster > 1) {
-    if constexpr (kDense) combine_in_cluster<K, MV, T>(a, l, g, acc);
+    if constexpr (kDense && kClusterEndCompiled) combine_in_cluster<K, MV, T>(a, l, g, acc);
   } else if (kDense && has_tagged_end(K, MV) && g.contributors > 1 && a.tagged > 1) {
     if constexpr (kDense && has_tagged_end(K, MV)) combine_through_tags<K, MV, T>(a, l, g, acc);
   } else {
@@ -665,7 +667,7 @@ Knobs knobs() {
           kWaitStats,
           Config::kWindowRowUnits,
           KBIT_GEMV_DIAG_NO_ENDS == 2,
-          KBIT_GEMV_DIAG_NO_ENDS == 3,
+          KBIT_GEMV_DIAG_NO_ENDS == 3 || KBIT_GEMV_DIAG_NO_ENDS == 4,
           KBIT_GEMV_DIAG_NO_ENDS != 0 || KBIT_GEMV_DIAG_NO_MATH != 0};
 }
 

@@ -47,7 +47,7 @@ struct Knobs {
   bool wait_stats;         // KBIT_GEMV_WAIT_STATS: launch() prints where the blocks' time goes
   int window_row_units;    // KBIT_GEMV_WINDOW: rows x units of A per window
   bool no_ends_clustered;  // KBIT_GEMV_DIAG_NO_ENDS == 2: ... split tiles still in clusters
-  bool skip_ends;          // KBIT_GEMV_DIAG_NO_ENDS == 3: ends compiled in, every segment stores
+  bool skip_ends;          // KBIT_GEMV_DIAG_NO_ENDS == 3, 4: ends compiled in, every segment stores
   bool diagnostic;         // any KBIT_GEMV_DIAG_*: a timing-only build whose results are wrong
 };
 Knobs knobs();
