@@ -562,6 +562,22 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   return false;
 }
 
+// KBIT_GEMV_DIAG_NO_ENDS = 5: the whole-tile kernel with every end's code compiled into the
+// non-consumer threads' path, behind a condition that never holds (a.pdl is 0 or 1): does the
+// ends' code cost the unit loop wherever it sits, or only on the consumers' path?
+template <int K, int MV, typename T>
+__device__ void ends_off_the_path(const KernelArgs& a) {
+  if (a.pdl != 7) return;
+  const Lane l;
+  const Segment g = a.segs[blockIdx.x];
+  float acc[(MV + 1) / 2][2];
+  for (int s = 0; s < (MV + 1) / 2; ++s) acc[s][0] = acc[s][1] = float(threadIdx.x + s);
+  if (g.contributors == 2) combine_in_cluster<K, MV, T>(a, l, g, acc);
+  if constexpr (has_tagged_end(K, MV))
+    if (g.contributors == 3) combine_through_tags<K, MV, T>(a, l, g, acc);
+  store_segment<MV, T>(a, l, g, acc, g.contributors == 4);
+}
+
 // MV = 1..4: dense, every segment has MV rows. MV = 0: grouped (scalar_gemv's MoE row).
 // kWholeTiles: no tile is split (run_segment).
 template <int K, int MV, typename T, bool kWholeTiles = false>
@@ -577,7 +593,11 @@ __global__ void __maxnreg__(Config::kMaxRegs)
   // At once: at the block's end it kept 0.2 of 1.5 us (session 9), after the block's last copy
   // it cost 1-2 us (session 20; notes.md).
   dev::pdl::launch_dependents();
-  if (!start_block<K, MV, T>(a, ring)) return;
+  if (!start_block<K, MV, T>(a, ring)) {
+    if constexpr (KBIT_GEMV_DIAG_NO_ENDS == 5 && MV > 0 && kWholeTiles)
+      ends_off_the_path<K, MV, T>(a);
+    return;
+  }
   uint32_t q = 0, wq = 0;
   const int first = a.first_seg[blockIdx.x], last = a.first_seg[blockIdx.x + 1];
   for (int s = first; s < last; ++s) {
@@ -604,7 +624,8 @@ __global__ void __maxnreg__(Config::kMaxRegs)
 
 // KBIT_GEMV_DIAG_NO_ENDS 1, 2: no split-tile end compiled in (3 compiles them, the host skips
 // them).
-constexpr bool kNoEndsCompiled = KBIT_GEMV_DIAG_NO_ENDS == 1 || KBIT_GEMV_DIAG_NO_ENDS == 2;
+constexpr bool kNoEndsCompiled =
+    KBIT_GEMV_DIAG_NO_ENDS == 1 || KBIT_GEMV_DIAG_NO_ENDS == 2 || KBIT_GEMV_DIAG_NO_ENDS == 5;
 
 // The row counts with a kernel for plans that split no tile: M = 3, 4, whose main loop the
 // ends' code slowed (M = 1, 2 measured even; every row under KBIT_GEMV_DIAG_NO_ENDS).
@@ -666,7 +687,7 @@ Knobs knobs() {
           KBIT_GEMV_DIAG_NO_MATH == 5,
           kWaitStats,
           Config::kWindowRowUnits,
-          KBIT_GEMV_DIAG_NO_ENDS == 2,
+          KBIT_GEMV_DIAG_NO_ENDS == 2 || KBIT_GEMV_DIAG_NO_ENDS == 5,
           KBIT_GEMV_DIAG_NO_ENDS == 3 || KBIT_GEMV_DIAG_NO_ENDS == 4,
           KBIT_GEMV_DIAG_NO_ENDS != 0 || KBIT_GEMV_DIAG_NO_MATH != 0};
 }

@@ -28,6 +28,7 @@
 // 3: the ends are compiled in and the launch is the default one, but the host tells every segment
 // that it is its tile's only contributor, so none runs an end: the ends' code against their run.
 // 4: as 3, but the cluster end is not compiled in (the tagged and workspace ends are).
+// 5: as 2, with every end's code compiled into the producer's path, never run (session 23).
 #ifndef KBIT_GEMV_DIAG_NO_ENDS
 #define KBIT_GEMV_DIAG_NO_ENDS 0
 #endif
