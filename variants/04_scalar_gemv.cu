@@ -48,7 +48,6 @@
 #include "variants/common/stage_ring.cuh"
 #include "variants/common/wait_stats.cuh"
 #include "variants/gemv_stripes.hpp"
-#include "variants/scalar_gemv_end_warp.cuh"
 #include "variants/scalar_gemv_kernels.hpp"
 #include "variants/scalar_gemv_knobs.hpp"
 #include "variants/scalar_gemv_stream.cuh"
@@ -275,12 +274,9 @@ struct Smem {
   static constexpr int kLut = Config::kBarrierBytes;
   static constexpr int kRing = kLut + Config::kLutBytes;
   static constexpr int kA = kRing + Config::kStages * stage_bytes<K>();
-  static constexpr int kSums = kA + Config::kWindowRowUnits * Config::kUnitStride;  // end warp
-  static constexpr int kRecv = kSums + Config::kEndSumsBytes;                       // clusters
+  static constexpr int kRecv = kA + Config::kWindowRowUnits * Config::kUnitStride;  // clusters
   static __device__ unsigned char* lut() { return g_smem + kLut; }
   static __device__ unsigned char* s_a() { return g_smem + kA; }
-  static __device__ float* sums() { return reinterpret_cast<float*>(g_smem + kSums); }
-  static __device__ float* recv() { return reinterpret_cast<float*>(g_smem + kRecv); }
 };
 
 // The end of a split tile whose contributors form one cluster (KernelArgs::cluster, sessions
@@ -383,34 +379,14 @@ __device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const S
   });
 }
 
-// Config::kEndWarp: the consumers' part of a split tile's end. After the reduction they store
-// their sums into the hand-off area ([row][128]) and arrive; the producer warp runs the end
-// (scalar_gemv_end_warp.cuh). `uses`: the block's earlier hand-offs (a stripe's first and last
-// segments may both be split: the second waits until the end warp has read the first).
-template <int K, int MV>
-__device__ void hand_to_end_warp(const Lane& l, const Segment g, const Ring<K>& ring,
-                                 float (&acc)[(MV + 1) / 2][2], uint32_t& uses) {
-  const OutSlots<MV> o{l, g, 0};
-  o.reduce(acc);
-  if (uses > 0) dev::mbar_wait(ring.sums_empty(), (uses - 1) & 1u);
-  float* sums = Smem<K>::sums();
-#pragma unroll
-  for (int s = 0; s < (MV + 1) / 2; ++s)
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      if (o.writer(s)) sums[o.row(s) * Config::kTileN + l.col_lo + 8 * h] = acc[s][h];
-  dev::mbar_arrive(ring.sums_full());
-  ++uses;
-}
-
 // One segment of a consumer thread. q is the block's ring step and wq its A window (the window
 // warp's count), both carried across segments. kDense: a cluster or tagged slots may end a split
 // tile; kWholeTiles: the plan splits no tile, so no split-tile end is compiled in (their code cost
 // the M = 4 main loop 3%: session 14).
-template <int K, int MV, typename T, bool kDense, bool kWholeTiles = false, bool kEndWarp = false>
+template <int K, int MV, typename T, bool kDense, bool kWholeTiles = false>
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
                                             const Ring<K>& ring, uint32_t& q, uint32_t& wq,
-                                            uint32_t& ends, bool defer) {  // g by value: registers
+                                            bool defer) {  // g by value: registers
   constexpr int S = (MV + 1) / 2;
   const Lane l;
   const int n = g.u1 - g.u0;
@@ -512,11 +488,6 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // (registers), M = 3, 4 and some K the tagged one (has_tagged_end).
   if constexpr (kWholeTiles) {
     store_segment<MV, T, true>(a, l, g, acc, defer);
-  } else if constexpr (kEndWarp) {
-    if (g.contributors > 1)
-      hand_to_end_warp<K, MV>(l, g, ring, acc, ends);
-    else
-      store_segment<MV, T, true>(a, l, g, acc, defer);
   } else if (kDense && g.contributors > 1 && a.cluster > 1) {
     if constexpr (kDense && kClusterEndCompiled) combine_in_cluster<K, MV, T>(a, l, g, acc);
   } else if (kDense && has_tagged_end(K, MV) && g.contributors > 1 && a.tagged > 1) {
@@ -533,16 +504,16 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
 // A segment of the grouped kernel: its row count (1..4) picks the unrolled body.
 template <int K, typename T>
 __device__ void run_rows(const KernelArgs& a, const Segment g, const Ring<K>& ring, uint32_t& q,
-                         uint32_t& wq, uint32_t& ends, bool defer) {
+                         uint32_t& wq, bool defer) {
   switch (g.rows) {
     case 1:
-      return run_segment<K, 1, T, false>(a, g, ring, q, wq, ends, defer);
+      return run_segment<K, 1, T, false>(a, g, ring, q, wq, defer);
     case 2:
-      return run_segment<K, 2, T, false>(a, g, ring, q, wq, ends, defer);
+      return run_segment<K, 2, T, false>(a, g, ring, q, wq, defer);
     case 3:
-      return run_segment<K, 3, T, false>(a, g, ring, q, wq, ends, defer);
+      return run_segment<K, 3, T, false>(a, g, ring, q, wq, defer);
     default:
-      return run_segment<K, 4, T, false>(a, g, ring, q, wq, ends, defer);
+      return run_segment<K, 4, T, false>(a, g, ring, q, wq, defer);
   }
 }
 
@@ -609,12 +580,9 @@ __device__ void ends_off_the_path(const KernelArgs& a) {
 
 // MV = 1..4: dense, every segment has MV rows. MV = 0: grouped (scalar_gemv's MoE row).
 // kWholeTiles: no tile is split (run_segment).
-template <int K, int MV, typename T, bool kWholeTiles = false, bool kConsumerEnds = false>
+template <int K, int MV, typename T, bool kWholeTiles = false>
 __global__ void __maxnreg__(Config::kMaxRegs)
     scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
-  // The producer warp runs the split-tile ends (Config::kEndWarp), but for plans with tagged
-  // slots (kConsumerEnds: scalar_gemv_end_warp.cuh says why) and in the grouped kernel.
-  constexpr bool kEndWarp = MV > 0 && !kWholeTiles && !kConsumerEnds && Config::kEndWarp;
   const Ring<K> ring(g_smem, Smem<K>::kRing);
   const unsigned long long start_ns = kWaitStats ? dev::global_ns() : 0;
   const long long start_clk = kWaitStats ? clock64() : 0;
@@ -628,31 +596,21 @@ __global__ void __maxnreg__(Config::kMaxRegs)
   if (!start_block<K, MV, T>(a, ring)) {
     if constexpr (KBIT_GEMV_DIAG_NO_ENDS == 5 && MV > 0 && kWholeTiles)
       ends_off_the_path<K, MV, T>(a);
-    // The producer warp's lanes meet here once lane 0 has issued the last copy, then run the
-    // block's split-tile ends (the other lanes wait at the warp barrier, not in a spin beside
-    // the producer).
-    if constexpr (kEndWarp) {
-      if (threadIdx.x / 32 == Config::kConsumers / 32) {
-        __syncwarp();
-        const EndHandoff h{Smem<K>::sums(), ring.sums_full(), ring.sums_empty()};
-        run_end_warp<MV, T>(a, h, Smem<K>::recv(), ring.recv());
-      }
-    }
     return;
   }
-  uint32_t q = 0, wq = 0, ends = 0;
+  uint32_t q = 0, wq = 0;
   const int first = a.first_seg[blockIdx.x], last = a.first_seg[blockIdx.x + 1];
   for (int s = first; s < last; ++s) {
     // Only a stripe's first and last segments can be split; the first one's completion waits
     // until the stream is done.
     const bool defer = s == first && s + 1 < last;
     if constexpr (MV == 0)
-      run_rows<K, T>(a, a.segs[s], ring, q, wq, ends, defer);
+      run_rows<K, T>(a, a.segs[s], ring, q, wq, defer);
     else
-      run_segment<K, MV, T, true, kWholeTiles, kEndWarp>(a, a.segs[s], ring, q, wq, ends, defer);
+      run_segment<K, MV, T, true, kWholeTiles>(a, a.segs[s], ring, q, wq, defer);
   }
   if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kComputed, g_start_ns);
-  if (!kWholeTiles && !kEndWarp && last - first > 1 && a.segs[first].contributors > 1)
+  if (!kWholeTiles && last - first > 1 && a.segs[first].contributors > 1)
     finish_split<T>(a, a.segs[first]);
   if constexpr (kWaitStats) {
     dev::sync_threads<Config::kConsumers>();
@@ -678,7 +636,7 @@ constexpr bool has_whole_tile_kernel(int rows) {
 // The kernel for (K, rows, dtype); rows == 0 selects the grouped kernel; `whole_tiles`: the
 // plan splits no tile (where such a kernel exists).
 template <typename T>
-const void* kernel_for_type(int k, int rows, bool whole_tiles, bool tagged) {
+const void* kernel_for_type(int k, int rows, bool whole_tiles) {
   return with_k_bits(k, [&](auto k_const) {
     constexpr int KB = decltype(k_const)::value;
     if (rows == 0) return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 0, T>);
@@ -686,8 +644,6 @@ const void* kernel_for_type(int k, int rows, bool whole_tiles, bool tagged) {
       constexpr int R = decltype(r_const)::value;
       if constexpr (has_whole_tile_kernel(R))
         if (whole_tiles) return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, R, T, true>);
-      if constexpr (Config::kEndWarp && has_tagged_end(KB, R))
-        if (tagged) return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, R, T, false, true>);
       return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, R, T>);
     });
   });
@@ -736,9 +692,9 @@ Knobs knobs() {
           KBIT_GEMV_DIAG_NO_ENDS != 0 || KBIT_GEMV_DIAG_NO_MATH != 0};
 }
 
-const void* kernel_for(int k, int rows, DType t, bool whole_tiles, bool tagged) {
-  return t == DType::f16 ? kernel_for_type<__half>(k, rows, whole_tiles, tagged)
-                         : kernel_for_type<__nv_bfloat16>(k, rows, whole_tiles, tagged);
+const void* kernel_for(int k, int rows, DType t, bool whole_tiles) {
+  return t == DType::f16 ? kernel_for_type<__half>(k, rows, whole_tiles)
+                         : kernel_for_type<__nv_bfloat16>(k, rows, whole_tiles);
 }
 
 bool has_tagged_end(int k, int rows) {

@@ -58,12 +58,6 @@
 #ifndef KBIT_GEMV_WHOLE_TILES    // 1: M = 3, 4 plans that split no tile run a kernel without the
 #define KBIT_GEMV_WHOLE_TILES 1  // split-tile ends (session 14); 0: the kernel with them
 #endif
-// 1: the producer warp runs the split-tile ends of the dense kernels once it has issued its last
-// copy; the consumers only put their sums into shared memory (session 23: any end's code on the
-// consumers' path cost 8B gate/up ~0.2 us, off it ~0.04). 0: the consumers run them.
-#ifndef KBIT_GEMV_END_WARP
-#define KBIT_GEMV_END_WARP 1
-#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif

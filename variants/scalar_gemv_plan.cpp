@@ -144,8 +144,6 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   // Same registers and shared memory: the occupancy above holds for it.
   if (rows_template > 0 && ((knobs.whole_tiles && st.split_tiles == 0) || knobs.no_ends))
     l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, true);
-  else if (rows_template > 0 && tagged > 1)  // (with the end warp: the consumers' ends)
-    l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, false, true);
   l.one_window = sg::has_window_warp(rows_template) &&
                  gemv::max_windows_per_block(st, knobs.window_row_units / rows_template) == 1;
   build_stripes(s, st, tiles.size(), per, base, cluster, tagged);

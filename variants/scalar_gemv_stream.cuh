@@ -46,12 +46,6 @@ struct Config {
   static_assert(dev::RingBarriers<kStages, kConsumers>::kBytes <= kBarrierBytes,
                 "mbarriers must fit their slot");
   static_assert(kConsumers / 32 * 16 == kTileN, "one n-tile per unit");
-  // The producer warp runs the split-tile ends of the dense kernels (scalar_gemv_end_warp.cuh);
-  // not with the cluster barrier's hand-over (CLUSTER_PUSH=0) or a diagnostic without consumers.
-  static constexpr bool kEndWarp =
-      KBIT_GEMV_END_WARP != 0 && KBIT_GEMV_CLUSTER_PUSH != 0 && KBIT_GEMV_DIAG_NO_MATH == 0;
-  // Where the consumers hand a split segment's [rows x 128] fp32 sums to the end warp.
-  static constexpr int kEndSumsBytes = kEndWarp ? kMaxRows * kTileN * 4 : 0;
 };
 
 template <int K>
@@ -87,7 +81,7 @@ __host__ __device__ constexpr int stage_bytes() {
 template <int K>
 __host__ __device__ constexpr int smem_bytes(int rows) {
   return Config::kBarrierBytes + Config::kLutBytes + Config::kStages * stage_bytes<K>() +
-         Config::kWindowRowUnits * Config::kUnitStride + Config::kEndSumsBytes;
+         Config::kWindowRowUnits * Config::kUnitStride;
 }
 
 using gemv::Segment;  // the host schedule: variants/gemv_stripes.hpp
@@ -118,7 +112,7 @@ struct KernelArgs {
 template <int K>
 struct Ring : dev::RingBarriers<Config::kStages, Config::kConsumers> {
   using Base = dev::RingBarriers<Config::kStages, Config::kConsumers>;
-  static_assert(Base::kBytes + 40 <= Config::kBarrierBytes, "the window's and end's fit too");
+  static_assert(Base::kBytes + 24 <= Config::kBarrierBytes, "the window's barriers fit too");
   unsigned char* stages;  // generic pointer to stage 0
 
   __device__ Ring(unsigned char* smem, int offset)
@@ -132,10 +126,6 @@ struct Ring : dev::RingBarriers<Config::kStages, Config::kConsumers> {
       dev::mbar_init(win_empty(), Config::kConsumers);
       dev::mbar_init(win_go(), 1);
     }
-    if (Config::kEndWarp && threadIdx.x == 0) {
-      dev::mbar_init(sums_full(), Config::kConsumers);
-      dev::mbar_init(sums_empty(), 1);
-    }
     Base::init();
   }
   __device__ uint32_t recv() const { return this->extra(); }
@@ -143,10 +133,6 @@ struct Ring : dev::RingBarriers<Config::kStages, Config::kConsumers> {
   __device__ uint32_t win_empty() const { return this->base + Base::kBytes + 8; }
   // In a dependent launch thread 0 arrives once the consumers have passed griddepcontrol.wait.
   __device__ uint32_t win_go() const { return this->base + Base::kBytes + 16; }
-  // Config::kEndWarp: the consumers have put a split segment's sums in shared memory (one
-  // phase per split segment of the block); the end warp has read them (one arrival).
-  __device__ uint32_t sums_full() const { return this->base + Base::kBytes + 24; }
-  __device__ uint32_t sums_empty() const { return this->base + Base::kBytes + 32; }
   __device__ unsigned char* planes(int s) const { return stages + s * stage_bytes<K>(); }
   __device__ unsigned char* codes(int s) const { return planes(s) + stage_plane_bytes<K>(); }
 };

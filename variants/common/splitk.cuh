@@ -43,26 +43,6 @@ __device__ __forceinline__ bool arrive_is_last(int* counter, int contributors) {
   return s_last;
 }
 
-// arrive_is_last for one warp that holds a tile's outputs (scalar_gemv's end warp): the warp
-// barrier gathers its lanes' adds, lane 0's acq_rel atomic releases them and acquires the other
-// contributors' (as the block version above); true in every lane of the last arriver's warp.
-__device__ __forceinline__ bool warp_arrive_is_last(int* counter, int contributors) {
-  __syncwarp();
-  int last = 0;
-  if ((threadIdx.x & 31) == 0) {
-    int prev;
-    asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], 1;"
-                 : "=r"(prev)
-                 : "l"(counter)
-                 : "memory");
-    last = prev == contributors - 1;
-    if (last) *counter = 0;
-  }
-  last = __shfl_sync(0xffffffffu, last, 0);
-  __syncwarp();  // the other lanes' loads come after lane 0's acquire
-  return last != 0;
-}
-
 // The final sum of one element, read at L2 (past a possibly stale L1).
 __device__ __forceinline__ float load_sum(const float* ws, std::int64_t idx) {
   return __ldcg(ws + idx);
