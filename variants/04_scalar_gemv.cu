@@ -379,26 +379,6 @@ __device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const S
   });
 }
 
-// KBIT_GEMV_RELOAD_SEG: the segment's fields that the split-tile ends use, read again from
-// memory after the unit loop (asm volatile: not hoisted above the loop's barrier waits; an L1
-// hit, the segment was read at the segment's start).
-constexpr bool kReloadSeg = KBIT_GEMV_RELOAD_SEG != 0;
-__device__ __forceinline__ int reload_int(const int* p) {
-  int v;
-  asm volatile("ld.global.nc.s32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
-  return v;
-}
-__device__ __forceinline__ Segment reload_segment(const Segment* p) {
-  Segment g;
-  g.expert = 0, g.u0 = 0, g.u1 = 0;  // (not used after the loop)
-  g.row0 = reload_int(&p->row0);
-  g.rows = reload_int(&p->rows);
-  g.nt = reload_int(&p->nt);
-  g.tile_id = reload_int(&p->tile_id);
-  g.contributors = reload_int(&p->contributors);
-  return g;
-}
-
 // One segment of a consumer thread. q is the block's ring step and wq its A window (the window
 // warp's count), both carried across segments. kDense: a cluster or tagged slots may end a split
 // tile; kWholeTiles: the plan splits no tile, so no split-tile end is compiled in (their code cost
@@ -406,8 +386,7 @@ __device__ __forceinline__ Segment reload_segment(const Segment* p) {
 template <int K, int MV, typename T, bool kDense, bool kWholeTiles = false>
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
                                             const Ring<K>& ring, uint32_t& q, uint32_t& wq,
-                                            bool defer,           // g by value: registers
-                                            const Segment* gp) {  // g in memory
+                                            bool defer) {  // g by value: registers
   constexpr int S = (MV + 1) / 2;
   const Lane l;
   const int n = g.u1 - g.u0;
@@ -504,20 +483,17 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     window_done(i);
   }
   if (kWaitStats) dev::wait_stats::mark_computed();
-  // KBIT_GEMV_RELOAD_SEG: what the end needs of the segment is read again here, not kept live
-  // through the unit loop (session 23).
-  const Segment ge = kReloadSeg && !kWholeTiles ? reload_segment(gp) : g;
   // A whole-tile kernel has no split-tile end (KBIT_GEMV_DIAG_NO_ENDS uses it where tiles are
   // split: wrong results). The grouped kernel leaves the cluster and tagged ends out
   // (registers), M = 3, 4 and some K the tagged one (has_tagged_end).
   if constexpr (kWholeTiles) {
-    store_segment<MV, T, true>(a, l, ge, acc, defer);
-  } else if (kDense && ge.contributors > 1 && a.cluster > 1) {
-    if constexpr (kDense && kClusterEndCompiled) combine_in_cluster<K, MV, T>(a, l, ge, acc);
-  } else if (kDense && has_tagged_end(K, MV) && ge.contributors > 1 && a.tagged > 1) {
-    if constexpr (kDense && has_tagged_end(K, MV)) combine_through_tags<K, MV, T>(a, l, ge, acc);
+    store_segment<MV, T, true>(a, l, g, acc, defer);
+  } else if (kDense && g.contributors > 1 && a.cluster > 1) {
+    if constexpr (kDense && kClusterEndCompiled) combine_in_cluster<K, MV, T>(a, l, g, acc);
+  } else if (kDense && has_tagged_end(K, MV) && g.contributors > 1 && a.tagged > 1) {
+    if constexpr (kDense && has_tagged_end(K, MV)) combine_through_tags<K, MV, T>(a, l, g, acc);
   } else {
-    store_segment<MV, T>(a, l, ge, acc, defer);
+    store_segment<MV, T>(a, l, g, acc, defer);
   }
   if (kWaitStats && l.lane == 0) {
     atomicAdd(&g_wait[0], (unsigned long long)full_wait.total);
@@ -528,16 +504,16 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
 // A segment of the grouped kernel: its row count (1..4) picks the unrolled body.
 template <int K, typename T>
 __device__ void run_rows(const KernelArgs& a, const Segment g, const Ring<K>& ring, uint32_t& q,
-                         uint32_t& wq, bool defer, const Segment* gp) {
+                         uint32_t& wq, bool defer) {
   switch (g.rows) {
     case 1:
-      return run_segment<K, 1, T, false>(a, g, ring, q, wq, defer, gp);
+      return run_segment<K, 1, T, false>(a, g, ring, q, wq, defer);
     case 2:
-      return run_segment<K, 2, T, false>(a, g, ring, q, wq, defer, gp);
+      return run_segment<K, 2, T, false>(a, g, ring, q, wq, defer);
     case 3:
-      return run_segment<K, 3, T, false>(a, g, ring, q, wq, defer, gp);
+      return run_segment<K, 3, T, false>(a, g, ring, q, wq, defer);
     default:
-      return run_segment<K, 4, T, false>(a, g, ring, q, wq, defer, gp);
+      return run_segment<K, 4, T, false>(a, g, ring, q, wq, defer);
   }
 }
 
@@ -629,9 +605,9 @@ __global__ void __maxnreg__(Config::kMaxRegs)
     // until the stream is done.
     const bool defer = s == first && s + 1 < last;
     if constexpr (MV == 0)
-      run_rows<K, T>(a, a.segs[s], ring, q, wq, defer, a.segs + s);
+      run_rows<K, T>(a, a.segs[s], ring, q, wq, defer);
     else
-      run_segment<K, MV, T, true, kWholeTiles>(a, a.segs[s], ring, q, wq, defer, a.segs + s);
+      run_segment<K, MV, T, true, kWholeTiles>(a, a.segs[s], ring, q, wq, defer);
   }
   if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kComputed, g_start_ns);
   if (!kWholeTiles && last - first > 1 && a.segs[first].contributors > 1)
