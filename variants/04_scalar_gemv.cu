@@ -383,8 +383,7 @@ __device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const S
 // warp's count), both carried across segments. kDense: a cluster or tagged slots may end a split
 // tile; kWholeTiles: the plan splits no tile, so no split-tile end is compiled in (their code cost
 // the M = 4 main loop 3%: session 14).
-template <int K, int MV, typename T, bool kDense, bool kWholeTiles = false,
-          bool kClusterOnly = false>
+template <int K, int MV, typename T, bool kDense, bool kWholeTiles = false>
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
                                             const Ring<K>& ring, uint32_t& q, uint32_t& wq,
                                             bool defer) {  // g by value: registers
@@ -489,8 +488,6 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // (registers), M = 3, 4 and some K the tagged one (has_tagged_end).
   if constexpr (kWholeTiles) {
     store_segment<MV, T, true>(a, l, g, acc, defer);
-  } else if constexpr (kClusterOnly) {  // every segment is one rank of its tile's cluster
-    combine_in_cluster<K, MV, T>(a, l, g, acc);
   } else if (kDense && g.contributors > 1 && a.cluster > 1) {
     if constexpr (kDense && kClusterEndCompiled) combine_in_cluster<K, MV, T>(a, l, g, acc);
   } else if (kDense && has_tagged_end(K, MV) && g.contributors > 1 && a.tagged > 1) {
@@ -583,9 +580,7 @@ __device__ void ends_off_the_path(const KernelArgs& a) {
 
 // MV = 1..4: dense, every segment has MV rows. MV = 0: grouped (scalar_gemv's MoE row).
 // kWholeTiles: no tile is split (run_segment).
-// kClusterOnly (KBIT_GEMV_CLUSTER_ONLY): every block is one k-band of a tile whose contributors
-// form a cluster; no branch after the unit loop but the cluster end.
-template <int K, int MV, typename T, bool kWholeTiles = false, bool kClusterOnly = false>
+template <int K, int MV, typename T, bool kWholeTiles = false>
 __global__ void __maxnreg__(Config::kMaxRegs)
     scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   const Ring<K> ring(g_smem, Smem<K>::kRing);
@@ -612,10 +607,10 @@ __global__ void __maxnreg__(Config::kMaxRegs)
     if constexpr (MV == 0)
       run_rows<K, T>(a, a.segs[s], ring, q, wq, defer);
     else
-      run_segment<K, MV, T, true, kWholeTiles, kClusterOnly>(a, a.segs[s], ring, q, wq, defer);
+      run_segment<K, MV, T, true, kWholeTiles>(a, a.segs[s], ring, q, wq, defer);
   }
   if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kComputed, g_start_ns);
-  if (!kWholeTiles && !kClusterOnly && last - first > 1 && a.segs[first].contributors > 1)
+  if (!kWholeTiles && last - first > 1 && a.segs[first].contributors > 1)
     finish_split<T>(a, a.segs[first]);
   if constexpr (kWaitStats) {
     dev::sync_threads<Config::kConsumers>();
@@ -641,7 +636,7 @@ constexpr bool has_whole_tile_kernel(int rows) {
 // The kernel for (K, rows, dtype); rows == 0 selects the grouped kernel; `whole_tiles`: the
 // plan splits no tile (where such a kernel exists).
 template <typename T>
-const void* kernel_for_type(int k, int rows, bool whole_tiles, bool cluster_only) {
+const void* kernel_for_type(int k, int rows, bool whole_tiles) {
   return with_k_bits(k, [&](auto k_const) {
     constexpr int KB = decltype(k_const)::value;
     if (rows == 0) return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, 0, T>);
@@ -649,9 +644,6 @@ const void* kernel_for_type(int k, int rows, bool whole_tiles, bool cluster_only
       constexpr int R = decltype(r_const)::value;
       if constexpr (has_whole_tile_kernel(R))
         if (whole_tiles) return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, R, T, true>);
-      if constexpr (KBIT_GEMV_CLUSTER_ONLY != 0 && R <= 2)
-        if (cluster_only)
-          return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, R, T, false, true>);
       return reinterpret_cast<const void*>(scalar_gemv_kernel<KB, R, T>);
     });
   });
@@ -700,9 +692,9 @@ Knobs knobs() {
           KBIT_GEMV_DIAG_NO_ENDS != 0 || KBIT_GEMV_DIAG_NO_MATH != 0};
 }
 
-const void* kernel_for(int k, int rows, DType t, bool whole_tiles, bool cluster_only) {
-  return t == DType::f16 ? kernel_for_type<__half>(k, rows, whole_tiles, cluster_only)
-                         : kernel_for_type<__nv_bfloat16>(k, rows, whole_tiles, cluster_only);
+const void* kernel_for(int k, int rows, DType t, bool whole_tiles) {
+  return t == DType::f16 ? kernel_for_type<__half>(k, rows, whole_tiles)
+                         : kernel_for_type<__nv_bfloat16>(k, rows, whole_tiles);
 }
 
 bool has_tagged_end(int k, int rows) {

@@ -54,8 +54,7 @@ Knobs knobs();
 
 // The kernel for (K, rows, dtype): rows 1..4 dense, 0 the grouped kernel; whole_tiles: the plan
 // splits no tile, and a kernel without the split-tile ends exists for `rows` (M = 3, 4).
-// cluster_only: every block is one rank of a cluster end (KBIT_GEMV_CLUSTER_ONLY, M = 1, 2).
-const void* kernel_for(int k, int rows, DType t, bool whole_tiles, bool cluster_only = false);
+const void* kernel_for(int k, int rows, DType t, bool whole_tiles);
 // Whether the K-bit dense kernel for `rows` rows has the tagged end (KBIT_GEMV_TAGGED_KS).
 bool has_tagged_end(int k, int rows);
 // Dynamic shared memory of the K-bit kernel for `rows` rows (the grouped kernel: kMaxRows),

@@ -58,11 +58,6 @@
 #ifndef KBIT_GEMV_WHOLE_TILES    // 1: M = 3, 4 plans that split no tile run a kernel without the
 #define KBIT_GEMV_WHOLE_TILES 1  // split-tile ends (session 14); 0: the kernel with them
 #endif
-// 1: M = 1, 2 plans whose every block is one rank of a cluster end run a kernel with no other
-// code after the unit loop (session 23).
-#ifndef KBIT_GEMV_CLUSTER_ONLY
-#define KBIT_GEMV_CLUSTER_ONLY 0
-#endif
 #ifndef KBIT_GEMV_WAIT_STATS  // 1: print where the blocks' time goes (common/wait_stats.cuh)
 #define KBIT_GEMV_WAIT_STATS 0
 #endif

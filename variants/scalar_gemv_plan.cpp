@@ -114,14 +114,6 @@ std::pair<int, int> choose_end(const GemvState& s, const gemv::Stripes& st, int 
   return {1, 1};
 }
 
-// Every block runs one segment, one of its tile's `cluster` contributors (a cluster end).
-bool every_block_a_rank(const gemv::Stripes& st, int cluster) {
-  for (std::size_t b = 0; b + 1 < st.first.size(); ++b)
-    if (st.first[b + 1] - st.first[b] != 1 || st.segs[st.first[b]].contributors != cluster)
-      return false;
-  return true;
-}
-
 void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
           const VariantOptions& o) {
   const char* who = rows_template == 0 ? "grouped_scalar_gemv" : "scalar_gemv";
@@ -150,12 +142,8 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
   const auto [cluster, tagged] = choose_end(s, st, base, slots);
   // Same registers and shared memory: the occupancy above holds for it.
-  if (rows_template > 0 && ((knobs.whole_tiles && st.split_tiles == 0) || knobs.no_ends)) {
+  if (rows_template > 0 && ((knobs.whole_tiles && st.split_tiles == 0) || knobs.no_ends))
     l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, true);
-  } else if (rows_template > 0 && cluster > 1 && !knobs.skip_ends &&
-             every_block_a_rank(st, cluster)) {
-    l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, false, true);
-  }
   l.one_window = sg::has_window_warp(rows_template) &&
                  gemv::max_windows_per_block(st, knobs.window_row_units / rows_template) == 1;
   build_stripes(s, st, tiles.size(), per, base, cluster, tagged);
