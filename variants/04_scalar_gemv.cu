@@ -622,8 +622,8 @@ __global__ void __maxnreg__(Config::kMaxRegs)
 // The plan (stripes, which end, buffers) is variants/scalar_gemv_plan.cpp; this is what it asks
 // of the kernels (variants/scalar_gemv_kernels.hpp).
 
-// KBIT_GEMV_DIAG_NO_ENDS 1, 2: no split-tile end compiled in (3 compiles them, the host skips
-// them).
+// KBIT_GEMV_DIAG_NO_ENDS 1, 2, 5: no split-tile end on the consumers' path (5: on the
+// producer's, never run); 3, 4 compile them (4: not the cluster's) and the host skips them.
 constexpr bool kNoEndsCompiled =
     KBIT_GEMV_DIAG_NO_ENDS == 1 || KBIT_GEMV_DIAG_NO_ENDS == 2 || KBIT_GEMV_DIAG_NO_ENDS == 5;
 
