@@ -108,6 +108,12 @@ const std::vector<VariantRow>& registry() {
        "block) into shared memory, writes C = 0; no GEMM",
        Family::probe, probe_support(90, true), kTiled64x128, variants::read_bulk_setup,
        variants::read_probe_run},
+      {"read_slices",
+       "probe: streams the tiled weights as 32-column x 16-k-tile units, one TMA tensor copy of "
+       "planes and one of codes each (2-stage ring, 2 blocks/SM), and each stripe's A; writes C "
+       "= 0; no GEMM (KBIT_PROBE_SLICES=S,KT,STAGES,BLOCKS_PER_SM)",
+       Family::probe, probe_support(90, true), kTiled64x128, variants::read_slices_setup,
+       variants::read_slices_run},
       {"inline_dequant",
        "Phase-1 fused MMA (m16n8k16): planes + E4M4 by cp.async, inline bit extraction + shfl "
        "codebook per "

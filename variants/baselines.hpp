@@ -35,6 +35,14 @@ void read_probe_run(VariantState* state, const GemmDims& dims, const GemmArgs& a
 // the absmax codes and A, for tests. 0 from read_bulk (nothing reads its ring).
 std::uint32_t read_probe_checksum(VariantState* state);
 
+// read_slices (variants/read_slices_probe.cu): the weights in S-column x KT-k-tile units, each
+// copied by two TMA tensor copies (planes, codes), the stream a column-slice GEMV would make;
+// its checksum is the XOR of every weight word that landed in its ring (planes and codes).
+std::unique_ptr<VariantState> read_slices_setup(const GemmDims& dims, const VariantOptions& opts);
+void read_slices_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
+                     cudaStream_t stream);
+std::uint32_t read_slices_checksum(VariantState* state);
+
 // Dense fp16 tensor-core rate of this device in TFLOP/s: the median of timed cuBLAS
 // n x n x n products on random data (the harness's flops ceiling).
 double measure_tensor_tflops(int n, cudaStream_t stream);

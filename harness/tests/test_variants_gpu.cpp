@@ -6,6 +6,9 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
+#include <utility>
 
 #include "harness/check.hpp"
 #include "harness/execute.hpp"
@@ -129,6 +132,17 @@ TEST_CASE("variants refuse problems outside their support before launching", "[g
                     Catch::Contains("past the end of A"));
 }
 
+// Sets an environment variable for one scope (the probes read their knobs in setup).
+struct ScopedEnv {
+  std::string name, old;
+  bool had;
+  ScopedEnv(const char* n, const char* v) : name(n), had(std::getenv(n) != nullptr) {
+    if (had) old = std::getenv(n);
+    setenv(n, v, 1);
+  }
+  ~ScopedEnv() { had ? (void)setenv(name.c_str(), old.c_str(), 1) : (void)unsetenv(name.c_str()); }
+};
+
 // XOR of a buffer's bytes taken as little-endian 32-bit words (its size a multiple of 4).
 static std::uint32_t xor_words(const unsigned char* p, std::size_t bytes) {
   std::uint32_t x = 0;
@@ -138,10 +152,10 @@ static std::uint32_t xor_words(const unsigned char* p, std::size_t bytes) {
   return x;
 }
 
-TEST_CASE("read probes write C = 0 and read_ldg reads every word", "[gpu][variants]") {
+TEST_CASE("read probes write C = 0; read_ldg and read_slices read every word", "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;
-  for (const char* name : {"read_ldg", "read_bulk"}) {
+  for (const char* name : {"read_ldg", "read_bulk", "read_slices"}) {
     const VariantRow& row = find_variant(name);
     REQUIRE(row.family == Family::probe);
     for (int k : {3, 4}) {
@@ -156,16 +170,36 @@ TEST_CASE("read probes write C = 0 and read_ldg reads every word", "[gpu][varian
       std::vector<unsigned char> c(dp.C_bytes);
       KBIT_CUDA_CHECK(cudaMemcpy(c.data(), dp.C, c.size(), cudaMemcpyDeviceToHost));
       CHECK(std::all_of(c.begin(), c.end(), [](unsigned char b) { return b == 0; }));  // was 0xFF
-      if (row.name != "read_ldg") continue;
+      if (row.name == "read_bulk") continue;
       const WeightView w = dp.args(row, 0).w;
       std::vector<unsigned char> planes(std::size_t(w.geo.packed_words()) * 4),
           codes(std::size_t(w.geo.absmax_bytes()));
       KBIT_CUDA_CHECK(cudaMemcpy(planes.data(), w.packed, planes.size(), cudaMemcpyDeviceToHost));
       KBIT_CUDA_CHECK(cudaMemcpy(codes.data(), w.absmax, codes.size(), cudaMemcpyDeviceToHost));
-      const std::uint32_t want = xor_words(planes.data(), planes.size()) ^
-                                 xor_words(codes.data(), codes.size()) ^
-                                 xor_words(p.A.bytes.data(), p.A.bytes.size());
-      CHECK(variants::read_probe_checksum(o.state.get()) == want);
+      const std::uint32_t weights =
+          xor_words(planes.data(), planes.size()) ^ xor_words(codes.data(), codes.size());
+      if (row.name == "read_ldg") {
+        CHECK(variants::read_probe_checksum(o.state.get()) ==
+              (weights ^ xor_words(p.A.bytes.data(), p.A.bytes.size())));
+        continue;
+      }
+      // read_slices: every weight word landed once (the boxes past the last k-tile land zeros),
+      // in its default units and in others: 16 and 128 columns, an odd k-tile count, 3 stages
+      CHECK(variants::read_slices_checksum(o.state.get()) == weights);
+      for (const char* env : {"16,5,3,0", "128,3,1,1", "64,33,2,2"}) {
+        INFO("KBIT_PROBE_SLICES=" << env);
+        ScopedEnv e("KBIT_PROBE_SLICES", env);
+        const Outcome o2 = execute_and_check(row, {}, p.d, dp, nullptr, s.get());
+        REQUIRE(o2.error.empty());
+        CHECK(variants::read_slices_checksum(o2.state.get()) == weights);
+      }
+      for (const auto& [env, msg] : {std::pair{"24", "S 24 columns"},
+                                     {"32,0", "KT 0"},
+                                     {"32,16,9", "STAGES 9"},
+                                     {"32,16,2,-1", "BLOCKS_PER_SM -1"}}) {
+        ScopedEnv e("KBIT_PROBE_SLICES", env);
+        CHECK_THROWS_WITH(row.setup(p.d, {}), Catch::Contains(msg));
+      }
     }
     GemmDims g;
     g.M = 1, g.N = 256, g.K_dim = 256, g.k_bits = 4, g.dtype = DType::f32;

@@ -1,0 +1,288 @@
+// read_slices: the streaming probe of a column-slice GEMV design (registry family "probe": no
+// GEMM, C = 0, never checked for values). It reads the tiled weights (64 x 128 tiles) in
+// S-column slices of KT k-tiles each, the unit such a GEMV would compute: one TMA tensor copy
+// of the slice's planes (a 3-D box: 128-byte rows along the k-tile's row of tiles, KT k-tiles
+// far apart) and one of its E4M4 codes (a 2-D box) per unit, into a ring of shared-memory
+// stages. Its question (scalar_gemv's notes, sessions 13 and 21): can narrow slices, which would
+// let Llama3-8B's tiles end in pairs or not be split at all, stream as fast as the 17 KB
+// contiguous copies scalar_gemv makes today? Session 13's slices used 4 << j small bulk copies
+// per unit and lost to the copy issue; a tensor copy is one instruction per box.
+//
+// Shape of a block (64 threads): lane 0 of warp 0 issues the copies; warp 1 reads each landed
+// stage (an XOR of every word, so that a test can prove each byte arrived once) and frees it,
+// and after griddepcontrol.wait reads the A its stripe would need (the k-range of its units,
+// all of A when its stripe crosses a slice), which is what a slice costs beyond the weights.
+// Units are dealt to blocks in contiguous stripes, slice-major: the blocks of one slice walk
+// its k-range side by side, as scalar_gemv's k-band stripes do.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "reference/error.hpp"
+#include "variants/baselines.hpp"
+#include "variants/common/bulk_copy.cuh"
+#include "variants/common/cuda_check.hpp"
+#include "variants/common/device_buffer.hpp"
+#include "variants/common/launch.hpp"
+#include "variants/common/pdl.cuh"
+#include "variants/common/tensor_map.hpp"
+#include "variants/common/tma_tensor.cuh"
+
+namespace kbit::variants {
+namespace {
+
+// KBIT_PROBE_SLICES="S,KT,STAGES,BLOCKS_PER_SM" overrides the defaults, checked against limits.
+struct SliceConfig {
+  static constexpr int kThreads = 64;     // warp 0: the copies; warp 1: reads and frees the stages
+  static constexpr int kSlice = 32;       // columns per unit: 8B down's tiles would end in pairs
+  static constexpr int kKTiles = 16;      // k-tiles per unit: 32 x 16 x 34 B = 17 KB at K = 4
+  static constexpr int kStages = 2;       // scalar_gemv's ring depth
+  static constexpr int kBlocksPerSm = 2;  // scalar_gemv's occupancy (0: as many as fit)
+  static constexpr int kMaxStages = 8;
+  static constexpr int kBarrierBytes = 16 * kMaxStages;  // a full and an empty barrier per stage
+  static constexpr int kAlign = 1024;  // a box with a 128-byte swizzle lands on 1024 bytes
+};
+
+// The tiled layout's planes, seen as a tensor the TMA can cut into column slices: a k-tile's
+// row of tiles (every n-tile's 128 columns x 2 k-blocks x K words, columns contiguous) is
+// n_tiles x 8K rows of 128 bytes; a column slice of S columns is S x K / 16 of those rows.
+struct SliceArgs {
+  CUtensorMap planes;        // 3-D: 32 words of a 128-byte row, rows along the k-tile row, k-tiles
+  CUtensorMap codes;         // 2-D: bytes along the k-tile row (2 per column), k-tiles
+  int rows_per_slice;        // 128-byte plane rows per k-tile in one slice: S x K / 16
+  int code_bytes_per_slice;  // 2 x S
+  int kt_per_unit, units_per_slice, units, per_block, stages;
+  uint32_t plane_bytes, code_bytes, stage_bytes;  // one unit's boxes; stage stride
+  const uint4* A;
+  int a_rows;
+  long long k_dim;
+  unsigned short* C;
+  long long c_elems;
+  unsigned* sink;  // [block]: XOR of the weight words landed; [grid + block]: XOR of A read
+};
+
+__device__ __forceinline__ uint32_t xor4(uint4 v) {
+  return v.x ^ v.y ^ v.z ^ v.w;
+}
+
+// The A a stripe of units [u0, u1) would stage: the k-range of its units when they lie in one
+// slice, else all of K (M rows of it), XORed by one warp.
+__device__ uint32_t read_stripe_a(const SliceArgs& a, int u0, int u1, int lane) {
+  long long k0 = 0, k1 = a.k_dim;
+  if (u0 / a.units_per_slice == (u1 - 1) / a.units_per_slice) {
+    k0 = (long long)(u0 % a.units_per_slice) * a.kt_per_unit * 64;
+    k1 = ((long long)((u1 - 1) % a.units_per_slice) + 1) * a.kt_per_unit * 64;
+    if (k1 > a.k_dim) k1 = a.k_dim;
+  }
+  uint32_t acc = 0;
+  for (int m = 0; m < a.a_rows; ++m)
+    for (long long i = (m * a.k_dim + k0) / 8 + lane; i < (m * a.k_dim + k1) / 8; i += 32)
+      acc ^= xor4(a.A[i]);
+  return acc;
+}
+
+__global__ void __launch_bounds__(SliceConfig::kThreads)
+    read_slices_kernel(const __grid_constant__ SliceArgs a) {
+  using Cfg = SliceConfig;
+  extern __shared__ __align__(16) unsigned char smem[];
+  dev::pdl::launch_dependents();  // weights first; A and C behind griddepcontrol.wait
+  const uint32_t bars = dev::smem_addr(smem);
+  const uint32_t ring = (bars + Cfg::kBarrierBytes + Cfg::kAlign - 1) & ~uint32_t(Cfg::kAlign - 1);
+  const int u0 = int(blockIdx.x) * a.per_block;
+  const int u1 = u0 + a.per_block < a.units ? u0 + a.per_block : a.units;
+  const int n = u1 > u0 ? u1 - u0 : 0;
+  const uint32_t S = uint32_t(a.stages);
+  auto full = [&](uint32_t s) { return bars + 8 * s; };
+  auto empty = [&](uint32_t s) { return bars + 8 * (Cfg::kMaxStages + s); };
+  const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
+  if (threadIdx.x == 0) {
+    for (uint32_t s = 0; s < S; ++s) dev::mbar_init(full(s), 1), dev::mbar_init(empty(s), 32);
+    dev::fence_barrier_init();
+  }
+  __syncthreads();
+  uint32_t wacc = 0, aacc = 0;
+  if (warp == 0) {
+    if (lane == 0) {
+      for (int q = 0; q < n; ++q) {
+        const uint32_t st = uint32_t(q) % S;
+        if (uint32_t(q) >= S) {
+          dev::mbar_wait(empty(st), (uint32_t(q) / S - 1) & 1u);
+          dev::fence_proxy_async_shared();  // warp 1's reads before the refill (async proxy)
+        }
+        const int u = u0 + q, slice = u / a.units_per_slice, g = u % a.units_per_slice;
+        const uint32_t dst = ring + st * a.stage_bytes;
+        dev::mbar_arrive_expect_tx(full(st), a.plane_bytes + a.code_bytes);
+        dev::tma_load_3d(dst, &a.planes, 0, slice * a.rows_per_slice, g * a.kt_per_unit, full(st));
+        dev::tma_load_2d(dst + a.plane_bytes, &a.codes, slice * a.code_bytes_per_slice,
+                         g * a.kt_per_unit, full(st));
+      }
+    }
+    dev::pdl::wait();  // C belongs to the previous launch until then
+  } else {
+    dev::pdl::wait();  // A: the previous launch's output
+    if (n > 0) aacc = read_stripe_a(a, u0, u1, lane);
+    const uint4* ring_p = reinterpret_cast<const uint4*>(smem + (ring - bars));
+    for (int q = 0; q < n; ++q) {
+      const uint32_t st = uint32_t(q) % S;
+      dev::mbar_wait(full(st), (uint32_t(q) / S) & 1u);
+      const uint4* p = ring_p + st * (a.stage_bytes / 16);
+      for (uint32_t i = uint32_t(lane); i < (a.plane_bytes + a.code_bytes) / 16; i += 32)
+        wacc ^= xor4(p[i]);
+      dev::mbar_arrive(empty(st));
+    }
+  }
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.c_elems;
+       i += (long long)gridDim.x * blockDim.x)
+    a.C[i] = 0;
+  for (int o = 16; o > 0; o >>= 1) {
+    wacc ^= __shfl_xor_sync(0xffffffffu, wacc, o);
+    aacc ^= __shfl_xor_sync(0xffffffffu, aacc, o);
+  }
+  if (threadIdx.x == 32) {  // warp 1 holds both
+    a.sink[blockIdx.x] = wacc;
+    a.sink[gridDim.x + blockIdx.x] = aacc;
+  }
+}
+
+struct SliceState : VariantState {
+  int grid = 0, smem = 0, slice = 0, kt = 0, stages = 0, per_sm = 0;
+  SliceArgs args{};  // everything but the maps and the pointers
+  DeviceBuffer<unsigned> sink;
+  std::vector<std::pair<const void*, std::pair<CUtensorMap, CUtensorMap>>> maps;  // per copy
+  std::string what;
+  std::string describe() const override { return what; }
+};
+
+int env_field(int got, int n, int value, int fallback) {
+  return n >= got ? value : fallback;
+}
+
+void parse_slices_env(const char* env, int& slice, int& kt, int& stages, int& per_sm) {
+  int v[4] = {0, 0, 0, 0};
+  const int n = std::sscanf(env, "%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3]);
+  if (n < 1)
+    throw Error(std::string("KBIT_PROBE_SLICES='") + env +
+                "' is not S[,KT[,STAGES[,BLOCKS_PER_SM]]]");
+  slice = v[0];
+  kt = env_field(2, n, v[1], kt);
+  stages = env_field(3, n, v[2], stages);
+  per_sm = env_field(4, n, v[3], per_sm);
+}
+
+void check_slice_config(int slice, int kt, int stages, int per_sm) {
+  if (slice != 16 && slice != 32 && slice != 64 && slice != 128)
+    throw Error("read_slices: S " + std::to_string(slice) + " columns is not 16, 32, 64 or 128");
+  if (kt < 1 || kt > 256)
+    throw Error("read_slices: KT " + std::to_string(kt) + " k-tiles per unit is outside 1..256");
+  if (stages < 1 || stages > SliceConfig::kMaxStages)
+    throw Error("read_slices: STAGES " + std::to_string(stages) + " is outside 1.." +
+                std::to_string(SliceConfig::kMaxStages));
+  if (per_sm < 0) throw Error("read_slices: BLOCKS_PER_SM " + std::to_string(per_sm) + " < 0");
+}
+
+}  // namespace
+
+std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const VariantOptions&) {
+  if (d.grouped()) throw Error("read_slices: dense problems only");
+  if (d.dtype == DType::f32) throw Error("read_slices: dtype fp32 is not supported");
+  require_compute_capability(9, "read_slices", "TMA tensor copies");
+  auto s = std::make_unique<SliceState>();
+  int slice = SliceConfig::kSlice, kt = SliceConfig::kKTiles, stages = SliceConfig::kStages;
+  int per_sm = SliceConfig::kBlocksPerSm;
+  if (const char* env = std::getenv("KBIT_PROBE_SLICES"))
+    parse_slices_env(env, slice, kt, stages, per_sm);
+  check_slice_config(slice, kt, stages, per_sm);
+  const TiledGeometry geo = make_tiled_geometry(d.N, d.K_dim, d.k_bits, TileConfig{64, 128});
+  SliceArgs& a = s->args;
+  a.rows_per_slice = slice * d.k_bits / 16;
+  a.code_bytes_per_slice = 2 * slice;
+  a.kt_per_unit = kt;
+  a.units_per_slice = int((geo.k_tiles() + kt - 1) / kt);
+  a.units = int(geo.n_tiles() * (128 / slice)) * a.units_per_slice;
+  a.stages = stages;
+  a.plane_bytes = uint32_t(128 * a.rows_per_slice * kt);
+  a.code_bytes = uint32_t(a.code_bytes_per_slice * kt);
+  a.stage_bytes =
+      (a.plane_bytes + a.code_bytes + SliceConfig::kAlign - 1) & ~uint32_t(SliceConfig::kAlign - 1);
+  s->smem = SliceConfig::kBarrierBytes + SliceConfig::kAlign + stages * int(a.stage_bytes);
+  KBIT_CUDA_CHECK(cudaFuncSetAttribute(read_slices_kernel,
+                                       cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem));
+  int dev = 0, sms = 0, fit = 0;
+  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
+  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  KBIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&fit, read_slices_kernel,
+                                                                SliceConfig::kThreads, s->smem));
+  if (fit < 1)
+    throw Error("read_slices: " + std::to_string(s->smem) +
+                " B of shared memory per block do not fit on an SM");
+  if (per_sm > fit)
+    throw Error("read_slices: " + std::to_string(per_sm) + " blocks per SM asked, at most " +
+                std::to_string(fit) + " fit");
+  s->per_sm = per_sm > 0 ? per_sm : fit;
+  a.per_block = (a.units + sms * s->per_sm - 1) / (sms * s->per_sm);
+  s->grid = (a.units + a.per_block - 1) / a.per_block;
+  s->slice = slice, s->kt = kt, s->stages = stages;
+  s->sink = DeviceBuffer<unsigned>(std::size_t(2 * s->grid));
+  KBIT_CUDA_CHECK(cudaMemset(s->sink.get(), 0, s->sink.bytes()));
+  s->what = std::to_string(slice) + "-column x " + std::to_string(kt) + "-k-tile units (" +
+            std::to_string(a.plane_bytes + a.code_bytes) + " B, 2 TMA tensor copies) x " +
+            std::to_string(stages) + " stages, " + std::to_string(s->grid) + " blocks of " +
+            std::to_string(a.per_block) + " units, " + std::to_string(s->per_sm) + " blocks/SM";
+  return s;
+}
+
+void read_slices_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
+                     cudaStream_t stream) {
+  auto* s = static_cast<SliceState*>(state);
+  const TiledGeometry& geo = g.w.geo;
+  if (geo.tiles.tile_k != 64 || geo.tiles.tile_n != 128)
+    throw Error("read_slices: the weights are in " + layout_name(g.w.layout) +
+                ", not tiled 64x128");
+  auto it = std::find_if(s->maps.begin(), s->maps.end(),
+                         [&](const auto& m) { return m.first == g.w.packed; });
+  if (it == s->maps.end()) {  // a new L2-rotation copy: encode its two maps once
+    const std::uint64_t rows = std::uint64_t(geo.n_tiles()) * 8 * std::uint64_t(d.k_bits);
+    const std::uint64_t row_bytes = rows * 128, code_row = std::uint64_t(geo.n_tiles()) * 256;
+    const CUtensorMap planes =
+        encode_tensor_map(g.w.packed, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4,
+                          {{32, 0, 32},
+                           {rows, 128, uint32_t(s->args.rows_per_slice)},
+                           {std::uint64_t(geo.k_tiles()), row_bytes, uint32_t(s->kt)}},
+                          CU_TENSOR_MAP_SWIZZLE_128B);
+    const CUtensorMap codes =
+        encode_tensor_map(g.w.absmax, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1,
+                          {{code_row, 0, uint32_t(s->args.code_bytes_per_slice)},
+                           {std::uint64_t(geo.k_tiles()), code_row, uint32_t(s->kt)}},
+                          CU_TENSOR_MAP_SWIZZLE_NONE);
+    s->maps.push_back({g.w.packed, {planes, codes}});
+    it = s->maps.end() - 1;
+  }
+  SliceArgs a = s->args;
+  a.planes = it->second.first;
+  a.codes = it->second.second;
+  a.A = static_cast<const uint4*>(g.A);
+  a.a_rows = int(d.M);
+  a.k_dim = d.K_dim;
+  a.C = static_cast<unsigned short*>(g.C);
+  a.c_elems = d.M * d.N;
+  a.sink = s->sink.get();
+  void* params[] = {&a};
+  launch_kernel(reinterpret_cast<const void*>(read_slices_kernel), dim3(s->grid),
+                dim3(SliceConfig::kThreads), s->smem, stream, params, g.pdl);
+}
+
+std::uint32_t read_slices_checksum(VariantState* state) {
+  auto* s = static_cast<SliceState*>(state);
+  const std::vector<unsigned> v = s->sink.download();
+  std::uint32_t x = 0;
+  for (int b = 0; b < s->grid; ++b) x ^= v[std::size_t(b)];
+  return x;
+}
+
+}  // namespace kbit::variants
