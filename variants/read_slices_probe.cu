@@ -37,13 +37,18 @@
 namespace kbit::variants {
 namespace {
 
-// KBIT_PROBE_SLICES="S,KT,STAGES,BLOCKS_PER_SM" overrides the defaults, checked against limits.
+// KBIT_PROBE_SLICES="S,KT,STAGES,BLOCKS_PER_SM,SMEM" overrides the defaults, checked against
+// limits. SMEM pads each block's shared memory to at least that many bytes, so that no more
+// blocks share an SM than a GEMV with the 64 KB pair table would let (under PDL, every slot
+// left free takes the next launch's blocks early: notes.md, session 20).
 struct SliceConfig {
-  static constexpr int kThreads = 64;     // warp 0: the copies; warp 1: reads and frees the stages
-  static constexpr int kSlice = 32;       // columns per unit: 8B down's tiles would end in pairs
-  static constexpr int kKTiles = 16;      // k-tiles per unit: 32 x 16 x 34 B = 17 KB at K = 4
-  static constexpr int kStages = 2;       // scalar_gemv's ring depth
-  static constexpr int kBlocksPerSm = 2;  // scalar_gemv's occupancy (0: as many as fit)
+  static constexpr int kThreads = 64;      // warp 0: the copies; warp 1: reads and frees the stages
+  static constexpr int kSlice = 32;        // columns per unit: 8B down's tiles would end in pairs
+  static constexpr int kKTiles = 16;       // k-tiles per unit: 32 x 16 x 34 B = 17 KB at K = 4
+  static constexpr int kStages = 2;        // scalar_gemv's ring depth
+  static constexpr int kBlocksPerSm = 2;   // scalar_gemv's occupancy (0: as many as fit)
+  static constexpr int kSmem = 110592;     // scalar_gemv's footprint at K = 4 (108 KB): 2 per SM
+  static constexpr int kMaxSmem = 232448;  // the H100's 227 KB per block
   static constexpr int kMaxStages = 8;
   static constexpr int kBarrierBytes = 16 * kMaxStages;  // a full and an empty barrier per stage
   static constexpr int kAlign = 1024;  // a box with a 128-byte swizzle lands on 1024 bytes
@@ -163,19 +168,23 @@ int env_field(int got, int n, int value, int fallback) {
   return n >= got ? value : fallback;
 }
 
-void parse_slices_env(const char* env, int& slice, int& kt, int& stages, int& per_sm) {
-  int v[4] = {0, 0, 0, 0};
-  const int n = std::sscanf(env, "%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3]);
+void parse_slices_env(const char* env, int& slice, int& kt, int& stages, int& per_sm, int& smem) {
+  int v[5] = {0, 0, 0, 0, 0};
+  const int n = std::sscanf(env, "%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4]);
   if (n < 1)
     throw Error(std::string("KBIT_PROBE_SLICES='") + env +
-                "' is not S[,KT[,STAGES[,BLOCKS_PER_SM]]]");
+                "' is not S[,KT[,STAGES[,BLOCKS_PER_SM[,SMEM]]]]");
   slice = v[0];
   kt = env_field(2, n, v[1], kt);
   stages = env_field(3, n, v[2], stages);
   per_sm = env_field(4, n, v[3], per_sm);
+  smem = env_field(5, n, v[4], smem);
 }
 
-void check_slice_config(int slice, int kt, int stages, int per_sm) {
+void check_slice_config(int slice, int kt, int stages, int per_sm, int smem) {
+  if (smem < 0 || smem > SliceConfig::kMaxSmem)
+    throw Error("read_slices: SMEM " + std::to_string(smem) + " B is outside 0.." +
+                std::to_string(SliceConfig::kMaxSmem));
   if (slice != 16 && slice != 32 && slice != 64 && slice != 128)
     throw Error("read_slices: S " + std::to_string(slice) + " columns is not 16, 32, 64 or 128");
   if (kt < 1 || kt > 256)
@@ -194,10 +203,10 @@ std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const Variant
   require_compute_capability(9, "read_slices", "TMA tensor copies");
   auto s = std::make_unique<SliceState>();
   int slice = SliceConfig::kSlice, kt = SliceConfig::kKTiles, stages = SliceConfig::kStages;
-  int per_sm = SliceConfig::kBlocksPerSm;
+  int per_sm = SliceConfig::kBlocksPerSm, smem = SliceConfig::kSmem;
   if (const char* env = std::getenv("KBIT_PROBE_SLICES"))
-    parse_slices_env(env, slice, kt, stages, per_sm);
-  check_slice_config(slice, kt, stages, per_sm);
+    parse_slices_env(env, slice, kt, stages, per_sm, smem);
+  check_slice_config(slice, kt, stages, per_sm, smem);
   const TiledGeometry geo = make_tiled_geometry(d.N, d.K_dim, d.k_bits, TileConfig{64, 128});
   SliceArgs& a = s->args;
   a.rows_per_slice = slice * d.k_bits / 16;
@@ -210,7 +219,12 @@ std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const Variant
   a.code_bytes = uint32_t(a.code_bytes_per_slice * kt);
   a.stage_bytes =
       (a.plane_bytes + a.code_bytes + SliceConfig::kAlign - 1) & ~uint32_t(SliceConfig::kAlign - 1);
-  s->smem = SliceConfig::kBarrierBytes + SliceConfig::kAlign + stages * int(a.stage_bytes);
+  s->smem = std::max(
+      smem, SliceConfig::kBarrierBytes + SliceConfig::kAlign + stages * int(a.stage_bytes));
+  if (s->smem > SliceConfig::kMaxSmem)
+    throw Error("read_slices: " + std::to_string(stages) + " stages of " +
+                std::to_string(a.stage_bytes) + " B need " + std::to_string(s->smem) +
+                " B of shared memory, more than " + std::to_string(SliceConfig::kMaxSmem));
   KBIT_CUDA_CHECK(cudaFuncSetAttribute(read_slices_kernel,
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem));
   int dev = 0, sms = 0, fit = 0;
@@ -233,7 +247,8 @@ std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const Variant
   s->what = std::to_string(slice) + "-column x " + std::to_string(kt) + "-k-tile units (" +
             std::to_string(a.plane_bytes + a.code_bytes) + " B, 2 TMA tensor copies) x " +
             std::to_string(stages) + " stages, " + std::to_string(s->grid) + " blocks of " +
-            std::to_string(a.per_block) + " units, " + std::to_string(s->per_sm) + " blocks/SM";
+            std::to_string(a.per_block) + " units, " + std::to_string(s->per_sm) + " blocks/SM, " +
+            std::to_string(s->smem) + " B smem";
   return s;
 }
 

@@ -186,7 +186,7 @@ TEST_CASE("read probes write C = 0; read_ldg and read_slices read every word", "
       // read_slices: every weight word landed once (the boxes past the last k-tile land zeros),
       // in its default units and in others: 16 and 128 columns, an odd k-tile count, 3 stages
       CHECK(variants::read_slices_checksum(o.state.get()) == weights);
-      for (const char* env : {"16,5,3,0", "128,3,1,1", "64,33,2,2"}) {
+      for (const char* env : {"16,5,3,0,0", "128,3,1,1", "64,33,2,2"}) {
         INFO("KBIT_PROBE_SLICES=" << env);
         ScopedEnv e("KBIT_PROBE_SLICES", env);
         const Outcome o2 = execute_and_check(row, {}, p.d, dp, nullptr, s.get());
@@ -196,7 +196,9 @@ TEST_CASE("read probes write C = 0; read_ldg and read_slices read every word", "
       for (const auto& [env, msg] : {std::pair{"24", "S 24 columns"},
                                      {"32,0", "KT 0"},
                                      {"32,16,9", "STAGES 9"},
-                                     {"32,16,2,-1", "BLOCKS_PER_SM -1"}}) {
+                                     {"32,16,2,-1", "BLOCKS_PER_SM -1"},
+                                     {"32,16,2,2,300000", "SMEM 300000"},
+                                     {"32,256,8", "more than"}}) {
         ScopedEnv e("KBIT_PROBE_SLICES", env);
         CHECK_THROWS_WITH(row.setup(p.d, {}), Catch::Contains(msg));
       }
