@@ -37,10 +37,12 @@
 namespace kbit::variants {
 namespace {
 
-// KBIT_PROBE_SLICES="S,KT,STAGES,BLOCKS_PER_SM,SMEM" overrides the defaults, checked against
-// limits. SMEM pads each block's shared memory to at least that many bytes, so that no more
-// blocks share an SM than a GEMV with the 64 KB pair table would let (under PDL, every slot
-// left free takes the next launch's blocks early: notes.md, session 20).
+// KBIT_PROBE_SLICES="S,KT,STAGES,BLOCKS_PER_SM,SMEM,BULK" overrides the defaults, checked
+// against limits. SMEM pads each block's shared memory to at least that many bytes, so that no
+// more blocks share an SM than a GEMV with the 64 KB pair table would let (under PDL, every slot
+// left free takes the next launch's blocks early: notes.md, session 20). BULK 1 copies each
+// k-tile's piece of a unit with its own cp.async.bulk instead (2 x KT copies per unit; at
+// 128 x 4 exactly what scalar_gemv's producer issues), to tell the copy order from the copy kind.
 struct SliceConfig {
   static constexpr int kThreads = 64;      // warp 0: the copies; warp 1: reads and frees the stages
   static constexpr int kSlice = 32;        // columns per unit: 8B down's tiles would end in pairs
@@ -62,8 +64,13 @@ struct SliceArgs {
   CUtensorMap codes;         // 2-D: bytes along the k-tile row (2 per column), k-tiles
   int rows_per_slice;        // 128-byte plane rows per k-tile in one slice: S x K / 16
   int code_bytes_per_slice;  // 2 x S
-  int kt_per_unit, units_per_slice, units, per_block, stages;
+  int kt_per_unit, units_per_slice, units, per_block, stages, k_tiles;
   uint32_t plane_bytes, code_bytes, stage_bytes;  // one unit's boxes; stage stride
+  uint32_t piece_bytes, code_piece_bytes;  // one k-tile of a slice: S x 8K B of planes, 2S of codes
+  int bulk;  // 1: copy each k-tile's piece with its own cp.async.bulk (scalar_gemv's producer)
+  const unsigned char* packed;  // bulk mode: the planes and codes themselves
+  const unsigned char* absmax;
+  long long plane_row_bytes, code_row_bytes;  // one k-tile's row of tiles
   const uint4* A;
   int a_rows;
   long long k_dim;
@@ -90,6 +97,28 @@ __device__ uint32_t read_stripe_a(const SliceArgs& a, int u0, int u1, int lane) 
     for (long long i = (m * a.k_dim + k0) / 8 + lane; i < (m * a.k_dim + k1) / 8; i += 32)
       acc ^= xor4(a.A[i]);
   return acc;
+}
+
+// The k-tiles of a unit starting at k-tile kt0 that exist (the last unit of a slice may reach
+// past K_dim: a tensor copy lands zeros there, the bulk copies skip it).
+__device__ __forceinline__ int valid_k_tiles(const SliceArgs& a, int kt0) {
+  return a.k_tiles - kt0 < a.kt_per_unit ? a.k_tiles - kt0 : a.kt_per_unit;
+}
+
+// The bulk-copy unit: per k-tile one copy of the slice's planes and one of its codes, to the
+// places the tensor copies would put them (k-tile j at j pieces; codes after the planes).
+__device__ void copy_unit_bulk(const SliceArgs& a, uint32_t dst, int slice, int kt0, uint32_t bar) {
+  const int nk = valid_k_tiles(a, kt0);
+  dev::mbar_arrive_expect_tx(bar, uint32_t(nk) * (a.piece_bytes + a.code_piece_bytes));
+  for (int j = 0; j < nk; ++j)
+    dev::bulk_copy_g2s(dst + uint32_t(j) * a.piece_bytes,
+                       a.packed + (kt0 + j) * a.plane_row_bytes + (long long)slice * a.piece_bytes,
+                       a.piece_bytes, bar);
+  for (int j = 0; j < nk; ++j)
+    dev::bulk_copy_g2s(
+        dst + a.plane_bytes + uint32_t(j) * a.code_piece_bytes,
+        a.absmax + (kt0 + j) * a.code_row_bytes + (long long)slice * a.code_piece_bytes,
+        a.code_piece_bytes, bar);
 }
 
 __global__ void __launch_bounds__(SliceConfig::kThreads)
@@ -122,6 +151,10 @@ __global__ void __launch_bounds__(SliceConfig::kThreads)
         }
         const int u = u0 + q, slice = u / a.units_per_slice, g = u % a.units_per_slice;
         const uint32_t dst = ring + st * a.stage_bytes;
+        if (a.bulk) {
+          copy_unit_bulk(a, dst, slice, g * a.kt_per_unit, full(st));
+          continue;
+        }
         dev::mbar_arrive_expect_tx(full(st), a.plane_bytes + a.code_bytes);
         dev::tma_load_3d(dst, &a.planes, 0, slice * a.rows_per_slice, g * a.kt_per_unit, full(st));
         dev::tma_load_2d(dst + a.plane_bytes, &a.codes, slice * a.code_bytes_per_slice,
@@ -137,8 +170,10 @@ __global__ void __launch_bounds__(SliceConfig::kThreads)
       const uint32_t st = uint32_t(q) % S;
       dev::mbar_wait(full(st), (uint32_t(q) / S) & 1u);
       const uint4* p = ring_p + st * (a.stage_bytes / 16);
-      for (uint32_t i = uint32_t(lane); i < (a.plane_bytes + a.code_bytes) / 16; i += 32)
-        wacc ^= xor4(p[i]);
+      const uint32_t nk = uint32_t(valid_k_tiles(a, (u0 + q) % a.units_per_slice * a.kt_per_unit));
+      for (uint32_t i = uint32_t(lane); i < nk * a.piece_bytes / 16; i += 32) wacc ^= xor4(p[i]);
+      for (uint32_t i = uint32_t(lane); i < nk * a.code_piece_bytes / 16; i += 32)
+        wacc ^= xor4(p[a.plane_bytes / 16 + i]);
       dev::mbar_arrive(empty(st));
     }
   }
@@ -168,20 +203,24 @@ int env_field(int got, int n, int value, int fallback) {
   return n >= got ? value : fallback;
 }
 
-void parse_slices_env(const char* env, int& slice, int& kt, int& stages, int& per_sm, int& smem) {
-  int v[5] = {0, 0, 0, 0, 0};
-  const int n = std::sscanf(env, "%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4]);
+void parse_slices_env(const char* env, int& slice, int& kt, int& stages, int& per_sm, int& smem,
+                      int& bulk) {
+  int v[6] = {0, 0, 0, 0, 0, 0};
+  const int n = std::sscanf(env, "%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
   if (n < 1)
     throw Error(std::string("KBIT_PROBE_SLICES='") + env +
-                "' is not S[,KT[,STAGES[,BLOCKS_PER_SM[,SMEM]]]]");
+                "' is not S[,KT[,STAGES[,BLOCKS_PER_SM[,SMEM[,BULK]]]]]");
   slice = v[0];
   kt = env_field(2, n, v[1], kt);
   stages = env_field(3, n, v[2], stages);
   per_sm = env_field(4, n, v[3], per_sm);
   smem = env_field(5, n, v[4], smem);
+  bulk = env_field(6, n, v[5], bulk);
 }
 
-void check_slice_config(int slice, int kt, int stages, int per_sm, int smem) {
+void check_slice_config(int slice, int kt, int stages, int per_sm, int smem, int bulk) {
+  if (bulk != 0 && bulk != 1)
+    throw Error("read_slices: BULK " + std::to_string(bulk) + " is not 0 or 1");
   if (smem < 0 || smem > SliceConfig::kMaxSmem)
     throw Error("read_slices: SMEM " + std::to_string(smem) + " B is outside 0.." +
                 std::to_string(SliceConfig::kMaxSmem));
@@ -203,10 +242,10 @@ std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const Variant
   require_compute_capability(9, "read_slices", "TMA tensor copies");
   auto s = std::make_unique<SliceState>();
   int slice = SliceConfig::kSlice, kt = SliceConfig::kKTiles, stages = SliceConfig::kStages;
-  int per_sm = SliceConfig::kBlocksPerSm, smem = SliceConfig::kSmem;
+  int per_sm = SliceConfig::kBlocksPerSm, smem = SliceConfig::kSmem, bulk = 0;
   if (const char* env = std::getenv("KBIT_PROBE_SLICES"))
-    parse_slices_env(env, slice, kt, stages, per_sm, smem);
-  check_slice_config(slice, kt, stages, per_sm, smem);
+    parse_slices_env(env, slice, kt, stages, per_sm, smem, bulk);
+  check_slice_config(slice, kt, stages, per_sm, smem, bulk);
   const TiledGeometry geo = make_tiled_geometry(d.N, d.K_dim, d.k_bits, TileConfig{64, 128});
   SliceArgs& a = s->args;
   a.rows_per_slice = slice * d.k_bits / 16;
@@ -217,6 +256,10 @@ std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const Variant
   a.stages = stages;
   a.plane_bytes = uint32_t(128 * a.rows_per_slice * kt);
   a.code_bytes = uint32_t(a.code_bytes_per_slice * kt);
+  a.k_tiles = int(geo.k_tiles());
+  a.piece_bytes = uint32_t(128 * a.rows_per_slice);
+  a.code_piece_bytes = uint32_t(a.code_bytes_per_slice);
+  a.bulk = bulk;
   a.stage_bytes =
       (a.plane_bytes + a.code_bytes + SliceConfig::kAlign - 1) & ~uint32_t(SliceConfig::kAlign - 1);
   s->smem = std::max(
@@ -245,10 +288,11 @@ std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const Variant
   s->sink = DeviceBuffer<unsigned>(std::size_t(2 * s->grid));
   KBIT_CUDA_CHECK(cudaMemset(s->sink.get(), 0, s->sink.bytes()));
   s->what = std::to_string(slice) + "-column x " + std::to_string(kt) + "-k-tile units (" +
-            std::to_string(a.plane_bytes + a.code_bytes) + " B, 2 TMA tensor copies) x " +
-            std::to_string(stages) + " stages, " + std::to_string(s->grid) + " blocks of " +
-            std::to_string(a.per_block) + " units, " + std::to_string(s->per_sm) + " blocks/SM, " +
-            std::to_string(s->smem) + " B smem";
+            std::to_string(a.plane_bytes + a.code_bytes) + " B, " +
+            (bulk ? std::to_string(2 * kt) + " bulk copies" : std::string("2 TMA tensor copies")) +
+            ") x " + std::to_string(stages) + " stages, " + std::to_string(s->grid) +
+            " blocks of " + std::to_string(a.per_block) + " units, " + std::to_string(s->per_sm) +
+            " blocks/SM, " + std::to_string(s->smem) + " B smem";
   return s;
 }
 
@@ -287,6 +331,10 @@ void read_slices_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
   a.C = static_cast<unsigned short*>(g.C);
   a.c_elems = d.M * d.N;
   a.sink = s->sink.get();
+  a.packed = reinterpret_cast<const unsigned char*>(g.w.packed);
+  a.absmax = g.w.absmax;
+  a.plane_row_bytes = geo.n_tiles() * 1024LL * d.k_bits;
+  a.code_row_bytes = geo.n_tiles() * 256LL;
   void* params[] = {&a};
   launch_kernel(reinterpret_cast<const void*>(read_slices_kernel), dim3(s->grid),
                 dim3(SliceConfig::kThreads), s->smem, stream, params, g.pdl);

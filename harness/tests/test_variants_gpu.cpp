@@ -184,9 +184,11 @@ TEST_CASE("read probes write C = 0; read_ldg and read_slices read every word", "
         continue;
       }
       // read_slices: every weight word landed once (the boxes past the last k-tile land zeros),
-      // in its default units and in others: 16 and 128 columns, an odd k-tile count, 3 stages
+      // in its default units and in others: 16 and 128 columns, an odd k-tile count, 3 stages,
+      // bulk copies per k-tile (the last unit of a slice partial)
       CHECK(variants::read_slices_checksum(o.state.get()) == weights);
-      for (const char* env : {"16,5,3,0,0", "128,3,1,1", "64,33,2,2"}) {
+      for (const char* env :
+           {"16,5,3,0,0", "128,3,1,1", "64,33,2,2", "128,4,2,2,0,1", "32,5,3,0,0,1"}) {
         INFO("KBIT_PROBE_SLICES=" << env);
         ScopedEnv e("KBIT_PROBE_SLICES", env);
         const Outcome o2 = execute_and_check(row, {}, p.d, dp, nullptr, s.get());
@@ -198,7 +200,8 @@ TEST_CASE("read probes write C = 0; read_ldg and read_slices read every word", "
                                      {"32,16,9", "STAGES 9"},
                                      {"32,16,2,-1", "BLOCKS_PER_SM -1"},
                                      {"32,16,2,2,300000", "SMEM 300000"},
-                                     {"32,256,8", "more than"}}) {
+                                     {"32,256,8", "more than"},
+                                     {"32,16,2,2,0,2", "BULK 2"}}) {
         ScopedEnv e("KBIT_PROBE_SLICES", env);
         CHECK_THROWS_WITH(row.setup(p.d, {}), Catch::Contains(msg));
       }
