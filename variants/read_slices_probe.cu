@@ -1,12 +1,13 @@
 // read_slices: the streaming probe of a column-slice GEMV design (registry family "probe": no
 // GEMM, C = 0, never checked for values). It reads the tiled weights (64 x 128 tiles) in
-// S-column slices of KT k-tiles each, the unit such a GEMV would compute: one TMA tensor copy
-// of the slice's planes (a 3-D box: 128-byte rows along the k-tile's row of tiles, KT k-tiles
-// far apart) and one of its E4M4 codes (a 2-D box) per unit, into a ring of shared-memory
-// stages. Its question (scalar_gemv's notes, sessions 13 and 21): can narrow slices, which would
-// let Llama3-8B's tiles end in pairs or not be split at all, stream as fast as the 17 KB
-// contiguous copies scalar_gemv makes today? Session 13's slices used 4 << j small bulk copies
-// per unit and lost to the copy issue; a tensor copy is one instruction per box.
+// S-column slices of KT k-tiles each (S = 16..128 cuts a tile; 256 and 512 take 2 or 4
+// consecutive n-tiles, whose pieces of a k-tile are contiguous), the unit such a GEMV would
+// compute: one TMA tensor copy of the slice's planes (a 3-D box: 128-byte rows along the k-tile's
+// row of tiles, KT k-tiles far apart) and one of its E4M4 codes (a 2-D box) per unit, into a ring
+// of shared-memory stages. Its question (scalar_gemv's notes, sessions 13 and 21): can narrow
+// slices, which would let Llama3-8B's tiles end in pairs or not be split at all, stream as fast as
+// the 17 KB contiguous copies scalar_gemv makes today? Session 13's slices used 4 << j small bulk
+// copies per unit and lost to the copy issue; a tensor copy is one instruction per box.
 //
 // Shape of a block (64 threads): lane 0 of warp 0 issues the copies; warp 1 reads each landed
 // stage (an XOR of every word, so that a test can prove each byte arrived once) and frees it,
@@ -61,12 +62,13 @@ struct SliceConfig {
 // n_tiles x 8K rows of 128 bytes; a column slice of S columns is S x K / 16 of those rows.
 struct SliceArgs {
   CUtensorMap planes;        // 3-D: 32 words of a 128-byte row, rows along the k-tile row, k-tiles
-  CUtensorMap codes;         // 2-D: bytes along the k-tile row (2 per column), k-tiles
+  CUtensorMap codes;         // 2-D: 32-bit words along the k-tile row (2 codes per column), k-tiles
   int rows_per_slice;        // 128-byte plane rows per k-tile in one slice: S x K / 16
   int code_bytes_per_slice;  // 2 x S
   int kt_per_unit, units_per_slice, units, per_block, stages, k_tiles;
   uint32_t plane_bytes, code_bytes, stage_bytes;  // one unit's boxes; stage stride
   uint32_t piece_bytes, code_piece_bytes;  // one k-tile of a slice: S x 8K B of planes, 2S of codes
+  int slice_cols, total_cols;              // S; the padded columns of the layout (n_tiles x 128)
   int bulk;  // 1: copy each k-tile's piece with its own cp.async.bulk (scalar_gemv's producer)
   const unsigned char* packed;  // bulk mode: the planes and codes themselves
   const unsigned char* absmax;
@@ -105,20 +107,45 @@ __device__ __forceinline__ int valid_k_tiles(const SliceArgs& a, int kt0) {
   return a.k_tiles - kt0 < a.kt_per_unit ? a.k_tiles - kt0 : a.kt_per_unit;
 }
 
+// The columns of slice `slice` that exist: a slice wider than a tile (S = 256, 512) may reach
+// past the last n-tile (a tensor copy lands zeros there, the bulk copies skip it).
+__device__ __forceinline__ int valid_cols(const SliceArgs& a, int slice) {
+  const int left = a.total_cols - slice * a.slice_cols;
+  return left < a.slice_cols ? left : a.slice_cols;
+}
+
 // The bulk-copy unit: per k-tile one copy of the slice's planes and one of its codes, to the
 // places the tensor copies would put them (k-tile j at j pieces; codes after the planes).
 __device__ void copy_unit_bulk(const SliceArgs& a, uint32_t dst, int slice, int kt0, uint32_t bar) {
   const int nk = valid_k_tiles(a, kt0);
-  dev::mbar_arrive_expect_tx(bar, uint32_t(nk) * (a.piece_bytes + a.code_piece_bytes));
+  const uint32_t cols = uint32_t(valid_cols(a, slice));
+  const uint32_t piece = a.piece_bytes / uint32_t(a.slice_cols) * cols;
+  const uint32_t code_piece = 2 * cols;
+  dev::mbar_arrive_expect_tx(bar, uint32_t(nk) * (piece + code_piece));
   for (int j = 0; j < nk; ++j)
     dev::bulk_copy_g2s(dst + uint32_t(j) * a.piece_bytes,
                        a.packed + (kt0 + j) * a.plane_row_bytes + (long long)slice * a.piece_bytes,
-                       a.piece_bytes, bar);
+                       piece, bar);
   for (int j = 0; j < nk; ++j)
     dev::bulk_copy_g2s(
         dst + a.plane_bytes + uint32_t(j) * a.code_piece_bytes,
-        a.absmax + (kt0 + j) * a.code_row_bytes + (long long)slice * a.code_piece_bytes,
-        a.code_piece_bytes, bar);
+        a.absmax + (kt0 + j) * a.code_row_bytes + (long long)slice * a.code_piece_bytes, code_piece,
+        bar);
+}
+
+// Warp 1's XOR of a landed unit: the pieces that exist (bulk copies leave the rest stale).
+__device__ uint32_t xor_unit(const SliceArgs& a, const uint4* p, int slice, int kt0, int lane) {
+  const int nk = valid_k_tiles(a, kt0);
+  const uint32_t cols = uint32_t(valid_cols(a, slice));
+  const uint32_t piece16 = a.piece_bytes / uint32_t(a.slice_cols) * cols / 16, code16 = cols / 8;
+  uint32_t acc = 0;
+  for (int j = 0; j < nk; ++j) {
+    for (uint32_t i = uint32_t(lane); i < piece16; i += 32)
+      acc ^= xor4(p[j * a.piece_bytes / 16 + i]);
+    for (uint32_t i = uint32_t(lane); i < code16; i += 32)
+      acc ^= xor4(p[(a.plane_bytes + j * a.code_piece_bytes) / 16 + i]);
+  }
+  return acc;
 }
 
 __global__ void __launch_bounds__(SliceConfig::kThreads)
@@ -157,7 +184,7 @@ __global__ void __launch_bounds__(SliceConfig::kThreads)
         }
         dev::mbar_arrive_expect_tx(full(st), a.plane_bytes + a.code_bytes);
         dev::tma_load_3d(dst, &a.planes, 0, slice * a.rows_per_slice, g * a.kt_per_unit, full(st));
-        dev::tma_load_2d(dst + a.plane_bytes, &a.codes, slice * a.code_bytes_per_slice,
+        dev::tma_load_2d(dst + a.plane_bytes, &a.codes, slice * a.code_bytes_per_slice / 4,
                          g * a.kt_per_unit, full(st));
       }
     }
@@ -169,11 +196,9 @@ __global__ void __launch_bounds__(SliceConfig::kThreads)
     for (int q = 0; q < n; ++q) {
       const uint32_t st = uint32_t(q) % S;
       dev::mbar_wait(full(st), (uint32_t(q) / S) & 1u);
-      const uint4* p = ring_p + st * (a.stage_bytes / 16);
-      const uint32_t nk = uint32_t(valid_k_tiles(a, (u0 + q) % a.units_per_slice * a.kt_per_unit));
-      for (uint32_t i = uint32_t(lane); i < nk * a.piece_bytes / 16; i += 32) wacc ^= xor4(p[i]);
-      for (uint32_t i = uint32_t(lane); i < nk * a.code_piece_bytes / 16; i += 32)
-        wacc ^= xor4(p[a.plane_bytes / 16 + i]);
+      const int u = u0 + q;
+      wacc ^= xor_unit(a, ring_p + st * (a.stage_bytes / 16), u / a.units_per_slice,
+                       u % a.units_per_slice * a.kt_per_unit, lane);
       dev::mbar_arrive(empty(st));
     }
   }
@@ -224,8 +249,9 @@ void check_slice_config(int slice, int kt, int stages, int per_sm, int smem, int
   if (smem < 0 || smem > SliceConfig::kMaxSmem)
     throw Error("read_slices: SMEM " + std::to_string(smem) + " B is outside 0.." +
                 std::to_string(SliceConfig::kMaxSmem));
-  if (slice != 16 && slice != 32 && slice != 64 && slice != 128)
-    throw Error("read_slices: S " + std::to_string(slice) + " columns is not 16, 32, 64 or 128");
+  if (slice < 16 || slice > 512 || (slice & (slice - 1)) != 0)
+    throw Error("read_slices: S " + std::to_string(slice) +
+                " columns is not 16, 32, 64, 128, 256 or 512");
   if (kt < 1 || kt > 256)
     throw Error("read_slices: KT " + std::to_string(kt) + " k-tiles per unit is outside 1..256");
   if (stages < 1 || stages > SliceConfig::kMaxStages)
@@ -252,7 +278,9 @@ std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const Variant
   a.code_bytes_per_slice = 2 * slice;
   a.kt_per_unit = kt;
   a.units_per_slice = int((geo.k_tiles() + kt - 1) / kt);
-  a.units = int(geo.n_tiles() * (128 / slice)) * a.units_per_slice;
+  a.total_cols = int(geo.n_tiles()) * 128;
+  a.slice_cols = slice;
+  a.units = int((a.total_cols + slice - 1) / slice) * a.units_per_slice;
   a.stages = stages;
   a.plane_bytes = uint32_t(128 * a.rows_per_slice * kt);
   a.code_bytes = uint32_t(a.code_bytes_per_slice * kt);
@@ -315,8 +343,8 @@ void read_slices_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
                            {std::uint64_t(geo.k_tiles()), row_bytes, uint32_t(s->kt)}},
                           CU_TENSOR_MAP_SWIZZLE_128B);
     const CUtensorMap codes =
-        encode_tensor_map(g.w.absmax, CU_TENSOR_MAP_DATA_TYPE_UINT8, 1,
-                          {{code_row, 0, uint32_t(s->args.code_bytes_per_slice)},
+        encode_tensor_map(g.w.absmax, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4,  // 4 codes a word:
+                          {{code_row / 4, 0, uint32_t(s->args.code_bytes_per_slice / 4)},  // S / 2
                            {std::uint64_t(geo.k_tiles()), code_row, uint32_t(s->kt)}},
                           CU_TENSOR_MAP_SWIZZLE_NONE);
     s->maps.push_back({g.w.packed, {planes, codes}});

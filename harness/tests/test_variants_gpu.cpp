@@ -185,10 +185,11 @@ TEST_CASE("read probes write C = 0; read_ldg and read_slices read every word", "
       }
       // read_slices: every weight word landed once (the boxes past the last k-tile land zeros),
       // in its default units and in others: 16 and 128 columns, an odd k-tile count, 3 stages,
-      // bulk copies per k-tile (the last unit of a slice partial)
+      // bulk copies per k-tile (the last unit of a slice partial), slices of 2 and 4 n-tiles (N =
+      // 257: 3 n-tiles, so the last one partial)
       CHECK(variants::read_slices_checksum(o.state.get()) == weights);
-      for (const char* env :
-           {"16,5,3,0,0", "128,3,1,1", "64,33,2,2", "128,4,2,2,0,1", "32,5,3,0,0,1"}) {
+      for (const char* env : {"16,5,3,0,0", "128,3,1,1", "64,33,2,2", "128,4,2,2,0,1",
+                              "32,5,3,0,0,1", "512,1,2,2,0,1", "256,3,2,2", "512,2,2,2,0,0"}) {
         INFO("KBIT_PROBE_SLICES=" << env);
         ScopedEnv e("KBIT_PROBE_SLICES", env);
         const Outcome o2 = execute_and_check(row, {}, p.d, dp, nullptr, s.get());
@@ -196,6 +197,7 @@ TEST_CASE("read probes write C = 0; read_ldg and read_slices read every word", "
         CHECK(variants::read_slices_checksum(o2.state.get()) == weights);
       }
       for (const auto& [env, msg] : {std::pair{"24", "S 24 columns"},
+                                     {"1024", "S 1024 columns"},
                                      {"32,0", "KT 0"},
                                      {"32,16,9", "STAGES 9"},
                                      {"32,16,2,-1", "BLOCKS_PER_SM -1"},
