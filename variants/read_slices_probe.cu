@@ -4,17 +4,18 @@
 // consecutive n-tiles, whose pieces of a k-tile are contiguous), the unit such a GEMV would
 // compute: one TMA tensor copy of the slice's planes (a 3-D box: 128-byte rows along the k-tile's
 // row of tiles, KT k-tiles far apart) and one of its E4M4 codes (a 2-D box) per unit, into a ring
-// of shared-memory stages. Its question (scalar_gemv's notes, sessions 13 and 21): can narrow
-// slices, which would let Llama3-8B's tiles end in pairs or not be split at all, stream as fast as
-// the 17 KB contiguous copies scalar_gemv makes today? Session 13's slices used 4 << j small bulk
-// copies per unit and lost to the copy issue; a tensor copy is one instruction per box.
+// of shared-memory stages. Its question (scalar_gemv's notes, sessions 13, 21 and 24): which unit
+// shapes stream as fast as the kernel's, so that Llama3-8B's tiles could end in pairs or not be
+// split at all? Session 13's slices used 4 << j small bulk copies per unit and lost to the copy
+// issue; a tensor copy is one instruction per box. BULK 1 (below) copies per k-tile piece with
+// cp.async.bulk instead, as scalar_gemv's producer does.
 //
-// Shape of a block (64 threads): lane 0 of warp 0 issues the copies; warp 1 reads each landed
+// Shape of a block (192 threads): lane 0 of warp 5 issues the copies; warp 0 reads each landed
 // stage (an XOR of every word, so that a test can prove each byte arrived once) and frees it,
-// and after griddepcontrol.wait reads the A its stripe would need (the k-range of its units,
-// all of A when its stripe crosses a slice), which is what a slice costs beyond the weights.
-// Units are dealt to blocks in contiguous stripes, slice-major: the blocks of one slice walk
-// its k-range side by side, as scalar_gemv's k-band stripes do.
+// once warps 1-4 have read, after griddepcontrol.wait, the A its stripe would stage (the k-range
+// of its units, all of A when its stripe crosses a slice: what a slice costs beyond the weights).
+// Units are dealt to blocks in contiguous stripes, slice-major: the blocks of one slice walk its
+// k-range side by side, as scalar_gemv's k-band stripes do.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -27,6 +28,7 @@
 
 #include "reference/error.hpp"
 #include "variants/baselines.hpp"
+#include "variants/common/barrier.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
@@ -45,7 +47,10 @@ namespace {
 // k-tile's piece of a unit with its own cp.async.bulk instead (2 x KT copies per unit; at
 // 128 x 4 exactly what scalar_gemv's producer issues), to tell the copy order from the copy kind.
 struct SliceConfig {
-  static constexpr int kThreads = 64;      // warp 0: the copies; warp 1: reads and frees the stages
+  // warp 0 reads and frees the stages; warps 1-4 read the stripe's A first (the GEMV's
+  // consumers would stage it before their first unit); warp 5 issues the copies
+  static constexpr int kThreads = 192;
+  static constexpr int kReaders = 160;     // warps 0-4: the named barrier after the A
   static constexpr int kSlice = 32;        // columns per unit: 8B down's tiles would end in pairs
   static constexpr int kKTiles = 16;       // k-tiles per unit: 32 x 16 x 34 B = 17 KB at K = 4
   static constexpr int kStages = 2;        // scalar_gemv's ring depth
@@ -85,9 +90,25 @@ __device__ __forceinline__ uint32_t xor4(uint4 v) {
   return v.x ^ v.y ^ v.z ^ v.w;
 }
 
+// XOR of n16 16-byte words from p, words first, first + stride, ... (a warp or a group of
+// warps), four loads in flight per lane: the stage reader must free a stage faster than the
+// copies land, and the A readers must not serialize on L2 round trips, or the probe would time
+// its own reads.
+__device__ __forceinline__ uint32_t xor_range(const uint4* p, uint32_t n16, uint32_t first,
+                                              uint32_t stride) {
+  uint32_t acc = 0, i = first;
+  for (; i + 3 * stride < n16; i += 4 * stride) {
+    const uint4 v0 = p[i], v1 = p[i + stride], v2 = p[i + 2 * stride], v3 = p[i + 3 * stride];
+    acc ^= xor4(v0) ^ xor4(v1) ^ xor4(v2) ^ xor4(v3);
+  }
+  for (; i < n16; i += stride) acc ^= xor4(p[i]);
+  return acc;
+}
+
 // The A a stripe of units [u0, u1) would stage: the k-range of its units when they lie in one
 // slice, else all of K (M rows of it), XORed by one warp.
-__device__ uint32_t read_stripe_a(const SliceArgs& a, int u0, int u1, int lane) {
+__device__ uint32_t read_stripe_a(const SliceArgs& a, int u0, int u1, uint32_t first,
+                                  uint32_t stride) {
   long long k0 = 0, k1 = a.k_dim;
   if (u0 / a.units_per_slice == (u1 - 1) / a.units_per_slice) {
     k0 = (long long)(u0 % a.units_per_slice) * a.kt_per_unit * 64;
@@ -96,8 +117,7 @@ __device__ uint32_t read_stripe_a(const SliceArgs& a, int u0, int u1, int lane) 
   }
   uint32_t acc = 0;
   for (int m = 0; m < a.a_rows; ++m)
-    for (long long i = (m * a.k_dim + k0) / 8 + lane; i < (m * a.k_dim + k1) / 8; i += 32)
-      acc ^= xor4(a.A[i]);
+    acc ^= xor_range(a.A + (m * a.k_dim + k0) / 8, uint32_t((k1 - k0) / 8), first, stride);
   return acc;
 }
 
@@ -133,17 +153,66 @@ __device__ void copy_unit_bulk(const SliceArgs& a, uint32_t dst, int slice, int 
         bar);
 }
 
-// Warp 1's XOR of a landed unit: the pieces that exist (bulk copies leave the rest stale).
-__device__ uint32_t xor_unit(const SliceArgs& a, const uint4* p, int slice, int kt0, int lane) {
-  const int nk = valid_k_tiles(a, kt0);
+// Warp 0's XOR of a landed unit: the pieces that exist (bulk copies leave the rest stale). A
+// full slice's pieces are contiguous; a partial one (past the last n-tile) is read piece by piece.
+__device__ uint32_t xor_unit(const SliceArgs& a, const uint4* p, int slice, int kt0,
+                             uint32_t lane) {
+  const uint32_t nk = uint32_t(valid_k_tiles(a, kt0));
   const uint32_t cols = uint32_t(valid_cols(a, slice));
-  const uint32_t piece16 = a.piece_bytes / uint32_t(a.slice_cols) * cols / 16, code16 = cols / 8;
+  const uint32_t piece16 = a.piece_bytes / 16, code16 = a.code_piece_bytes / 16;
+  const uint4* codes = p + a.plane_bytes / 16;
+  if (cols == uint32_t(a.slice_cols))
+    return xor_range(p, nk * piece16, lane, 32) ^ xor_range(codes, nk * code16, lane, 32);
+  const uint32_t vpiece16 = piece16 / uint32_t(a.slice_cols) * cols, vcode16 = cols / 8;
   uint32_t acc = 0;
-  for (int j = 0; j < nk; ++j) {
-    for (uint32_t i = uint32_t(lane); i < piece16; i += 32)
-      acc ^= xor4(p[j * a.piece_bytes / 16 + i]);
-    for (uint32_t i = uint32_t(lane); i < code16; i += 32)
-      acc ^= xor4(p[(a.plane_bytes + j * a.code_piece_bytes) / 16 + i]);
+  for (uint32_t j = 0; j < nk; ++j)
+    acc ^= xor_range(p + j * piece16, vpiece16, lane, 32) ^
+           xor_range(codes + j * code16, vcode16, lane, 32);
+  return acc;
+}
+
+__device__ __forceinline__ uint32_t full_bar(uint32_t bars, uint32_t s) {
+  return bars + 8 * s;
+}
+__device__ __forceinline__ uint32_t empty_bar(uint32_t bars, uint32_t s) {
+  return bars + 8 * (SliceConfig::kMaxStages + s);
+}
+
+// Warp 5, lane 0: units u0 .. u0 + n - 1 into the ring, a stage refilled once warp 0 freed it.
+__device__ void issue_copies(const SliceArgs& a, uint32_t ring, uint32_t bars, int u0, int n) {
+  const uint32_t S = uint32_t(a.stages);
+  for (int q = 0; q < n; ++q) {
+    const uint32_t st = uint32_t(q) % S;
+    if (uint32_t(q) >= S) {
+      dev::mbar_wait(empty_bar(bars, st), (uint32_t(q) / S - 1) & 1u);
+      dev::fence_proxy_async_shared();  // warp 0's reads before the refill (async proxy)
+    }
+    const int u = u0 + q, slice = u / a.units_per_slice, g = u % a.units_per_slice;
+    const uint32_t dst = ring + st * a.stage_bytes, full = full_bar(bars, st);
+    if (a.bulk) {
+      copy_unit_bulk(a, dst, slice, g * a.kt_per_unit, full);
+      continue;
+    }
+    dev::mbar_arrive_expect_tx(full, a.plane_bytes + a.code_bytes);
+    dev::tma_load_3d(dst, &a.planes, 0, slice * a.rows_per_slice, g * a.kt_per_unit, full);
+    dev::tma_load_2d(dst + a.plane_bytes, &a.codes, slice * a.code_bytes_per_slice / 4,
+                     g * a.kt_per_unit, full);
+  }
+}
+
+// Warp 0: reads (XORs) every landed unit and frees its stage.
+__device__ uint32_t consume_units(const SliceArgs& a, const unsigned char* smem, uint32_t bars,
+                                  uint32_t ring, int u0, int n, uint32_t lane) {
+  const uint32_t S = uint32_t(a.stages);
+  const uint4* ring_p = reinterpret_cast<const uint4*>(smem + (ring - bars));
+  uint32_t acc = 0;
+  for (int q = 0; q < n; ++q) {
+    const uint32_t st = uint32_t(q) % S;
+    dev::mbar_wait(full_bar(bars, st), (uint32_t(q) / S) & 1u);
+    const int u = u0 + q;
+    acc ^= xor_unit(a, ring_p + st * (a.stage_bytes / 16), u / a.units_per_slice,
+                    u % a.units_per_slice * a.kt_per_unit, lane);
+    dev::mbar_arrive(empty_bar(bars, st));
   }
   return acc;
 }
@@ -158,49 +227,22 @@ __global__ void __launch_bounds__(SliceConfig::kThreads)
   const int u0 = int(blockIdx.x) * a.per_block;
   const int u1 = u0 + a.per_block < a.units ? u0 + a.per_block : a.units;
   const int n = u1 > u0 ? u1 - u0 : 0;
-  const uint32_t S = uint32_t(a.stages);
-  auto full = [&](uint32_t s) { return bars + 8 * s; };
-  auto empty = [&](uint32_t s) { return bars + 8 * (Cfg::kMaxStages + s); };
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
   if (threadIdx.x == 0) {
-    for (uint32_t s = 0; s < S; ++s) dev::mbar_init(full(s), 1), dev::mbar_init(empty(s), 32);
+    for (uint32_t s = 0; s < uint32_t(a.stages); ++s)
+      dev::mbar_init(full_bar(bars, s), 1), dev::mbar_init(empty_bar(bars, s), 32);
     dev::fence_barrier_init();
   }
   __syncthreads();
   uint32_t wacc = 0, aacc = 0;
-  if (warp == 0) {
-    if (lane == 0) {
-      for (int q = 0; q < n; ++q) {
-        const uint32_t st = uint32_t(q) % S;
-        if (uint32_t(q) >= S) {
-          dev::mbar_wait(empty(st), (uint32_t(q) / S - 1) & 1u);
-          dev::fence_proxy_async_shared();  // warp 1's reads before the refill (async proxy)
-        }
-        const int u = u0 + q, slice = u / a.units_per_slice, g = u % a.units_per_slice;
-        const uint32_t dst = ring + st * a.stage_bytes;
-        if (a.bulk) {
-          copy_unit_bulk(a, dst, slice, g * a.kt_per_unit, full(st));
-          continue;
-        }
-        dev::mbar_arrive_expect_tx(full(st), a.plane_bytes + a.code_bytes);
-        dev::tma_load_3d(dst, &a.planes, 0, slice * a.rows_per_slice, g * a.kt_per_unit, full(st));
-        dev::tma_load_2d(dst + a.plane_bytes, &a.codes, slice * a.code_bytes_per_slice / 4,
-                         g * a.kt_per_unit, full(st));
-      }
-    }
+  if (warp == 5) {
+    if (lane == 0) issue_copies(a, ring, bars, u0, n);
     dev::pdl::wait();  // C belongs to the previous launch until then
   } else {
     dev::pdl::wait();  // A: the previous launch's output
-    if (n > 0) aacc = read_stripe_a(a, u0, u1, lane);
-    const uint4* ring_p = reinterpret_cast<const uint4*>(smem + (ring - bars));
-    for (int q = 0; q < n; ++q) {
-      const uint32_t st = uint32_t(q) % S;
-      dev::mbar_wait(full(st), (uint32_t(q) / S) & 1u);
-      const int u = u0 + q;
-      wacc ^= xor_unit(a, ring_p + st * (a.stage_bytes / 16), u / a.units_per_slice,
-                       u % a.units_per_slice * a.kt_per_unit, lane);
-      dev::mbar_arrive(empty(st));
-    }
+    if (warp >= 1 && n > 0) aacc = read_stripe_a(a, u0, u1, threadIdx.x - 32, Cfg::kReaders - 32);
+    dev::sync_threads<Cfg::kReaders>();  // the stripe's A is in before any unit is consumed
+    if (warp == 0) wacc = consume_units(a, smem, bars, ring, u0, n, uint32_t(lane));
   }
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.c_elems;
        i += (long long)gridDim.x * blockDim.x)
@@ -209,9 +251,12 @@ __global__ void __launch_bounds__(SliceConfig::kThreads)
     wacc ^= __shfl_xor_sync(0xffffffffu, wacc, o);
     aacc ^= __shfl_xor_sync(0xffffffffu, aacc, o);
   }
-  if (threadIdx.x == 32) {  // warp 1 holds both
+  __shared__ uint32_t a_xor[Cfg::kThreads / 32];
+  if (lane == 0) a_xor[warp] = aacc;
+  __syncthreads();
+  if (threadIdx.x == 0) {  // warp 0 holds the weights' XOR
     a.sink[blockIdx.x] = wacc;
-    a.sink[gridDim.x + blockIdx.x] = aacc;
+    a.sink[gridDim.x + blockIdx.x] = a_xor[1] ^ a_xor[2] ^ a_xor[3] ^ a_xor[4];
   }
 }
 
