@@ -111,7 +111,7 @@ const std::vector<VariantRow>& registry() {
       {"read_slices",
        "probe: streams the tiled weights as 32-column x 16-k-tile units, one TMA tensor copy of "
        "planes and one of codes each (2-stage ring, 2 blocks/SM), and each stripe's A; writes C "
-       "= 0; no GEMM (KBIT_PROBE_SLICES=S,KT,STAGES,BLOCKS_PER_SM,SMEM)",
+       "= 0; no GEMM (KBIT_PROBE_SLICES=S,KT,STAGES,BLOCKS_PER_SM,SMEM,BULK)",
        Family::probe, probe_support(90, true), kTiled64x128, variants::read_slices_setup,
        variants::read_slices_run},
       {"inline_dequant",
