@@ -106,7 +106,7 @@ __device__ __forceinline__ uint32_t xor_range(const uint4* p, uint32_t n16, uint
 }
 
 // The A a stripe of units [u0, u1) would stage: the k-range of its units when they lie in one
-// slice, else all of K (M rows of it), XORed by one warp.
+// slice, else all of K (M rows of it), XORed by warps 1-4 (first: this lane, stride: their lanes).
 __device__ uint32_t read_stripe_a(const SliceArgs& a, int u0, int u1, uint32_t first,
                                   uint32_t stride) {
   long long k0 = 0, k1 = a.k_dim;
