@@ -26,6 +26,7 @@
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/launch.hpp"
 #include "variants/common/pdl.cuh"
+#include "variants/common/probe.cuh"
 
 namespace kbit::variants {
 namespace {
@@ -75,11 +76,7 @@ struct ProbeArgs {
 };
 
 __device__ __forceinline__ void write_zero_c(const ProbeArgs& a, long long tid, long long stride) {
-  for (long long i = tid; i < a.c_elems; i += stride) a.C[i] = 0;
-}
-
-__device__ __forceinline__ uint32_t xor4(uint4 v) {
-  return v.x ^ v.y ^ v.z ^ v.w;
+  dev::zero_fill_u16(a.C, a.c_elems, tid, stride);
 }
 
 // The XOR of every 32-bit word the block read, to out[blockIdx.x] (read_probe_checksum folds
@@ -110,9 +107,9 @@ __global__ void __launch_bounds__(LdgConfig::kThreads) read_ldg_kernel(ProbeArgs
 #pragma unroll
       for (int j = 0; j < U; ++j) v[j] = __ldcs(p + i + j * stride);  // all U issued first
 #pragma unroll
-      for (int j = 0; j < U; ++j) acc ^= xor4(v[j]);
+      for (int j = 0; j < U; ++j) acc ^= dev::xor4(v[j]);
     }
-    for (; i < n; i += stride) acc ^= xor4(__ldcs(p + i));
+    for (; i < n; i += stride) acc ^= dev::xor4(__ldcs(p + i));
   }
   write_zero_c(a, tid, stride);
   store_block_xor(acc, a.sink);

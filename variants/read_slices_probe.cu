@@ -34,6 +34,7 @@
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/launch.hpp"
 #include "variants/common/pdl.cuh"
+#include "variants/common/probe.cuh"
 #include "variants/common/tensor_map.hpp"
 #include "variants/common/tma_tensor.cuh"
 
@@ -86,10 +87,6 @@ struct SliceArgs {
   unsigned* sink;  // [block]: XOR of the weight words landed; [grid + block]: XOR of A read
 };
 
-__device__ __forceinline__ uint32_t xor4(uint4 v) {
-  return v.x ^ v.y ^ v.z ^ v.w;
-}
-
 // XOR of n16 16-byte words from p, words first, first + stride, ... (a warp or a group of
 // warps), four loads in flight per lane: the stage reader must free a stage faster than the
 // copies land, and the A readers must not serialize on L2 round trips, or the probe would time
@@ -99,9 +96,9 @@ __device__ __forceinline__ uint32_t xor_range(const uint4* p, uint32_t n16, uint
   uint32_t acc = 0, i = first;
   for (; i + 3 * stride < n16; i += 4 * stride) {
     const uint4 v0 = p[i], v1 = p[i + stride], v2 = p[i + 2 * stride], v3 = p[i + 3 * stride];
-    acc ^= xor4(v0) ^ xor4(v1) ^ xor4(v2) ^ xor4(v3);
+    acc ^= dev::xor4(v0) ^ dev::xor4(v1) ^ dev::xor4(v2) ^ dev::xor4(v3);
   }
-  for (; i < n16; i += stride) acc ^= xor4(p[i]);
+  for (; i < n16; i += stride) acc ^= dev::xor4(p[i]);
   return acc;
 }
 
@@ -244,9 +241,8 @@ __global__ void __launch_bounds__(SliceConfig::kThreads)
     dev::sync_threads<Cfg::kReaders>();  // the stripe's A is in before any unit is consumed
     if (warp == 0) wacc = consume_units(a, smem, bars, ring, u0, n, uint32_t(lane));
   }
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.c_elems;
-       i += (long long)gridDim.x * blockDim.x)
-    a.C[i] = 0;
+  dev::zero_fill_u16(a.C, a.c_elems, (long long)blockIdx.x * blockDim.x + threadIdx.x,
+                     (long long)gridDim.x * blockDim.x);
   for (int o = 16; o > 0; o >>= 1) {
     wacc ^= __shfl_xor_sync(0xffffffffu, wacc, o);
     aacc ^= __shfl_xor_sync(0xffffffffu, aacc, o);
@@ -261,7 +257,7 @@ __global__ void __launch_bounds__(SliceConfig::kThreads)
 }
 
 struct SliceState : VariantState {
-  int grid = 0, smem = 0, slice = 0, kt = 0, stages = 0, per_sm = 0;
+  int grid = 0, smem = 0, per_sm = 0;
   SliceArgs args{};  // everything but the maps and the pointers
   DeviceBuffer<unsigned> sink;
   std::vector<std::pair<const void*, std::pair<CUtensorMap, CUtensorMap>>> maps;  // per copy
@@ -357,7 +353,6 @@ std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const Variant
   s->per_sm = per_sm > 0 ? per_sm : fit;
   a.per_block = (a.units + sms * s->per_sm - 1) / (sms * s->per_sm);
   s->grid = (a.units + a.per_block - 1) / a.per_block;
-  s->slice = slice, s->kt = kt, s->stages = stages;
   s->sink = DeviceBuffer<unsigned>(std::size_t(2 * s->grid));
   KBIT_CUDA_CHECK(cudaMemset(s->sink.get(), 0, s->sink.bytes()));
   s->what = std::to_string(slice) + "-column x " + std::to_string(kt) + "-k-tile units (" +
@@ -381,16 +376,16 @@ void read_slices_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
   if (it == s->maps.end()) {  // a new L2-rotation copy: encode its two maps once
     const std::uint64_t rows = std::uint64_t(geo.n_tiles()) * 8 * std::uint64_t(d.k_bits);
     const std::uint64_t row_bytes = rows * 128, code_row = std::uint64_t(geo.n_tiles()) * 256;
-    const CUtensorMap planes =
-        encode_tensor_map(g.w.packed, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4,
-                          {{32, 0, 32},
-                           {rows, 128, uint32_t(s->args.rows_per_slice)},
-                           {std::uint64_t(geo.k_tiles()), row_bytes, uint32_t(s->kt)}},
-                          CU_TENSOR_MAP_SWIZZLE_128B);
+    const CUtensorMap planes = encode_tensor_map(
+        g.w.packed, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4,
+        {{32, 0, 32},
+         {rows, 128, uint32_t(s->args.rows_per_slice)},
+         {std::uint64_t(geo.k_tiles()), row_bytes, uint32_t(s->args.kt_per_unit)}},
+        CU_TENSOR_MAP_SWIZZLE_128B);
     const CUtensorMap codes =
         encode_tensor_map(g.w.absmax, CU_TENSOR_MAP_DATA_TYPE_UINT32, 4,  // 4 codes a word:
                           {{code_row / 4, 0, uint32_t(s->args.code_bytes_per_slice / 4)},  // S / 2
-                           {std::uint64_t(geo.k_tiles()), code_row, uint32_t(s->kt)}},
+                           {std::uint64_t(geo.k_tiles()), code_row, uint32_t(s->args.kt_per_unit)}},
                           CU_TENSOR_MAP_SWIZZLE_NONE);
     s->maps.push_back({g.w.packed, {planes, codes}});
     it = s->maps.end() - 1;

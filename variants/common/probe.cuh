@@ -1,0 +1,20 @@
+// Device helpers of the read probes (variants/read_probe.cu, variants/read_slices_probe.cu):
+// kernels that only read a problem's bytes must keep every load live and still write C.
+#pragma once
+#include <cstdint>
+
+namespace kbit::dev {
+
+// XOR of a 16-byte load's four words: folding every word read into one value that is stored
+// keeps no load dead, and lets a test prove each byte was read once.
+__device__ __forceinline__ uint32_t xor4(uint4 v) {
+  return v.x ^ v.y ^ v.z ^ v.w;
+}
+
+// Elements first, first + stride, ... of a 16-bit C set to zero (a probe's output).
+__device__ __forceinline__ void zero_fill_u16(unsigned short* C, long long elems, long long first,
+                                              long long stride) {
+  for (long long i = first; i < elems; i += stride) C[i] = 0;
+}
+
+}  // namespace kbit::dev
