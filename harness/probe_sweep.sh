@@ -1,6 +1,6 @@
 #!/bin/bash
 # What does a stream need to reach the floor? Times the read_bulk probe under several ring
-# configurations (KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID[,HOLD]]]]]]",
+# configurations (KBIT_PROBE_BULK="CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID[,HOLD[,A_EACH]]]]]]]",
 # variants/read_probe.cu)
 # on one experiment's shapes, and prints one line per (configuration, shape):
 #   harness/probe_sweep.sh [CONFIG.toml] [M] -- CFG...

@@ -34,6 +34,9 @@ void read_probe_run(VariantState* state, const GemmDims& dims, const GemmArgs& a
 // read_ldg's record of what it read (synchronizes): the XOR of every 32-bit word of the planes,
 // the absmax codes and A, for tests. 0 from read_bulk (nothing reads its ring).
 std::uint32_t read_probe_checksum(VariantState* state);
+// read_bulk with KBIT_PROBE_BULK's A_EACH 1 (synchronizes): per streaming block, the XOR of
+// every 32-bit word of A that the block read (each block reads all of A); zeros without it.
+std::vector<std::uint32_t> read_bulk_a_words(VariantState* state);
 
 // read_slices (variants/read_slices_probe.cu): the weights in S-column x KT-k-tile units, each
 // copied by two TMA tensor copies (planes, codes), the stream a column-slice GEMV would make;

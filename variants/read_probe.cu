@@ -18,9 +18,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "reference/error.hpp"
 #include "variants/baselines.hpp"
+#include "variants/common/barrier.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
@@ -48,9 +50,14 @@ struct LdgConfig {
 //     has issued its last weight copy;
 //   GRID > 0: that many streaming blocks instead of BLOCKS_PER_SM x SMs;
 //   HOLD 1: BLOCKS_PER_SM x SMs blocks all the same, GRID of them streaming, the others holding
-//     their slots until those have finished.
+//     their slots until those have finished;
+//   A_EACH 1: every streaming block reads all of A itself after griddepcontrol.wait, with
+//     kAReaders threads (a GEMV whose blocks own whole columns, full K, must), instead of A's
+//     chunks being dealt out like the weights'.
 struct BulkConfig {
-  static constexpr int kThreads = 32;  // lane 0 streams; the warp writes its share of C
+  static constexpr int kThreads = 32;    // lane 0 streams; the warp writes its share of C
+  static constexpr int kAReaders = 256;  // A_EACH: 8 more warps, as scalar_gemv's consumers
+  static constexpr int kAUnroll = 8;     // A_EACH: 16-byte loads in flight per reader
   static constexpr int kChunk = 16384;
   static constexpr int kStages = 4;
   static constexpr int kMaxStages = 16;
@@ -69,10 +76,11 @@ struct ProbeArgs {
   int before_wait;    // read_bulk: weight chunks per block before griddepcontrol.wait (-1: all)
   int late_trigger;   // read_bulk: launch_dependents after the last weight copy, not at the start
   int work;           // read_bulk: blocks that stream; blocks past them hold their slots
+  int a_each;         // read_bulk: 1 every streaming block reads all of A (span[2]) itself
   unsigned* done;     // read_bulk: streaming blocks finished, over every launch (holders wait)
   unsigned short* C;
   long long c_elems;  // 16-bit elements of C, all written with zero
-  unsigned* sink;     // read_ldg: one XOR of all words read per block
+  unsigned* sink;     // read_ldg: one XOR of all words read per block; read_bulk A_EACH: of A
 };
 
 __device__ __forceinline__ void write_zero_c(const ProbeArgs& a, long long tid, long long stride) {
@@ -125,7 +133,37 @@ __device__ void hold_slot(const ProbeArgs& a) {
   while (int(*done - target) < 0) __nanosleep(256);
 }
 
-__global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeArgs a) {
+// A_EACH: warps 1.. of a streaming block read all of A after griddepcontrol.wait (kAUnroll
+// 16-byte loads in flight per thread, as a GEMV's consumers staging A would) and store its XOR
+// to sink[blockIdx.x], so no load is dead and a test can check that each block read all of A.
+__device__ void read_all_a(const ProbeArgs& a) {
+  constexpr int R = BulkConfig::kAReaders, U = BulkConfig::kAUnroll;
+  __shared__ uint32_t warp_xor[R / 32];
+  dev::pdl::wait();  // A is the previous launch's output
+  const uint4* p = reinterpret_cast<const uint4*>(a.span[2].p);
+  const long long n = a.span[2].bytes / 16;
+  const int r = int(threadIdx.x) - 32;
+  uint32_t acc = 0;
+  long long i = r;
+  for (; i + (U - 1) * R < n; i += U * R) {
+    uint4 v[U];
+#pragma unroll
+    for (int j = 0; j < U; ++j) v[j] = p[i + j * R];  // all U issued first
+#pragma unroll
+    for (int j = 0; j < U; ++j) acc ^= dev::xor4(v[j]);
+  }
+  for (; i < n; i += R) acc ^= dev::xor4(p[i]);
+  for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
+  if ((r & 31) == 0) warp_xor[r >> 5] = acc;
+  dev::sync_threads<R>();  // named barrier 1 over the readers only (warp 0 never arrives)
+  if (r == 0) {
+    for (int w = 1; w < R / 32; ++w) acc ^= warp_xor[w];
+    a.sink[blockIdx.x] = acc;
+  }
+}
+
+__global__ void __launch_bounds__(BulkConfig::kThreads + BulkConfig::kAReaders)
+    read_bulk_kernel(ProbeArgs a) {
   extern __shared__ __align__(128) unsigned char smem[];
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long threads = (long long)a.work * blockDim.x;  // the streaming blocks' threads
@@ -136,7 +174,8 @@ __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeAr
     return;
   }
   if (threadIdx.x != 0) {
-    dev::pdl::wait();  // C belongs to the previous launch until then
+    if (threadIdx.x >= 32) read_all_a(a);  // A_EACH
+    dev::pdl::wait();                      // C belongs to the previous launch until then
     write_zero_c(a, tid, threads);
     return;
   }
@@ -146,7 +185,7 @@ __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeAr
   dev::fence_barrier_init();
   uint32_t q = 0;  // chunks issued by this block; chunk q uses stage q % S
   bool waited = false;
-  for (int s = 0; s < 3; ++s) {
+  for (int s = 0; s < (a.a_each ? 2 : 3); ++s) {                  // A_EACH: the readers read A
     if (s == 2 && a.late_trigger) dev::pdl::launch_dependents();  // every weight copy issued
     if (s == 2 && !waited) dev::pdl::wait(), waited = true;       // A: the previous launch's output
     const long long chunks = (a.span[s].bytes + a.chunk - 1) / a.chunk;
@@ -165,8 +204,10 @@ __global__ void __launch_bounds__(BulkConfig::kThreads) read_bulk_kernel(ProbeAr
       dev::bulk_copy_g2s(ring + st * a.chunk, a.span[s].p + c * a.chunk, bytes, bar);
     }
   }
-  for (uint32_t r = q > S ? q - S : 0; r < q; ++r)  // drain the ring
+  if (a.a_each && a.late_trigger) dev::pdl::launch_dependents();  // every weight copy issued
+  for (uint32_t r = q > S ? q - S : 0; r < q; ++r)                // drain the ring
     dev::mbar_wait(bars + 8 * (r % S), (r / S) & 1u);
+  if (!waited) dev::pdl::wait();  // A_EACH with every weight before the wait: C is the last's
   write_zero_c(a, tid, threads);
   if (a.work < int(gridDim.x)) atomicAdd(a.done, 1u);  // for the holders (HOLD)
 }
@@ -175,6 +216,7 @@ struct ProbeState : VariantState {
   DeviceBuffer<unsigned> sink;  // one word per block
   int grid = 0, smem = 0, threads = 0, chunk = 0, stages = 0, striped = 0, before_wait = -1;
   int late_trigger = 0, work = 0;  // work: the streaming blocks (grid unless HOLD)
+  int a_each = 0;                  // read_bulk: every streaming block reads all of A
   DeviceBuffer<unsigned> done;     // read_bulk: finished streaming blocks (ProbeArgs::done)
   void (*kernel)(ProbeArgs) = nullptr;
   std::string what;
@@ -184,13 +226,15 @@ struct ProbeState : VariantState {
 // KBIT_PROBE_BULK (above): each value checked against its limit.
 void parse_bulk_env(const char* env, ProbeState& s, int& blocks_per_sm, int& pad, int& grid,
                     int& hold) {
-  int chunk = 0, stages = 0, blocks = 0, striped = 0, before_wait = -1, trigger = 0;
-  const int n = std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d", &chunk, &stages, &blocks, &striped,
-                            &before_wait, &pad, &trigger, &grid, &hold);
+  int chunk = 0, stages = 0, blocks = 0, striped = 0, before_wait = -1, trigger = 0, a_each = 0;
+  const int n = std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &chunk, &stages, &blocks,
+                            &striped, &before_wait, &pad, &trigger, &grid, &hold, &a_each);
   if (n < 3)
     throw Error(std::string("KBIT_PROBE_BULK='") + env +
-                "' is not "
-                "CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID[,HOLD]]]]]]");
+                "' is not CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID[,"
+                "HOLD[,A_EACH]]]]]]]");
+  if (a_each != 0 && a_each != 1)
+    throw Error("KBIT_PROBE_BULK: A_EACH " + std::to_string(a_each) + " is not 0 or 1");
   if (grid < 0) throw Error("KBIT_PROBE_BULK: GRID " + std::to_string(grid) + " < 0");
   if (hold != 0 && (hold != 1 || grid == 0))
     throw Error("KBIT_PROBE_BULK: HOLD " + std::to_string(hold) + " is not 0, or 1 with a GRID");
@@ -210,7 +254,7 @@ void parse_bulk_env(const char* env, ProbeState& s, int& blocks_per_sm, int& pad
                 std::to_string(BulkConfig::kMaxStages));
   if (blocks < 0) throw Error("KBIT_PROBE_BULK: blocks per SM " + std::to_string(blocks) + " < 0");
   s.chunk = chunk, s.stages = stages, s.striped = striped, s.before_wait = before_wait;
-  s.late_trigger = trigger;
+  s.late_trigger = trigger, s.a_each = a_each;
   blocks_per_sm = blocks;
 }
 
@@ -238,6 +282,7 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
     if (const char* env = std::getenv("KBIT_PROBE_BULK"))
       parse_bulk_env(env, *s, blocks_per_sm, pad, grid, hold);
     s->smem = BulkConfig::kBarrierBytes + s->stages * s->chunk + pad;
+    if (s->a_each) s->threads += BulkConfig::kAReaders;
     KBIT_CUDA_CHECK(cudaFuncSetAttribute(read_bulk_kernel,
                                          cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem));
   }
@@ -270,7 +315,8 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
                       ? ", " + std::to_string(s->before_wait) + " chunks before the wait"
                       : std::string()) +
                  ", " + std::to_string(s->smem) + " B smem" +
-                 (s->late_trigger ? ", dependents after the last weight copy" : "")
+                 (s->late_trigger ? ", dependents after the last weight copy" : "") +
+                 (s->a_each ? ", every block reads all of A" : "")
            : std::to_string(LdgConfig::kUnroll) + " x 16 B loads in flight per thread, " +
                  std::to_string(per_sm) + " x " + std::to_string(LdgConfig::kThreads) +
                  " threads/SM";
@@ -292,6 +338,7 @@ void probe_run(VariantState* state, const GemmDims& d, const GemmArgs& a, cudaSt
   p.before_wait = s->before_wait;
   p.late_trigger = s->late_trigger;
   p.work = s->work;
+  p.a_each = s->a_each;
   p.done = s->done.get();
   void* params[] = {&p};
   launch_kernel(reinterpret_cast<const void*>(s->kernel), dim3(s->grid), dim3(s->threads), s->smem,
@@ -313,6 +360,12 @@ std::uint32_t read_probe_checksum(VariantState* state) {
   std::uint32_t x = 0;
   for (unsigned v : static_cast<ProbeState*>(state)->sink.download()) x ^= v;
   return x;
+}
+std::vector<std::uint32_t> read_bulk_a_words(VariantState* state) {
+  const auto* s = static_cast<ProbeState*>(state);
+  std::vector<unsigned> words = s->sink.download();
+  words.resize(std::size_t(s->work));  // the holders (HOLD) read nothing
+  return {words.begin(), words.end()};
 }
 
 }  // namespace kbit::variants

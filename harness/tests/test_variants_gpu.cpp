@@ -152,7 +152,8 @@ static std::uint32_t xor_words(const unsigned char* p, std::size_t bytes) {
   return x;
 }
 
-TEST_CASE("read probes write C = 0; read_ldg and read_slices read every word", "[gpu][variants]") {
+TEST_CASE("read probes write C = 0; read_ldg and read_slices read every word, read_bulk A",
+          "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;
   for (const char* name : {"read_ldg", "read_bulk", "read_slices"}) {
@@ -170,7 +171,27 @@ TEST_CASE("read probes write C = 0; read_ldg and read_slices read every word", "
       std::vector<unsigned char> c(dp.C_bytes);
       KBIT_CUDA_CHECK(cudaMemcpy(c.data(), dp.C, c.size(), cudaMemcpyDeviceToHost));
       CHECK(std::all_of(c.begin(), c.end(), [](unsigned char b) { return b == 0; }));  // was 0xFF
-      if (row.name == "read_bulk") continue;
+      if (row.name == "read_bulk") {
+        // A_EACH: every streaming block read all of A (striped, all weights before the wait;
+        // round-robin with the late trigger; 100 streaming blocks, the other slots held).
+        const std::uint32_t a_xor = xor_words(p.A.bytes.data(), p.A.bytes.size());
+        CHECK(variants::read_bulk_a_words(o.state.get()) ==
+              std::vector<std::uint32_t>(variants::read_bulk_a_words(o.state.get()).size(), 0));
+        for (const char* env :
+             {"16384,4,0,1,-1,0,0,0,0,1", "4096,2,2,0,2,0,1,0,0,1", "16384,4,2,1,4,0,0,100,1,1"}) {
+          INFO("KBIT_PROBE_BULK=" << env);
+          ScopedEnv e("KBIT_PROBE_BULK", env);
+          const Outcome o2 = execute_and_check(row, {}, p.d, dp, nullptr, s.get());
+          REQUIRE(o2.error.empty());
+          const std::vector<std::uint32_t> words = variants::read_bulk_a_words(o2.state.get());
+          CHECK(words.size() >= 100);
+          CHECK(
+              std::all_of(words.begin(), words.end(), [&](std::uint32_t x) { return x == a_xor; }));
+        }
+        ScopedEnv e("KBIT_PROBE_BULK", "16384,4,0,0,-1,0,0,0,0,2");
+        CHECK_THROWS_WITH(row.setup(p.d, {}), Catch::Contains("A_EACH 2"));
+        continue;
+      }
       const WeightView w = dp.args(row, 0).w;
       std::vector<unsigned char> planes(std::size_t(w.geo.packed_words()) * 4),
           codes(std::size_t(w.geo.absmax_bytes()));
