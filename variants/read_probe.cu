@@ -87,40 +87,32 @@ __device__ __forceinline__ void write_zero_c(const ProbeArgs& a, long long tid, 
   dev::zero_fill_u16(a.C, a.c_elems, tid, stride);
 }
 
-// The XOR of every 32-bit word the block read, to out[blockIdx.x] (read_probe_checksum folds
-// them): one store per block keeps every load live and lets a test prove each byte was read.
-__device__ __forceinline__ void store_block_xor(uint32_t acc, unsigned* out) {
+// The XOR of every 32-bit word that threads [first, first + Threads) of the block read (Threads
+// 0: the whole block, first 0), to out[blockIdx.x] (read_probe_checksum folds them): one store
+// per block keeps every load live and lets a test prove each byte was read.
+template <int Threads>
+__device__ __forceinline__ void store_block_xor(uint32_t acc, unsigned* out, int first) {
   __shared__ uint32_t warp_xor[32];
+  const int r = int(threadIdx.x) - first, warps = Threads ? Threads / 32 : int(blockDim.x >> 5);
   for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
-  if ((threadIdx.x & 31) == 0) warp_xor[threadIdx.x >> 5] = acc;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < int(blockDim.x >> 5); ++w) acc ^= warp_xor[w];
+  if ((r & 31) == 0) warp_xor[r >> 5] = acc;
+  dev::sync_threads<Threads>();  // Threads > 0: named barrier 1, which no other thread joins
+  if (r == 0) {
+    for (int w = 1; w < warps; ++w) acc ^= warp_xor[w];
     out[blockIdx.x] = acc;
   }
 }
 
 __global__ void __launch_bounds__(LdgConfig::kThreads) read_ldg_kernel(ProbeArgs a) {
-  constexpr int U = LdgConfig::kUnroll;
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long stride = (long long)gridDim.x * blockDim.x;
   uint32_t acc = 0;
 #pragma unroll 1
-  for (int s = 0; s < 3; ++s) {
-    const uint4* p = reinterpret_cast<const uint4*>(a.span[s].p);
-    const long long n = a.span[s].bytes / 16;
-    long long i = tid;
-    for (; i + (U - 1) * stride < n; i += U * stride) {
-      uint4 v[U];
-#pragma unroll
-      for (int j = 0; j < U; ++j) v[j] = __ldcs(p + i + j * stride);  // all U issued first
-#pragma unroll
-      for (int j = 0; j < U; ++j) acc ^= dev::xor4(v[j]);
-    }
-    for (; i < n; i += stride) acc ^= dev::xor4(__ldcs(p + i));
-  }
+  for (int s = 0; s < 3; ++s)
+    acc ^= dev::xor_strided<LdgConfig::kUnroll, true>(reinterpret_cast<const uint4*>(a.span[s].p),
+                                                      a.span[s].bytes / 16, tid, stride);
   write_zero_c(a, tid, stride);
-  store_block_xor(acc, a.sink);
+  store_block_xor<0>(acc, a.sink, 0);
 }
 
 // A holder block (KBIT_PROBE_BULK's HOLD) keeps its SM slot, so that the next dependent launch's
@@ -137,29 +129,11 @@ __device__ void hold_slot(const ProbeArgs& a) {
 // 16-byte loads in flight per thread, as a GEMV's consumers staging A would) and store its XOR
 // to sink[blockIdx.x], so no load is dead and a test can check that each block read all of A.
 __device__ void read_all_a(const ProbeArgs& a) {
-  constexpr int R = BulkConfig::kAReaders, U = BulkConfig::kAUnroll;
-  __shared__ uint32_t warp_xor[R / 32];
+  constexpr int R = BulkConfig::kAReaders;
   dev::pdl::wait();  // A is the previous launch's output
-  const uint4* p = reinterpret_cast<const uint4*>(a.span[2].p);
-  const long long n = a.span[2].bytes / 16;
-  const int r = int(threadIdx.x) - 32;
-  uint32_t acc = 0;
-  long long i = r;
-  for (; i + (U - 1) * R < n; i += U * R) {
-    uint4 v[U];
-#pragma unroll
-    for (int j = 0; j < U; ++j) v[j] = p[i + j * R];  // all U issued first
-#pragma unroll
-    for (int j = 0; j < U; ++j) acc ^= dev::xor4(v[j]);
-  }
-  for (; i < n; i += R) acc ^= dev::xor4(p[i]);
-  for (int o = 16; o > 0; o >>= 1) acc ^= __shfl_xor_sync(0xffffffffu, acc, o);
-  if ((r & 31) == 0) warp_xor[r >> 5] = acc;
-  dev::sync_threads<R>();  // named barrier 1 over the readers only (warp 0 never arrives)
-  if (r == 0) {
-    for (int w = 1; w < R / 32; ++w) acc ^= warp_xor[w];
-    a.sink[blockIdx.x] = acc;
-  }
+  const uint32_t acc = dev::xor_strided<BulkConfig::kAUnroll, false>(
+      reinterpret_cast<const uint4*>(a.span[2].p), a.span[2].bytes / 16, threadIdx.x - 32, R);
+  store_block_xor<R>(acc, a.sink, 32);
 }
 
 __global__ void __launch_bounds__(BulkConfig::kThreads + BulkConfig::kAReaders)
