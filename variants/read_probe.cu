@@ -132,7 +132,8 @@ __device__ void read_all_a(const ProbeArgs& a) {
   constexpr int R = BulkConfig::kAReaders;
   dev::pdl::wait();  // A is the previous launch's output
   const uint32_t acc = dev::xor_strided<BulkConfig::kAUnroll, false>(
-      reinterpret_cast<const uint4*>(a.span[2].p), a.span[2].bytes / 16, threadIdx.x - 32, R);
+      reinterpret_cast<const uint4*>(a.span[2].p), a.span[2].bytes / 16, threadIdx.x - 32LL,
+      (long long)R);
   store_block_xor<R>(acc, a.sink, 32);
 }
 

@@ -103,8 +103,8 @@ __device__ uint32_t read_stripe_a(const SliceArgs& a, int u0, int u1, uint32_t f
   }
   uint32_t acc = 0;
   for (int m = 0; m < a.a_rows; ++m)
-    acc ^= dev::xor_strided<kLoadsInFlight, false>(a.A + (m * a.k_dim + k0) / 8,
-                                                   uint32_t((k1 - k0) / 8), first, stride);
+    acc ^= dev::xor_strided<kLoadsInFlight, false, uint32_t>(
+        a.A + (m * a.k_dim + k0) / 8, uint32_t((k1 - k0) / 8), first, stride);
   return acc;
 }
 
@@ -149,13 +149,13 @@ __device__ uint32_t xor_unit(const SliceArgs& a, const uint4* p, int slice, int 
   const uint32_t piece16 = a.piece_bytes / 16, code16 = a.code_piece_bytes / 16;
   const uint4* codes = p + a.plane_bytes / 16;
   if (cols == uint32_t(a.slice_cols))
-    return dev::xor_strided<kLoadsInFlight, false>(p, nk * piece16, lane, 32) ^
-           dev::xor_strided<kLoadsInFlight, false>(codes, nk * code16, lane, 32);
+    return dev::xor_strided<kLoadsInFlight, false, uint32_t>(p, nk * piece16, lane, 32) ^
+           dev::xor_strided<kLoadsInFlight, false, uint32_t>(codes, nk * code16, lane, 32);
   const uint32_t vpiece16 = piece16 / uint32_t(a.slice_cols) * cols, vcode16 = cols / 8;
   uint32_t acc = 0;
   for (uint32_t j = 0; j < nk; ++j)
-    acc ^= dev::xor_strided<kLoadsInFlight, false>(p + j * piece16, vpiece16, lane, 32) ^
-           dev::xor_strided<kLoadsInFlight, false>(codes + j * code16, vcode16, lane, 32);
+    acc ^= dev::xor_strided<kLoadsInFlight, false, uint32_t>(p + j * piece16, vpiece16, lane, 32) ^
+           dev::xor_strided<kLoadsInFlight, false, uint32_t>(codes + j * code16, vcode16, lane, 32);
   return acc;
 }
 
