@@ -87,6 +87,28 @@ __device__ __forceinline__ void write_zero_c(const ProbeArgs& a, long long tid, 
   dev::zero_fill_u16(a.C, a.c_elems, tid, stride);
 }
 
+// XOR of the 16-byte elements first, first + stride, ... of p[0, n) (a thread's share of a
+// buffer), kUnroll loads issued before any is folded: a probe's own reads must keep several loads
+// in flight, or it times itself. kStreaming: ld.global.cs (evict first: weights read once).
+// (read_slices keeps its own 32-bit, four-load loop: its stage reader read 0.6-3 us slower on
+// the Llama3 layers with this one's 64-bit indices; notes.md, session 25.)
+template <int kUnroll, bool kStreaming>
+__device__ __forceinline__ uint32_t xor_strided(const uint4* p, long long n, long long first,
+                                                long long stride) {
+  uint32_t acc = 0;
+  long long i = first;
+  for (; i + (kUnroll - 1) * stride < n; i += kUnroll * stride) {
+    uint4 v[kUnroll];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j)
+      v[j] = kStreaming ? __ldcs(p + i + j * stride) : p[i + j * stride];
+#pragma unroll
+    for (int j = 0; j < kUnroll; ++j) acc ^= dev::xor4(v[j]);
+  }
+  for (; i < n; i += stride) acc ^= dev::xor4(kStreaming ? __ldcs(p + i) : p[i]);
+  return acc;
+}
+
 // The XOR of every 32-bit word that threads [first, first + Threads) of the block read (Threads
 // 0: the whole block, first 0), to out[blockIdx.x] (read_probe_checksum folds them): one store
 // per block keeps every load live and lets a test prove each byte was read.
@@ -109,8 +131,8 @@ __global__ void __launch_bounds__(LdgConfig::kThreads) read_ldg_kernel(ProbeArgs
   uint32_t acc = 0;
 #pragma unroll 1
   for (int s = 0; s < 3; ++s)
-    acc ^= dev::xor_strided<LdgConfig::kUnroll, true>(reinterpret_cast<const uint4*>(a.span[s].p),
-                                                      a.span[s].bytes / 16, tid, stride);
+    acc ^= xor_strided<LdgConfig::kUnroll, true>(reinterpret_cast<const uint4*>(a.span[s].p),
+                                                 a.span[s].bytes / 16, tid, stride);
   write_zero_c(a, tid, stride);
   store_block_xor<0>(acc, a.sink, 0);
 }
@@ -131,7 +153,7 @@ __device__ void hold_slot(const ProbeArgs& a) {
 __device__ void read_all_a(const ProbeArgs& a) {
   constexpr int R = BulkConfig::kAReaders;
   dev::pdl::wait();  // A is the previous launch's output
-  const uint32_t acc = dev::xor_strided<BulkConfig::kAUnroll, false>(
+  const uint32_t acc = xor_strided<BulkConfig::kAUnroll, false>(
       reinterpret_cast<const uint4*>(a.span[2].p), a.span[2].bytes / 16, threadIdx.x - 32LL,
       (long long)R);
   store_block_xor<R>(acc, a.sink, 32);

@@ -87,9 +87,20 @@ struct SliceArgs {
   unsigned* sink;  // [block]: XOR of the weight words landed; [grid + block]: XOR of A read
 };
 
-// Four loads in flight per lane (dev::xor_strided<4, false>): the stage reader must free a
-// stage faster than the copies land, and the A readers must not serialize on L2 round trips.
-constexpr int kLoadsInFlight = 4;
+// XOR of n16 16-byte words from p, words first, first + stride, ... (a warp or a group of
+// warps), four loads in flight per lane: the stage reader must free a stage faster than the
+// copies land, and the A readers must not serialize on L2 round trips, or the probe would time
+// its own reads.
+__device__ __forceinline__ uint32_t xor_range(const uint4* p, uint32_t n16, uint32_t first,
+                                              uint32_t stride) {
+  uint32_t acc = 0, i = first;
+  for (; i + 3 * stride < n16; i += 4 * stride) {
+    const uint4 v0 = p[i], v1 = p[i + stride], v2 = p[i + 2 * stride], v3 = p[i + 3 * stride];
+    acc ^= dev::xor4(v0) ^ dev::xor4(v1) ^ dev::xor4(v2) ^ dev::xor4(v3);
+  }
+  for (; i < n16; i += stride) acc ^= dev::xor4(p[i]);
+  return acc;
+}
 
 // The A a stripe of units [u0, u1) would stage: the k-range of its units when they lie in one
 // slice, else all of K (M rows of it), XORed by warps 1-4 (first: this lane, stride: their lanes).
@@ -103,8 +114,7 @@ __device__ uint32_t read_stripe_a(const SliceArgs& a, int u0, int u1, uint32_t f
   }
   uint32_t acc = 0;
   for (int m = 0; m < a.a_rows; ++m)
-    acc ^= dev::xor_strided<kLoadsInFlight, false, uint32_t>(
-        a.A + (m * a.k_dim + k0) / 8, uint32_t((k1 - k0) / 8), first, stride);
+    acc ^= xor_range(a.A + (m * a.k_dim + k0) / 8, uint32_t((k1 - k0) / 8), first, stride);
   return acc;
 }
 
@@ -149,13 +159,12 @@ __device__ uint32_t xor_unit(const SliceArgs& a, const uint4* p, int slice, int 
   const uint32_t piece16 = a.piece_bytes / 16, code16 = a.code_piece_bytes / 16;
   const uint4* codes = p + a.plane_bytes / 16;
   if (cols == uint32_t(a.slice_cols))
-    return dev::xor_strided<kLoadsInFlight, false, uint32_t>(p, nk * piece16, lane, 32) ^
-           dev::xor_strided<kLoadsInFlight, false, uint32_t>(codes, nk * code16, lane, 32);
+    return xor_range(p, nk * piece16, lane, 32) ^ xor_range(codes, nk * code16, lane, 32);
   const uint32_t vpiece16 = piece16 / uint32_t(a.slice_cols) * cols, vcode16 = cols / 8;
   uint32_t acc = 0;
   for (uint32_t j = 0; j < nk; ++j)
-    acc ^= dev::xor_strided<kLoadsInFlight, false, uint32_t>(p + j * piece16, vpiece16, lane, 32) ^
-           dev::xor_strided<kLoadsInFlight, false, uint32_t>(codes + j * code16, vcode16, lane, 32);
+    acc ^= xor_range(p + j * piece16, vpiece16, lane, 32) ^
+           xor_range(codes + j * code16, vcode16, lane, 32);
   return acc;
 }
 
