@@ -90,8 +90,9 @@ __device__ __forceinline__ void write_zero_c(const ProbeArgs& a, long long tid, 
 // XOR of the 16-byte elements first, first + stride, ... of p[0, n) (a thread's share of a
 // buffer), kUnroll loads issued before any is folded: a probe's own reads must keep several loads
 // in flight, or it times itself. kStreaming: ld.global.cs (evict first: weights read once).
-// (read_slices keeps its own 32-bit, four-load loop: its stage reader read 0.6-3 us slower on
-// the Llama3 layers with this one's 64-bit indices; notes.md, session 25.)
+// (read_slices keeps its own 32-bit, four-load loop: with this one's 64-bit indices its stage
+// reader, which must keep up with the copies, read 0.5-2.4 us slower on the Llama3 layers;
+// notes.md, session 25.)
 template <int kUnroll, bool kStreaming>
 __device__ __forceinline__ uint32_t xor_strided(const uint4* p, long long n, long long first,
                                                 long long stride) {
