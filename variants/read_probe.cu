@@ -148,12 +148,11 @@ __device__ void hold_slot(const ProbeArgs& a) {
   while (int(*done - target) < 0) __nanosleep(256);
 }
 
-// A_EACH: warps 1.. of a streaming block read all of A after griddepcontrol.wait (kAUnroll
-// 16-byte loads in flight per thread, as a GEMV's consumers staging A would) and store its XOR
-// to sink[blockIdx.x], so no load is dead and a test can check that each block read all of A.
+// A_EACH: warps 1.. of a streaming block, once past griddepcontrol.wait, read all of A
+// (kAUnroll 16-byte loads in flight per thread, as a GEMV's consumers staging A would) and store
+// its XOR to sink[blockIdx.x], so no load is dead and a test can check that each block read all.
 __device__ void read_all_a(const ProbeArgs& a) {
   constexpr int R = BulkConfig::kAReaders;
-  dev::pdl::wait();  // A is the previous launch's output
   const uint32_t acc = xor_strided<BulkConfig::kAUnroll, false>(
       reinterpret_cast<const uint4*>(a.span[2].p), a.span[2].bytes / 16, threadIdx.x - 32LL,
       (long long)R);
@@ -172,8 +171,8 @@ __global__ void __launch_bounds__(BulkConfig::kThreads + BulkConfig::kAReaders)
     return;
   }
   if (threadIdx.x != 0) {
+    dev::pdl::wait();                      // A and C belong to the previous launch until then
     if (threadIdx.x >= 32) read_all_a(a);  // A_EACH
-    dev::pdl::wait();                      // C belongs to the previous launch until then
     write_zero_c(a, tid, threads);
     return;
   }
@@ -183,9 +182,12 @@ __global__ void __launch_bounds__(BulkConfig::kThreads + BulkConfig::kAReaders)
   dev::fence_barrier_init();
   uint32_t q = 0;  // chunks issued by this block; chunk q uses stage q % S
   bool waited = false;
-  for (int s = 0; s < (a.a_each ? 2 : 3); ++s) {                  // A_EACH: the readers read A
-    if (s == 2 && a.late_trigger) dev::pdl::launch_dependents();  // every weight copy issued
-    if (s == 2 && !waited) dev::pdl::wait(), waited = true;       // A: the previous launch's output
+  for (int s = 0; s < 3; ++s) {
+    if (s == 2) {  // every weight copy issued
+      if (a.late_trigger) dev::pdl::launch_dependents();
+      if (!waited) dev::pdl::wait(), waited = true;  // A and C: the previous launch's output
+      if (a.a_each) break;                           // warps 1.. read A
+    }
     const long long chunks = (a.span[s].bytes + a.chunk - 1) / a.chunk;
     const long long per = (chunks + a.work - 1) / a.work;  // striped: chunks per block
     const long long c0 = a.striped ? blockIdx.x * per : blockIdx.x;
@@ -202,10 +204,8 @@ __global__ void __launch_bounds__(BulkConfig::kThreads + BulkConfig::kAReaders)
       dev::bulk_copy_g2s(ring + st * a.chunk, a.span[s].p + c * a.chunk, bytes, bar);
     }
   }
-  if (a.a_each && a.late_trigger) dev::pdl::launch_dependents();  // every weight copy issued
-  for (uint32_t r = q > S ? q - S : 0; r < q; ++r)                // drain the ring
+  for (uint32_t r = q > S ? q - S : 0; r < q; ++r)  // drain the ring
     dev::mbar_wait(bars + 8 * (r % S), (r / S) & 1u);
-  if (!waited) dev::pdl::wait();  // A_EACH with every weight before the wait: C is the last's
   write_zero_c(a, tid, threads);
   if (a.work < int(gridDim.x)) atomicAdd(a.done, 1u);  // for the holders (HOLD)
 }
