@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "harness/options.hpp"
+
 namespace kbit {
 
 constexpr int kExitOk = 0;
@@ -28,12 +30,13 @@ int run_experiment(const std::string& config_path, const RunOptions& opts);
 struct ValidateOptions {
   std::string variant;
   std::string split_k = "both";  // auto | on | off | both
-  bool quick = false;            // the 14 M values instead of 1..70 and more
+  bool quick = false;            // 14 M values (1..300) instead of 1..70 and more
   bool seed_shapes = true;       // include the model shapes of experiments/shapes/
   std::uint64_t seed = 99;
   std::string repro_dir = "validate-repro";
   std::vector<int> k_bits{2, 3, 4, 5};
   std::vector<std::string> cases;  // only the cases whose name matches one of these globs
+  std::vector<GivenOption> given_options;  // --option NAME=VALUE (the row's options)
 };
 int validate_variant(const ValidateOptions& opts);
 

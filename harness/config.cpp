@@ -9,6 +9,8 @@
 #include <set>
 #include <sstream>
 
+#include "harness/peers.hpp"
+#include "harness/registry.hpp"
 #include "reference/codebook.hpp"
 #include "reference/error.hpp"
 
@@ -230,7 +232,47 @@ void parse_check(const Ctx& c, const toml::table& t, CheckConfig& cc) {
   }
 }
 
+// [options.ROW] tables: ROW a registry row, each key one of its options (an integer or a
+// boolean), checked against the row's ranges here, with the file and line.
+void parse_options(const Ctx& c, const toml::node& n, ExperimentConfig& e) {
+  const auto* t = n.as_table();
+  if (!t) c.fail(n, "options", "must be a table of [options.ROW] tables");
+  for (auto&& [row_key, rows_node] : *t) {
+    const std::string row_name(row_key.str());
+    const VariantRow* row = nullptr;
+    try {
+      row = &find_variant(row_name);
+    } catch (const Error& err) {
+      c.fail(rows_node, "options." + row_name, err.what());
+    }
+    const auto* opts = rows_node.as_table();
+    if (!opts) c.fail(rows_node, "options." + row_name, "must be a table of NAME = VALUE");
+    std::vector<GivenOption> given;
+    for (auto&& [k, v] : *opts) {
+      const std::string key = "options." + row_name + "." + std::string(k.str());
+      GivenOption g;
+      g.name = std::string(k.str());
+      g.where = c.path() + ":" + std::to_string(v.source().begin.line);
+      if (auto b = v.value_exact<bool>())
+        g.value = *b ? 1 : 0;
+      else if (auto i = v.value_exact<std::int64_t>())
+        g.value = *i;
+      else
+        c.fail(v, key, "must be an integer or true/false");
+      given.push_back(g);
+    }
+    resolve_options(*row, given);  // throws with the file, line, value and limit
+    e.options.emplace_back(row_name, std::move(given));
+  }
+}
+
 }  // namespace
+
+VariantOptions options_for(const ExperimentConfig& cfg, const VariantRow& row, SplitMode split) {
+  for (const auto& [name, given] : cfg.options)
+    if (name == row.name) return resolve_options(row, given, split);
+  return resolve_options(row, {}, split);
+}
 
 ExperimentConfig parse_experiment(const std::string& text, const std::string& path) {
   const Ctx c(path);
@@ -243,7 +285,8 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   check_keys(
       c, t,
       {"name", "description", "shapes", "moe", "m", "tokens", "routing", "zipf_s", "routing_seed",
-       "k_bits", "dtype", "codebook", "variants", "baseline", "timing", "check"},
+       "k_bits", "dtype", "codebook", "variants", "baseline", "timing", "check", "options",
+       "peers"},
       "");
   ExperimentConfig e;
   e.path = path;
@@ -326,6 +369,15 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   if (!t.contains("variants")) throw Error(path + ": key 'variants' is missing");
   e.variants = get_string_list(c, *t.get("variants"), "variants");
   if (auto* n = t.get("baseline")) e.baseline = get_string(c, *n, "baseline");
+  if (auto* n = t.get("options")) parse_options(c, *n, e);
+  if (auto* n = t.get("peers")) {
+    e.peers = get_string_list(c, *n, "peers");
+    try {
+      match_peers(e.peers);
+    } catch (const Error& err) {
+      c.fail(*n, "peers", err.what());
+    }
+  }
   if (auto* n = t.get("timing")) {
     if (!n->is_table()) c.fail(*n, "timing", "must be a table [timing]");
     parse_timing(c, *n->as_table(), e.timing);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "harness/options.hpp"
 #include "reference/dtype.hpp"
 
 namespace kbit {
@@ -57,9 +58,16 @@ struct ExperimentConfig {
   std::vector<float> codebook_values;
   std::vector<std::string> variants;  // names or globs
   std::string baseline = "cublas_fp16";
+  // [options.ROW] tables: per registry row, the options set (checked against the row).
+  std::vector<std::pair<std::string, std::vector<GivenOption>>> options;
+  std::vector<std::string> peers;  // peer names or globs (harness/peers.hpp), run after our rows
   TimingConfig timing;
   CheckConfig check;
 };
+
+// The options an experiment sets for `row`, resolved (defaults filled in).
+VariantOptions options_for(const ExperimentConfig& cfg, const VariantRow& row,
+                           SplitMode split = SplitMode::automatic);
 
 // Parses a config file (shape includes are resolved relative to its directory).
 ExperimentConfig load_experiment(const std::string& path);

@@ -7,10 +7,9 @@
 #include <cstdlib>
 #include <vector>
 
-#include "variants/baselines.hpp"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
-#include "variants/device_utils.hpp"
+#include "harness/device_utils.hpp"
 
 #ifndef KBIT_SOURCE_DIR
 #define KBIT_SOURCE_DIR "."
@@ -68,7 +67,7 @@ Ceilings measure_ceilings(cudaStream_t stream) {
     KBIT_CUDA_CHECK(cudaMemcpyAsync(dst.get(), src.get(), bytes, cudaMemcpyDeviceToDevice, stream));
   });
   c.copy_gb_per_s = 2.0 * double(bytes) / (ms * 1e-3) / 1e9;
-  c.fp16_tflops = variants::measure_tensor_tflops(8192, stream);
+  c.fp16_tflops = gpu::measure_tensor_tflops(8192, stream);
   return c;
 }
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "reference/error.hpp"
-#include "variants/format_kernels.hpp"
+#include "variants/format/format_kernels.hpp"
 
 namespace kbit {
 

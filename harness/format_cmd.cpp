@@ -3,6 +3,8 @@
 #include <iostream>
 
 #include "harness/commands.hpp"
+#include "harness/options.hpp"
+#include "harness/peers.hpp"
 #include "harness/registry.hpp"
 #include "reference/codebook.hpp"
 #include "reference/error_budget.hpp"
@@ -12,7 +14,7 @@
 #include "reference/tiled.hpp"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
-#include "variants/format_kernels.hpp"
+#include "variants/format/format_kernels.hpp"
 
 namespace kbit {
 namespace {
@@ -94,6 +96,18 @@ int list_variants() {
                 describe_dtypes(r.support).c_str(), describe_m_range(r.support).c_str(),
                 describe_shape_rules(r.support).c_str(), layout_name(r.layout).c_str(),
                 std::string(r.description).c_str());
+    for (const std::string& o : describe_options(r)) std::printf("%24s option %s\n", "", o.c_str());
+  }
+  for (const auto& p : peers()) {
+    std::string k, t;
+    for (int b : p.k_bits) k += (k.empty() ? "" : ",") + std::to_string(b);
+    for (DType d : p.dtypes) t += (t.empty() ? "" : ",") + std::string(dtype_name(d));
+    char bits[32];
+    std::snprintf(bits, sizeof bits, "%.3f bits/weight", p.bits_per_weight);
+    std::printf("%-22s %-9s %-8s %-10s %-8s %-28s %-14s %s (%s; python package %s)\n",
+                std::string(p.name).c_str(), "peer", k.c_str(), t.c_str(), "1..any",
+                p.moe ? "dense+moe" : "dense", "its own", std::string(p.description).c_str(), bits,
+                std::string(p.package).c_str());
   }
   return kExitOk;
 }

@@ -35,12 +35,15 @@ int main(int argc, char** argv) {
   validate->add_option("--split-k", val.split_k,
                        "auto | on | off | both (for variants with split-K)");
   validate->add_flag("--quick", val.quick,
-                     "the issue list of M values (1..300, 14 values) instead of 1..70 and more");
+                     "14 M values (1..300) instead of 1..70 and more");
   validate->add_flag("!--no-seed-shapes", val.seed_shapes,
                      "skip the model shapes of experiments/shapes/");
   validate->add_option("--seed", val.seed, "data seed");
   validate->add_option("--k-bits", val.k_bits, "bit widths (default 2 3 4 5)");
   validate->add_option("--repro-dir", val.repro_dir, "where failing cases are written");
+  std::vector<std::string> option_flags;
+  validate->add_option("--option", option_flags,
+                       "NAME=VALUE: set one of the row's options (repeatable; `list` shows them)");
   validate->add_option(
       "--cases", val.cases,
       "only the cases (n200_k96, moe_e8_n200_k96, llama3_8b.gate_up, ...) matching these globs");
@@ -71,7 +74,10 @@ int main(int argc, char** argv) {
   try {
     if (*list) return kbit::list_variants();
     if (*run) return kbit::run_experiment(config, run_opts);
-    if (*validate) return kbit::validate_variant(val);
+    if (*validate) {
+      for (const std::string& f : option_flags) val.given_options.push_back(kbit::parse_option_flag(f));
+      return kbit::validate_variant(val);
+    }
     if (*format) return kbit::format_check(fmt);
     if (*codebook) return kbit::print_codebook(cb_name, cb_k);
   } catch (const kbit::Error& e) {

@@ -7,10 +7,11 @@
 #include <cuda_runtime_api.h>
 
 #include "reference/error.hpp"
-#include "variants/baselines.hpp"
+#include "variants/01_inline_dequant/inline_dequant.hpp"
+#include "variants/04_scalar_gemv/scalar_gemv.hpp"
+#include "variants/baselines/baselines.hpp"
 #include "variants/common/cuda_check.hpp"
-#include "variants/gemm_variants.hpp"
-#include "variants/gemv_variants.hpp"
+#include "variants/probes/probes.hpp"
 
 namespace kbit {
 
@@ -26,6 +27,8 @@ const char* family_name(Family f) {
       return "baseline";
     case Family::probe:
       return "probe";
+    case Family::diag:
+      return "diag";
   }
   return "?";
 }
@@ -71,6 +74,11 @@ Support gemm_support() {
 
 constexpr WeightLayout kTiled64x128{LayoutKind::tiled, {64, 128}};
 
+template <std::size_t N>
+std::vector<OptionSpec> options_of(const OptionSpec (&specs)[N]) {
+  return {specs, specs + N};
+}
+
 }  // namespace
 
 const std::vector<VariantRow>& registry() {
@@ -82,14 +90,16 @@ const std::vector<VariantRow>& registry() {
        baseline_support(),
        {LayoutKind::dequantized, {}},
        variants::cublas_fp16_setup,
-       variants::cublas_fp16_run},
+       variants::cublas_fp16_run,
+       {}},
       {"dequant_cublas",
        "GPU dequantize into a scratch fp16/bf16 weight, then cuBLAS (time includes both)",
        Family::baseline,
        baseline_support(),
        {LayoutKind::flat, {}},
        variants::dequant_cublas_setup,
-       variants::dequant_cublas_run},
+       variants::dequant_cublas_run,
+       {}},
       {"cublas_grouped",
        "cublasGemmGroupedBatchedEx over the active experts (one group each) on the dequantized "
        "weights (MoE only)",
@@ -97,46 +107,48 @@ const std::vector<VariantRow>& registry() {
        grouped_only_support(),
        {LayoutKind::dequantized, {}},
        variants::cublas_grouped_setup,
-       variants::cublas_grouped_run},
+       variants::cublas_grouped_run,
+       {}},
       {"read_ldg",
        "probe: reads the tiled weights + A with 16-byte loads (8 in flight per thread), writes C "
        "= 0; the shape's streaming ceiling, no GEMM",
        Family::probe, probe_support(0, false), kTiled64x128, variants::read_ldg_setup,
-       variants::read_probe_run},
+       variants::read_probe_run, {}},
       {"read_bulk",
        "probe: streams the tiled weights + A by cp.async.bulk (16 KB chunks, 4-stage ring per "
-       "block) into shared memory, writes C = 0; no GEMM",
+       "block by default) into shared memory, writes C = 0; no GEMM",
        Family::probe, probe_support(90, true), kTiled64x128, variants::read_bulk_setup,
-       variants::read_probe_run},
+       variants::read_probe_run, options_of(variants::kReadBulkOptions)},
       {"read_slices",
-       "probe: streams the tiled weights as 32-column x 16-k-tile units, one TMA tensor copy of "
-       "planes and one of codes each (2-stage ring, 2 blocks/SM), and each stripe's A; writes C "
-       "= 0; no GEMM (KBIT_PROBE_SLICES=S,KT,STAGES,BLOCKS_PER_SM,SMEM,BULK)",
+       "probe: streams the tiled weights in column-slice units (default 32 columns x 16 k-tiles), "
+       "one TMA tensor copy of planes and one of codes each (2-stage ring, 2 blocks/SM), and each "
+       "stripe's A; writes C = 0; no GEMM",
        Family::probe, probe_support(90, true), kTiled64x128, variants::read_slices_setup,
-       variants::read_slices_run},
+       variants::read_slices_run, options_of(variants::kReadSlicesOptions)},
       {"inline_dequant",
        "Phase-1 fused MMA (m16n8k16): planes + E4M4 by cp.async, inline bit extraction + shfl "
        "codebook per "
        "fragment, padded B stride, persistent grid, two-tier split-K",
        Family::gemm, gemm_support(), kTiled64x128, variants::inline_dequant_setup,
-       variants::inline_dequant_run},
+       variants::inline_dequant_run, {}},
       {"inline_dequant_nopad",
        "inline_dequant with the seeds' unpadded B column stride (2K words: 2-way bank conflicts at "
        "K=4)",
        Family::gemm, gemm_support(), kTiled64x128, variants::inline_dequant_nopad_setup,
-       variants::inline_dequant_nopad_run},
+       variants::inline_dequant_nopad_run, {}},
       {"scalar_gemv",
        "GEMV, M=1..4 (sm_90): producer warp streams (n-tile, 4 k-tile) units by cp.async.bulk "
        "into a 2-stage mbarrier ring; residue-field index pairs -> 64 KB pair table (PRMT+LDS) -> "
        "mma.m16n8k16 with one block per MMA column (scale after the MMA); balanced stripes with "
        "split-K; M=3,4: a window warp stages A",
        Family::gemv, gemv_support(false), kTiled64x128, variants::scalar_gemv_setup,
-       variants::scalar_gemv_run},
+       variants::scalar_gemv_run,
+       {variants::kScalarGemvClusterEnd, variants::kScalarGemvTaggedEnd}},
       {"grouped_scalar_gemv",
        "scalar_gemv over host-computed (expert, <=4 rows, n-tile, k-range) stripes: MoE "
        "decode in one launch",
        Family::grouped, gemv_support(true), kTiled64x128, variants::grouped_scalar_gemv_setup,
-       variants::grouped_scalar_gemv_run},
+       variants::grouped_scalar_gemv_run, {}},
   };
   return rows;
 }

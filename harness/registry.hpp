@@ -12,7 +12,9 @@
 namespace kbit {
 
 // probe: reads the problem's bytes and computes nothing (a streaming ceiling); never checked.
-enum class Family { gemm, gemv, grouped, baseline, probe };
+// diag: a diagnostic build of a product kernel (its results may be wrong by design); never
+// checked, never compared, never in a dispatch.
+enum class Family { gemm, gemv, grouped, baseline, probe, diag };
 const char* family_name(Family f);
 
 struct Support {
@@ -37,12 +39,14 @@ struct VariantRow {
   WeightLayout layout;
   SetupFn setup;
   RunFn run;
+  std::vector<OptionSpec> options;  // what an experiment may set in [options.NAME]
 };
 
 const std::vector<VariantRow>& registry();
-// False for probes: their C is zeros by design, so nothing checks, validates or sweeps them.
+// False for probes and diagnostics: their C is zeros or wrong by design, so nothing checks,
+// validates or sweeps them.
 inline bool computes_gemm(const VariantRow& row) {
-  return row.family != Family::probe;
+  return row.family != Family::probe && row.family != Family::diag;
 }
 // Throws kbit::Error listing the known names when `name` is not a row.
 const VariantRow& find_variant(std::string_view name);

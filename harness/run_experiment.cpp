@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -16,6 +17,7 @@
 #include "harness/config.hpp"
 #include "harness/device_info.hpp"
 #include "harness/execute.hpp"
+#include "harness/peers.hpp"
 #include "harness/progress.hpp"
 #include "harness/results.hpp"
 #include "harness/timing.hpp"
@@ -67,6 +69,8 @@ struct Context {
   std::int64_t budget = 0;
   std::unique_ptr<CsvWriter> csv;
   Progress* progress = nullptr;
+  std::map<const VariantRow*, VariantOptions> options;  // each row's, resolved from the config
+  std::vector<PeerProblem> peer_problems;               // what the peers run after our rows
   int failures = 0, errors = 0, passed = 0, skipped_unsupported = 0;
   bool aborted = false;
   std::string abort_reason;
@@ -109,6 +113,15 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
   std::optional<RowReference> ref;
   if (c.cfg.check.enabled) ref = make_reference(hw, A, d, sample_rows(d.M, c.cfg.check.max_rows));
   double baseline_us = 0;
+  if (!c.cfg.peers.empty()) {
+    PeerProblem pp;
+    pp.shape = L.name;
+    pp.M = d.M, pp.N = d.N, pp.K_dim = d.K_dim, pp.k_bits = d.k_bits, pp.dtype = d.dtype;
+    pp.experts = d.grouped() ? d.num_experts : 0;
+    pp.expert_offsets = d.expert_offsets;
+    pp.floor_us = base_row(c, L, d, *c.baseline).floor_us;
+    c.peer_problems.push_back(pp);
+  }
   for (const VariantRow* row : c.rows) {
     if (c.aborted) return;
     if (!unsupported_reason(*row, d).empty()) {
@@ -120,10 +133,12 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
     ResultRow r = base_row(c, L, d, *row);
     const bool pdl = c.cfg.timing.pdl && row->support.pdl;
     r.pdl = pdl ? 1 : 0;
-    Outcome o =
-        execute_and_check(*row, VariantOptions{}, d, prob, ref ? &*ref : nullptr, c.stream.get());
+    const VariantOptions& opts = c.options.at(row);
+    Outcome o = execute_and_check(*row, opts, d, prob, ref ? &*ref : nullptr, c.stream.get());
     if (o.error.empty()) {
-      r.config = o.state->describe();
+      // The row's options first (every value, defaults included), then its own description.
+      const std::string set = opts.describe();
+      r.config = set.empty() ? o.state->describe() : "[" + set + "] " + o.state->describe();
       try {
         const TimingResult t = time_launches(
             [&](int copy, cudaStream_t s) {
@@ -171,7 +186,10 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
       r.gb_per_s = cost.bytes / (r.median_us * 1e-6) / 1e9;
       r.tflops = cost.flops / (r.median_us * 1e-6) / 1e12;
       r.frac_of_floor = r.floor_us / r.median_us;
-      if (row == c.baseline) baseline_us = r.median_us;
+      if (row == c.baseline) {
+        baseline_us = r.median_us;
+        if (!c.cfg.peers.empty()) c.peer_problems.back().baseline_us = r.median_us;
+      }
       r.speedup_vs_baseline = baseline_us > 0 ? baseline_us / r.median_us : 0;
     }
     c.csv->append(r);
@@ -272,6 +290,59 @@ void print_summary(const Context& c) {
   }
 }
 
+// The peers' rows the runner appended to the CSV, into the summary table.
+void read_peer_rows(const std::string& csv, Context& c) {
+  std::ifstream f(csv);
+  std::string line;
+  std::getline(f, line);
+  const std::vector<std::string> cols = result_columns();
+  auto col = [&](const char* name) {
+    return std::size_t(std::find(cols.begin(), cols.end(), name) - cols.begin());
+  };
+  while (std::getline(f, line)) {
+    const std::vector<std::string> v = csv_split(line);
+    if (v.size() != cols.size() || v[col("family")] != "peer") continue;
+    ResultRow r;
+    r.shape = v[col("shape")];
+    r.M = std::stoll(v[col("M")]);
+    r.N = std::stoll(v[col("N")]);
+    r.k_bits = std::stoi(v[col("k_bits")]);
+    r.dtype = v[col("dtype")];
+    r.variant = v[col("variant")];
+    r.median_us = std::atof(v[col("median_us")].c_str());
+    r.floor_us = std::atof(v[col("floor_us")].c_str());
+    r.frac_of_floor = std::atof(v[col("frac_of_floor")].c_str());
+    r.speedup_vs_baseline = std::atof(v[col("speedup_vs_baseline")].c_str());
+    r.check = v[col("check")];
+    r.max_err_over_bound = std::atof(v[col("max_err_over_bound")].c_str());
+    if (r.check == "fail") ++c.failures;
+    c.summary.push_back(r);
+  }
+}
+
+// One line: which peers ran, and why the others did not.
+std::string peers_summary(const nlohmann::json& status) {
+  if (status.contains("error")) return "peers: " + status["error"].get<std::string>();
+  std::string out = "peers:";
+  if (!status.contains("peers")) return out + " no status";
+  for (const auto& [name, st] : status["peers"].items()) {
+    out += " " + name + " ";
+    if (!st.value("unavailable", nlohmann::json()).is_null()) {
+      out += "unavailable (" + st["unavailable"].get<std::string>() + ");";
+      continue;
+    }
+    out += std::to_string(st.value("ran", 0)) + " rows (" + std::to_string(st.value("passed", 0)) +
+           " pass, " + std::to_string(st.value("failed", 0)) + " fail)";
+    if (st.contains("skipped") && !st["skipped"].empty()) {
+      out += ", skipped:";
+      for (const auto& [why, n] : st["skipped"].items())
+        out += " " + std::to_string(n.get<int>()) + " (" + why + ")";
+    }
+    out += ";";
+  }
+  return out;
+}
+
 // Applies the command line's --shapes and --m to the config (for profiling one problem).
 ExperimentConfig narrowed(ExperimentConfig cfg, const RunOptions& opts) {
   auto keep = [&](const std::string& name) {
@@ -313,6 +384,8 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
     return kExitNoDevice;
   }
   Context c(cfg, opts, rows, baseline);
+  for (const VariantRow* r : rows) c.options.emplace(r, options_for(cfg, *r));
+  const std::vector<const PeerRow*> peer_rows = match_peers(cfg.peers);
   std::size_t free_b = 0, total_b = 0;
   KBIT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
   c.budget = opts.memory_budget_gb > 0 ? std::int64_t(opts.memory_budget_gb * 1e9)
@@ -342,11 +415,20 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   run["overrides"] = {
       {"variants", opts.variants}, {"shapes", opts.shapes}, {"m", opts.m}, {"pdl", opts.pdl}};
   for (const VariantRow* r : rows) {
+    nlohmann::json o = nlohmann::json::object();
+    for (const auto& [name, value] : c.options.at(r).values) o[name] = value;
     run["variants"].push_back({{"name", r->name},
                                {"description", r->description},
                                {"family", family_name(r->family)},
-                               {"layout", layout_name(r->layout)}});
+                               {"layout", layout_name(r->layout)},
+                               {"options", o}});
   }
+  for (const PeerRow* p : peer_rows)
+    run["peers"].push_back({{"name", p->name},
+                            {"description", p->description},
+                            {"family", "peer"},
+                            {"bits_per_weight", p->bits_per_weight},
+                            {"package", p->package}});
   run["timing"] = {{"mode", cfg.timing.cold ? "cold" : "hot"},
                    {"warmup", cfg.timing.warmup},
                    {"min_samples", cfg.timing.min_samples},
@@ -402,6 +484,28 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
     }
   }
   progress.done();
+  if (!peer_rows.empty() && !c.aborted) {
+    // The peers' rows go into the same CSV, from a child of this process on this GPU.
+    c.csv.reset();
+    PeerRequest pr;
+    pr.experiment = cfg.name;
+    pr.run_dir = dir;
+    pr.csv = dir + "/results.csv";
+    pr.codebook = cfg.codebook;
+    pr.peers = peer_rows;
+    pr.problems = c.peer_problems;
+    pr.timing = run["timing"];
+    pr.timing["cold"] = cfg.timing.cold;
+    pr.check = {{"enabled", cfg.check.enabled},
+                {"seed", cfg.check.seed},
+                {"max_rows", cfg.check.max_rows}};
+    pr.l2_bytes = c.dev.l2_bytes;
+    pr.rotation_budget_bytes = c.budget;
+    std::cout << "\npeers: running " << peer_rows.size() << " peer(s) on "
+              << c.peer_problems.size() << " problems with " << configured_python() << std::endl;
+    run["peers_status"] = run_peers(pr, configured_python(), source_dir());
+    read_peer_rows(pr.csv, c);
+  }
   run["status"] = c.aborted ? "aborted" : "complete";
   if (c.aborted) run["abort_reason"] = c.abort_reason;
   run["finished_utc"] = utc_timestamp();
@@ -417,8 +521,10 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
       "unsupported\n%s\n",
       c.summary.size(), c.passed, c.failures, c.errors, c.skipped_unsupported, dir.c_str());
   if (c.aborted) std::cerr << "run aborted: " << c.abort_reason << "\n";
+  if (!peer_rows.empty()) std::printf("%s\n", peers_summary(run["peers_status"]).c_str());
   if (opts.plot) {
-    const std::string cmd = "python3 '" + source_dir() + "/harness/plot.py' '" + dir + "'";
+    const std::string cmd =
+        "'" + configured_python() + "' '" + source_dir() + "/harness/plot.py' '" + dir + "'";
     if (std::system(cmd.c_str()) != 0)
       std::cerr << "plotting failed (the results are complete): " << cmd << "\n";
   }

@@ -6,7 +6,7 @@
 
 #include "reference/error.hpp"
 #include "variants/common/cuda_check.hpp"
-#include "variants/device_utils.hpp"
+#include "harness/device_utils.hpp"
 
 namespace kbit {
 

@@ -15,6 +15,7 @@
 
 #include "harness/check.hpp"
 #include "harness/commands.hpp"
+#include "harness/options.hpp"
 #include "harness/config.hpp"
 #include "harness/device_info.hpp"
 #include "harness/execute.hpp"
@@ -116,6 +117,7 @@ std::string write_repro(const ValidateOptions& o, const Case& c, const GemmDims&
   j["experts"] = d.num_experts;
   j["expert_offsets"] = d.expert_offsets;
   j["split_k"] = split_name(split);
+  for (const GivenOption& g : o.given_options) j["options"][g.name] = g.value;
   j["seed"] = o.seed;
   j["codebook"] = "nf";
   j["error"] = out.error;
@@ -142,7 +144,8 @@ void validate_problem(const ValidateOptions& o, const VariantRow& row, const Cas
                       const std::vector<SplitMode>& splits, cudaStream_t stream, Tally& t) {
   for (SplitMode split : splits) {
     ++t.problems;
-    const Outcome out = execute_and_check(row, VariantOptions{split}, d, p, &ref, stream);
+    VariantOptions opts = resolve_options(row, o.given_options, split);
+    const Outcome out = execute_and_check(row, opts, d, p, &ref, stream);
     bool bad = !out.error.empty() || !out.check.pass;
     const bool may_split = row.support.split_k && split != SplitMode::force_off;
     if (!bad) {
@@ -324,11 +327,7 @@ int validate_variant(const ValidateOptions& o) {
                 "' is a probe: it computes no GEMM, so there is nothing to validate");
   for (int k : o.k_bits) check_k_bits(k);
   check_case_patterns(o);
-  if (!cuda_device_available()) {
-    std::cerr << "kbit-harness validate: no CUDA device; nothing was validated (exit "
-              << kExitNoDevice << ")\n";
-    return kExitNoDevice;
-  }
+  const std::string options = resolve_options(row, o.given_options).describe();  // checks them
   std::vector<SplitMode> splits;
   if (!row.support.split_k || o.split_k == "auto") {
     splits = {SplitMode::automatic};
@@ -341,8 +340,15 @@ int validate_variant(const ValidateOptions& o) {
   } else {
     throw Error("--split-k '" + o.split_k + "' is not one of auto, on, off, both");
   }
-  std::printf("validating %s (%s) on %s\n", std::string(row.name).c_str(),
-              std::string(row.description).c_str(), query_device().name.c_str());
+  if (!cuda_device_available()) {
+    std::cerr << "kbit-harness validate: no CUDA device; nothing was validated (exit "
+              << kExitNoDevice << ")\n";
+    return kExitNoDevice;
+  }
+  std::printf("validating %s (%s)%s on %s\n", std::string(row.name).c_str(),
+              std::string(row.description).c_str(),
+              options.empty() ? "" : (" with options " + options).c_str(),
+              query_device().name.c_str());
   Stream stream;
   Tally total;
   if (row.support.dense) {

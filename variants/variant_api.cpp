@@ -19,4 +19,16 @@ std::string layout_name(const WeightLayout& l) {
   return "tiled " + std::to_string(l.tiles.tile_k) + "x" + std::to_string(l.tiles.tile_n);
 }
 
+std::int64_t VariantOptions::get(const OptionSpec& spec) const {
+  for (const auto& [n, v] : values)
+    if (n == spec.name) return v;
+  return spec.default_value;
+}
+
+std::string VariantOptions::describe() const {
+  std::string out;
+  for (const auto& [n, v] : values) out += (out.empty() ? "" : " ") + n + "=" + std::to_string(v);
+  return out;
+}
+
 }  // namespace kbit

@@ -7,11 +7,13 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "reference/dtype.hpp"
 #include "reference/tiled.hpp"
-#include "variants/format_kernels.hpp"
+#include "variants/format/format_kernels.hpp"
 
 namespace kbit {
 
@@ -70,8 +72,28 @@ struct GemmArgs {
 
 // Knobs the harness may force (validate runs split-K both ways).
 enum class SplitMode { automatic, force_on, force_off };
+
+// One option a registry row offers (an integer; a boolean is 0..1). The variant declares its
+// options next to its entry points and the registry row lists them; an experiment sets them in
+// `[options.ROW]`, validate with `--option NAME=VALUE`. The harness checks the range before any
+// GPU work and records every value in the CSV's `config` column and run.json. Rules a range
+// cannot say (a multiple of 16, a power of two) are the variant's setup to check.
+struct OptionSpec {
+  std::string_view name;
+  std::int64_t default_value = 0, min = 0, max = 0;
+  bool boolean = false;
+  std::string_view why;  // one line: what the option changes
+};
+
 struct VariantOptions {
   SplitMode split_k = SplitMode::automatic;
+  // The row's options as the harness resolved them (harness/options.hpp); a setup called
+  // without them (a test) gets each option's default.
+  std::vector<std::pair<std::string, std::int64_t>> values;
+  std::int64_t get(const OptionSpec& spec) const;
+  bool flag(const OptionSpec& spec) const { return get(spec) != 0; }
+  // "name=value name=value" (empty without options), for the CSV and logs.
+  std::string describe() const;
 };
 
 // A variant's per-problem state: workspace, chosen config. Made by the row's setup function

@@ -10,7 +10,7 @@
 #include "harness/timing.hpp"
 #include "reference/codebook.hpp"
 #include "reference/gemm_ref.hpp"
-#include "variants/device_utils.hpp"
+#include "harness/device_utils.hpp"
 #include "variants/tests/gpu_test_util.hpp"
 
 using namespace kbit;

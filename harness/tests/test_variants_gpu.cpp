@@ -12,10 +12,11 @@
 
 #include "harness/check.hpp"
 #include "harness/execute.hpp"
+#include "harness/options.hpp"
 #include "harness/registry.hpp"
 #include "reference/codebook.hpp"
 #include "reference/gemm_ref.hpp"
-#include "variants/baselines.hpp"
+#include "variants/probes/probes.hpp"
 #include "variants/tests/gpu_test_util.hpp"
 
 using namespace kbit;
@@ -60,7 +61,7 @@ void check_row(const VariantRow& row, const Problem& p, Stream& s) {
     INFO(row.name << " M=" << p.d.M << " N=" << p.d.N << " K_dim=" << p.d.K_dim << " K="
                   << p.d.k_bits << " " << dtype_name(p.d.dtype) << " experts=" << p.d.num_experts
                   << " split=" << (m == SplitMode::force_on ? "on" : "off/auto"));
-    const Outcome o = execute_and_check(row, {m}, p.d, dp, &ref, s.get());
+    const Outcome o = execute_and_check(row, resolve_options(row, {}, m), p.d, dp, &ref, s.get());
     INFO("error: " << o.error << " violations " << o.check.violations << " max err/bound "
                    << o.check.max_err_over_bound);
     REQUIRE(o.error.empty());
@@ -132,16 +133,12 @@ TEST_CASE("variants refuse problems outside their support before launching", "[g
                     Catch::Contains("past the end of A"));
 }
 
-// Sets an environment variable for one scope (the probes read their knobs in setup).
-struct ScopedEnv {
-  std::string name, old;
-  bool had;
-  ScopedEnv(const char* n, const char* v) : name(n), had(std::getenv(n) != nullptr) {
-    if (had) old = std::getenv(n);
-    setenv(n, v, 1);
-  }
-  ~ScopedEnv() { had ? (void)setenv(name.c_str(), old.c_str(), 1) : (void)unsetenv(name.c_str()); }
-};
+// The row's options with `set` given ("name=value" each), resolved as a config would.
+static VariantOptions with_options(const VariantRow& row, std::initializer_list<const char*> set) {
+  std::vector<GivenOption> given;
+  for (const char* f : set) given.push_back(parse_option_flag(f));
+  return resolve_options(row, given);
+}
 
 // XOR of a buffer's bytes taken as little-endian 32-bit words (its size a multiple of 4).
 static std::uint32_t xor_words(const unsigned char* p, std::size_t bytes) {
@@ -152,7 +149,7 @@ static std::uint32_t xor_words(const unsigned char* p, std::size_t bytes) {
   return x;
 }
 
-TEST_CASE("read probes write C = 0; read_ldg and read_slices read every word, read_bulk A",
+TEST_CASE("read probes write C = 0, read_ldg and read_slices read every word, read_bulk A",
           "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;
@@ -177,19 +174,24 @@ TEST_CASE("read probes write C = 0; read_ldg and read_slices read every word, re
         const std::uint32_t a_xor = xor_words(p.A.bytes.data(), p.A.bytes.size());
         const std::vector<std::uint32_t> none = variants::read_bulk_a_words(o.state.get());
         CHECK(std::all_of(none.begin(), none.end(), [](std::uint32_t x) { return x == 0; }));
-        for (const char* env :
-             {"16384,4,0,1,-1,0,0,0,0,1", "4096,2,2,0,2,0,1,0,0,1", "16384,4,2,1,4,0,0,100,1,1"}) {
-          INFO("KBIT_PROBE_BULK=" << env);
-          ScopedEnv e("KBIT_PROBE_BULK", env);
-          const Outcome o2 = execute_and_check(row, {}, p.d, dp, nullptr, s.get());
+        for (const VariantOptions& opts :
+             {with_options(row, {"striped=1", "a_each=1"}),
+              with_options(row, {"chunk=4096", "stages=2", "blocks_per_sm=2", "before_wait=2",
+                                 "late_trigger=1", "a_each=1"}),
+              with_options(row, {"blocks_per_sm=2", "striped=1", "before_wait=4", "grid=100",
+                                 "hold=1", "a_each=1"})}) {
+          INFO("options " << opts.describe());
+          const Outcome o2 = execute_and_check(row, opts, p.d, dp, nullptr, s.get());
           REQUIRE(o2.error.empty());
           const std::vector<std::uint32_t> words = variants::read_bulk_a_words(o2.state.get());
           CHECK(words.size() >= 100);
           CHECK(
               std::all_of(words.begin(), words.end(), [&](std::uint32_t x) { return x == a_xor; }));
         }
-        ScopedEnv e("KBIT_PROBE_BULK", "16384,4,0,0,-1,0,0,0,0,2");
-        CHECK_THROWS_WITH(row.setup(p.d, {}), Catch::Contains("A_EACH 2"));
+        CHECK_THROWS_WITH(with_options(row, {"a_each=2"}), Catch::Contains("a_each of read_bulk = 2"));
+        CHECK_THROWS_WITH(row.setup(p.d, with_options(row, {"chunk=1000"})),
+                          Catch::Contains("chunk = 1000"));
+        CHECK_THROWS_WITH(row.setup(p.d, with_options(row, {"hold=1"})), Catch::Contains("grid"));
         continue;
       }
       const WeightView w = dp.args(row, 0).w;
@@ -209,25 +211,31 @@ TEST_CASE("read probes write C = 0; read_ldg and read_slices read every word, re
       // bulk copies per k-tile (the last unit of a slice partial), slices of 2 and 4 n-tiles (N =
       // 257: 3 n-tiles, so the last one partial)
       CHECK(variants::read_slices_checksum(o.state.get()) == weights);
-      for (const char* env : {"16,5,3,0,0", "128,3,1,1", "64,33,2,2", "128,4,2,2,0,1",
-                              "32,5,3,0,0,1", "512,1,2,2,0,1", "256,3,2,2", "512,2,2,2,0,0"}) {
-        INFO("KBIT_PROBE_SLICES=" << env);
-        ScopedEnv e("KBIT_PROBE_SLICES", env);
-        const Outcome o2 = execute_and_check(row, {}, p.d, dp, nullptr, s.get());
+      // slice, kt, stages, blocks_per_sm, smem, bulk
+      auto slices = [&](int slice, int kt, int stages, int per_sm, int smem, int bulk) {
+        const std::string f[] = {"slice=" + std::to_string(slice), "kt=" + std::to_string(kt),
+                                 "stages=" + std::to_string(stages),
+                                 "blocks_per_sm=" + std::to_string(per_sm),
+                                 "smem=" + std::to_string(smem), "bulk=" + std::to_string(bulk)};
+        std::vector<GivenOption> given;
+        for (const std::string& x : f) given.push_back(parse_option_flag(x));
+        return resolve_options(row, given);
+      };
+      for (const VariantOptions& opts :
+           {slices(16, 5, 3, 0, 0, 0), slices(128, 3, 1, 1, 110592, 0), slices(64, 33, 2, 2, 110592, 0),
+            slices(128, 4, 2, 2, 0, 1), slices(32, 5, 3, 0, 0, 1), slices(512, 1, 2, 2, 0, 1),
+            slices(256, 3, 2, 2, 110592, 0), slices(512, 2, 2, 2, 0, 0)}) {
+        INFO("options " << opts.describe());
+        const Outcome o2 = execute_and_check(row, opts, p.d, dp, nullptr, s.get());
         REQUIRE(o2.error.empty());
         CHECK(variants::read_slices_checksum(o2.state.get()) == weights);
       }
-      for (const auto& [env, msg] : {std::pair{"24", "S 24 columns"},
-                                     {"1024", "S 1024 columns"},
-                                     {"32,0", "KT 0"},
-                                     {"32,16,9", "STAGES 9"},
-                                     {"32,16,2,-1", "BLOCKS_PER_SM -1"},
-                                     {"32,16,2,2,300000", "SMEM 300000"},
-                                     {"32,256,8", "more than"},
-                                     {"32,16,2,2,0,2", "BULK 2"}}) {
-        ScopedEnv e("KBIT_PROBE_SLICES", env);
-        CHECK_THROWS_WITH(row.setup(p.d, {}), Catch::Contains(msg));
-      }
+      CHECK_THROWS_WITH(row.setup(p.d, slices(24, 16, 2, 2, 0, 0)), Catch::Contains("slice = 24"));
+      CHECK_THROWS_WITH(row.setup(p.d, slices(32, 256, 8, 2, 0, 0)), Catch::Contains("more than"));
+      CHECK_THROWS_WITH(slices(1024, 16, 2, 2, 0, 0), Catch::Contains("outside 16..512"));
+      CHECK_THROWS_WITH(slices(32, 0, 2, 2, 0, 0), Catch::Contains("kt of read_slices = 0"));
+      CHECK_THROWS_WITH(slices(32, 16, 9, 2, 0, 0), Catch::Contains("stages of read_slices = 9"));
+      CHECK_THROWS_WITH(slices(32, 16, 2, 2, 300000, 0), Catch::Contains("smem"));
     }
     GemmDims g;
     g.M = 1, g.N = 256, g.K_dim = 256, g.k_bits = 4, g.dtype = DType::f32;

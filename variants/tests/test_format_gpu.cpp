@@ -11,7 +11,7 @@
 #include "reference/quantize.hpp"
 #include "reference/random.hpp"
 #include "reference/tiled.hpp"
-#include "variants/format_kernels.hpp"
+#include "variants/format/format_kernels.hpp"
 #include "variants/tests/gpu_test_util.hpp"
 
 using namespace kbit;

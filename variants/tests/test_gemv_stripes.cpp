@@ -7,7 +7,7 @@
 #include <map>
 
 #include "reference/error.hpp"
-#include "variants/gemv_stripes.hpp"
+#include "variants/04_scalar_gemv/stripes.hpp"
 
 using namespace kbit;
 using namespace kbit::variants::gemv;

@@ -1,7 +1,7 @@
 // Variant 04's stream: the block's configuration and shared-memory layout, the kernel's
 // arguments, the bulk-copy ring and its producer lane, and the A windows the consumers stage.
 // The consumers, the split-tile ends, the kernel and its host entry points are in
-// variants/04_scalar_gemv.cu, the one file that includes this (hence the anonymous namespace).
+// scalar_gemv.cu, the one file that includes this (hence the anonymous namespace).
 #pragma once
 
 #include <cuda_runtime.h>
@@ -14,35 +14,21 @@
 #include "variants/common/pair_lut.cuh"
 #include "variants/common/pdl.cuh"
 #include "variants/common/stage_ring.cuh"
-#include "variants/common/wait_stats.cuh"
-#include "variants/gemv_stripes.hpp"
-#include "variants/scalar_gemv_kernels.hpp"
-#include "variants/scalar_gemv_knobs.hpp"
+#include "variants/04_scalar_gemv/stripes.hpp"
+#include "variants/04_scalar_gemv/kernels.hpp"
 
 namespace kbit::variants {
 namespace {
 
-constexpr bool kWaitStats = KBIT_GEMV_WAIT_STATS != 0;
-
-struct Config {
-  // Shared memory of the pair table; the stream-only diagnostic needs none (room for stages).
-  static constexpr int kLutBytes = KBIT_GEMV_DIAG_NO_MATH ? 0 : dev::pair_lut::kBytes;
-  // Layout, unit and block: variants/scalar_gemv_kernels.hpp (the host plan reads them too).
-  static constexpr int kConsumers = scalar_gemv::kConsumers;
-  static constexpr int kTileK = scalar_gemv::kTileK, kTileN = scalar_gemv::kTileN;
+// The tuning values (config.hpp) and the shared-memory layout they imply.
+struct Config : scalar_gemv::Config {
+  static constexpr int kLutBytes = dev::pair_lut::kBytes;      // the 64 KB pair table
   static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256 blocks of 32 per tile
-  static constexpr int kUnitTiles = scalar_gemv::kUnitTiles;
   static constexpr int kUnitK = kUnitTiles * kTileK;
-  static constexpr int kStages = KBIT_GEMV_STAGES;  // units in flight per block (bulk-copy ring)
-  static constexpr int kMaxRegs = KBIT_GEMV_MAX_REGS;
   static constexpr int kKtStride = 144;  // bytes of staged A per (row, k-tile): 2 x 16 pairs
                                          // + 16 pad, so the quads' B loads hit other banks
   static constexpr int kUnitStride = kUnitTiles * kKtStride;  // staged A per (row, unit)
-  static constexpr int kWindowRowUnits = KBIT_GEMV_WINDOW;    // staged A: rows x units, 9 KB at
-                                                              // 16: M = 1 stages 16 units a time
-  static constexpr int kMaxRows = scalar_gemv::kMaxRows;
-  static constexpr int kBarrierBytes = 128;  // the ring's mbarriers, padded
-  static constexpr int kMaxCluster = scalar_gemv::kMaxCluster;
+  static constexpr int kBarrierBytes = 128;                   // the ring's mbarriers, padded
   static_assert(dev::RingBarriers<kStages, kConsumers>::kBytes <= kBarrierBytes,
                 "mbarriers must fit their slot");
   static_assert(kConsumers / 32 * 16 == kTileN, "one n-tile per unit");
@@ -84,7 +70,7 @@ __host__ __device__ constexpr int smem_bytes(int rows) {
          Config::kWindowRowUnits * Config::kUnitStride;
 }
 
-using gemv::Segment;  // the host schedule: variants/gemv_stripes.hpp
+using gemv::Segment;  // the host schedule: stripes.hpp
 
 struct KernelArgs {
   const void* A;
@@ -144,7 +130,6 @@ template <int K>
 __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
   constexpr uint32_t kPlaneBytes = tile_words<K>() * 4, kCodeBytes = Config::kBlocksPerTile;
   uint32_t q = 0;
-  dev::wait_stats::Stopwatch<kWaitStats> empty_wait;
   for (int s = a.first_seg[blockIdx.x]; s < a.first_seg[blockIdx.x + 1]; ++s) {
     const Segment g = a.segs[s];
     const uint32_t* planes = a.packed + g.expert * a.expert_words;
@@ -153,31 +138,18 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
       const int st = Ring<K>::stage(q);
       const int kt0 = u * Config::kUnitTiles;
       const int nk = min(Config::kUnitTiles, a.k_tiles - kt0);
-      if (KBIT_GEMV_DIAG_NO_MATH == 5) {  // no consumers: refill once the last copy landed
-        if (q >= Config::kStages) dev::mbar_wait(ring.full(st), Ring<K>::parity(q) ^ 1u);
-      } else {
-        empty_wait.start();
-        dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
-        empty_wait.stop();
-      }
+      dev::mbar_wait(ring.empty(st), Ring<K>::parity(q) ^ 1u);  // fresh barrier: passes at once
       dev::fence_proxy_async_shared();  // the consumers' reads of this stage come first
-      constexpr bool kCodes = KBIT_GEMV_DIAG_NO_MATH != 2;
-      dev::mbar_arrive_expect_tx(ring.full(st),
-                                 uint32_t(nk) * (kPlaneBytes + (kCodes ? kCodeBytes : 0)));
+      dev::mbar_arrive_expect_tx(ring.full(st), uint32_t(nk) * (kPlaneBytes + kCodeBytes));
       for (int i = 0; i < nk; ++i) {
         const long long tile = (long long)(kt0 + i) * a.n_tiles + g.nt;
         dev::bulk_copy_g2s(dev::smem_addr(ring.planes(st) + plane_chunk<K>(i)),
                            planes + tile * tile_words<K>(), kPlaneBytes, ring.full(st));
-        if (kCodes)
-          dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st) + code_chunk(i)),
-                             codes + tile * Config::kBlocksPerTile, kCodeBytes, ring.full(st));
+        dev::bulk_copy_g2s(dev::smem_addr(ring.codes(st) + code_chunk(i)),
+                           codes + tile * Config::kBlocksPerTile, kCodeBytes, ring.full(st));
       }
     }
   }
-  if (kWaitStats) dev::wait_stats::add(dev::wait_stats::kProducerEmpty, empty_wait.total);
-  if (KBIT_GEMV_DIAG_NO_MATH == 5)  // nobody else waits for the last copies: drain them
-    for (uint32_t r = q > Config::kStages ? q - Config::kStages : 0; r < q; ++r)
-      dev::mbar_wait(ring.full(Ring<K>::stage(r)), Ring<K>::parity(r));
 }
 
 // Units of A staged at a time for MV rows: one window barrier per 16 / MV units (each one
@@ -253,8 +225,8 @@ __device__ __forceinline__ void store_window(int nunits, int lane, const uint4 (
 // The same window staged by the 256 consumer threads at once: every window of the kernels
 // without a window warp (M = 1, 2, grouped), and the first window of a dependent launch in the
 // dense kernels with one (the consumers are idle then, and the window warp alone took ~1 us longer,
-// session 19). A full window is two groups per thread, both loaded before either is stored: one
-// L2 round trip (session 15). The caller's barriers publish it.
+// F-TBD-windows). A full window is two groups per thread, both loaded before either is stored: one
+// L2 round trip (F-TBD-windows). The caller's barriers publish it.
 template <int MV, typename T>
 __device__ void stage_window_by_consumers(const KernelArgs& a, int row0, int u, int nunits,
                                           unsigned char* s_a) {
@@ -294,7 +266,7 @@ __device__ void stage_window_by_consumers(const KernelArgs& a, int row0, int u, 
 template <int MV>
 constexpr bool kHasWindowWarp = scalar_gemv::has_window_warp(MV);
 
-// The window warp of the M = 3, 4 kernels (session 19): stages the block's A windows, in the
+// The window warp of the M = 3, 4 kernels (F-TBD-windows): stages the block's A windows, in the
 // order the consumers use them, so that no consumer waits on a global load or a staging barrier.
 // Window w is loaded into the warp's registers as soon as window w - 1 is published, stored once
 // the consumers have released w - 1 (`win_empty`) and published on `win_full`: its loads are in

@@ -27,36 +27,33 @@
 #include <vector>
 
 #include "reference/error.hpp"
-#include "variants/baselines.hpp"
+#include "variants/probes/probes.hpp"
 #include "variants/common/barrier.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/launch.hpp"
 #include "variants/common/pdl.cuh"
-#include "variants/common/probe.cuh"
+#include "variants/probes/probe.cuh"
 #include "variants/common/tensor_map.hpp"
 #include "variants/common/tma_tensor.cuh"
 
 namespace kbit::variants {
 namespace {
 
-// KBIT_PROBE_SLICES="S,KT,STAGES,BLOCKS_PER_SM,SMEM,BULK" overrides the defaults, checked
-// against limits. SMEM pads each block's shared memory to at least that many bytes, so that no
-// more blocks share an SM than a GEMV with the 64 KB pair table would let (under PDL, every slot
-// left free takes the next launch's blocks early: notes.md, session 20). BULK 1 copies each
-// k-tile's piece of a unit with its own cp.async.bulk instead (2 x KT copies per unit; at
-// 128 x 4 exactly what scalar_gemv's producer issues), to tell the copy order from the copy kind.
+// The unit and ring come from the row's options (probes.hpp: kReadSlicesOptions). `smem` pads
+// each block's shared memory to at least that many bytes, so that no more blocks share an SM than
+// a GEMV with the 64 KB pair table would let (under PDL, every slot left free takes the next
+// launch's blocks early: F-TBD-pdl). `bulk` 1 copies each k-tile's piece of a unit with its own
+// cp.async.bulk instead (2 x kt copies per unit; at 128 x 4 exactly what scalar_gemv's producer
+// issues), to tell the copy order from the copy kind.
 struct SliceConfig {
   // warp 0 reads and frees the stages; warps 1-4 read the stripe's A first (the GEMV's
   // consumers would stage it before their first unit); warp 5 issues the copies
   static constexpr int kThreads = 192;
   static constexpr int kReaders = 160;     // warps 0-4: the named barrier after the A
-  static constexpr int kSlice = 32;        // columns per unit: 8B down's tiles would end in pairs
-  static constexpr int kKTiles = 16;       // k-tiles per unit: 32 x 16 x 34 B = 17 KB at K = 4
-  static constexpr int kStages = 2;        // scalar_gemv's ring depth
-  static constexpr int kBlocksPerSm = 2;   // scalar_gemv's occupancy (0: as many as fit)
-  static constexpr int kSmem = 110592;     // scalar_gemv's footprint at K = 4 (108 KB): 2 per SM
+  // The defaults (kReadSlicesOptions): 32 columns x 16 k-tiles (8B down's tiles would end in
+  // pairs; 17 KB at K = 4), scalar_gemv's ring depth 2, occupancy 2 and footprint 108 KB.
   static constexpr int kMaxSmem = 232448;  // the H100's 227 KB per block
   static constexpr int kMaxStages = 8;
   static constexpr int kBarrierBytes = 16 * kMaxStages;  // a full and an empty barrier per stage
@@ -265,53 +262,35 @@ struct SliceState : VariantState {
   std::string describe() const override { return what; }
 };
 
-int env_field(int got, int n, int value, int fallback) {
-  return n >= got ? value : fallback;
-}
-
-void parse_slices_env(const char* env, int& slice, int& kt, int& stages, int& per_sm, int& smem,
-                      int& bulk) {
-  int v[6] = {0, 0, 0, 0, 0, 0};
-  const int n = std::sscanf(env, "%d,%d,%d,%d,%d,%d", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]);
-  if (n < 1)
-    throw Error(std::string("KBIT_PROBE_SLICES='") + env +
-                "' is not S[,KT[,STAGES[,BLOCKS_PER_SM[,SMEM[,BULK]]]]]");
-  slice = v[0];
-  kt = env_field(2, n, v[1], kt);
-  stages = env_field(3, n, v[2], stages);
-  per_sm = env_field(4, n, v[3], per_sm);
-  smem = env_field(5, n, v[4], smem);
-  bulk = env_field(6, n, v[5], bulk);
-}
-
 void check_slice_config(int slice, int kt, int stages, int per_sm, int smem, int bulk) {
   if (bulk != 0 && bulk != 1)
-    throw Error("read_slices: BULK " + std::to_string(bulk) + " is not 0 or 1");
+    throw Error("read_slices: option bulk = " + std::to_string(bulk) + " is not 0 or 1");
   if (smem < 0 || smem > SliceConfig::kMaxSmem)
-    throw Error("read_slices: SMEM " + std::to_string(smem) + " B is outside 0.." +
+    throw Error("read_slices: option smem = " + std::to_string(smem) + " B is outside 0.." +
                 std::to_string(SliceConfig::kMaxSmem));
   if (slice < 16 || slice > 512 || (slice & (slice - 1)) != 0)
-    throw Error("read_slices: S " + std::to_string(slice) +
+    throw Error("read_slices: option slice = " + std::to_string(slice) +
                 " columns is not 16, 32, 64, 128, 256 or 512");
   if (kt < 1 || kt > 256)
-    throw Error("read_slices: KT " + std::to_string(kt) + " k-tiles per unit is outside 1..256");
+    throw Error("read_slices: option kt = " + std::to_string(kt) +
+                " k-tiles per unit is outside 1..256");
   if (stages < 1 || stages > SliceConfig::kMaxStages)
-    throw Error("read_slices: STAGES " + std::to_string(stages) + " is outside 1.." +
+    throw Error("read_slices: option stages = " + std::to_string(stages) + " is outside 1.." +
                 std::to_string(SliceConfig::kMaxStages));
-  if (per_sm < 0) throw Error("read_slices: BLOCKS_PER_SM " + std::to_string(per_sm) + " < 0");
+  if (per_sm < 0)
+    throw Error("read_slices: option blocks_per_sm = " + std::to_string(per_sm) + " < 0");
 }
 
 }  // namespace
 
-std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const VariantOptions&) {
+std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const VariantOptions& o) {
   if (d.grouped()) throw Error("read_slices: dense problems only");
   if (d.dtype == DType::f32) throw Error("read_slices: dtype fp32 is not supported");
   require_compute_capability(9, "read_slices", "TMA tensor copies");
   auto s = std::make_unique<SliceState>();
-  int slice = SliceConfig::kSlice, kt = SliceConfig::kKTiles, stages = SliceConfig::kStages;
-  int per_sm = SliceConfig::kBlocksPerSm, smem = SliceConfig::kSmem, bulk = 0;
-  if (const char* env = std::getenv("KBIT_PROBE_SLICES"))
-    parse_slices_env(env, slice, kt, stages, per_sm, smem, bulk);
+  auto get = [&](int i) { return int(o.get(kReadSlicesOptions[i])); };
+  const int slice = get(0), kt = get(1), stages = get(2), per_sm = get(3), smem = get(4),
+            bulk = get(5);
   check_slice_config(slice, kt, stages, per_sm, smem, bulk);
   const TiledGeometry geo = make_tiled_geometry(d.N, d.K_dim, d.k_bits, TileConfig{64, 128});
   SliceArgs& a = s->args;

@@ -31,7 +31,7 @@
 #include "variants/common/e4m4.cuh"
 #include "variants/common/mma.cuh"
 #include "variants/common/splitk.cuh"
-#include "variants/gemm_variants.hpp"
+#include "variants/01_inline_dequant/inline_dequant.hpp"
 
 namespace kbit::variants {
 namespace {

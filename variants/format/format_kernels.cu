@@ -9,7 +9,7 @@
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/dtype.cuh"
 #include "variants/common/e4m4.cuh"
-#include "variants/format_kernels.hpp"
+#include "variants/format/format_kernels.hpp"
 
 namespace kbit::gpu {
 namespace {

@@ -1,4 +1,4 @@
-#include "variants/gemv_stripes.hpp"
+#include "variants/04_scalar_gemv/stripes.hpp"
 
 #include <algorithm>
 #include <string>

@@ -7,19 +7,10 @@
 #include <vector>
 
 #include "reference/error.hpp"
-#include "variants/baselines.hpp"
+#include "variants/baselines/baselines.hpp"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
-#include "variants/device_utils.hpp"
-
-#define KBIT_CUBLAS_CHECK(call)                                                              \
-  do {                                                                                       \
-    const cublasStatus_t kbit_st_ = (call);                                                  \
-    if (kbit_st_ != CUBLAS_STATUS_SUCCESS) {                                                 \
-      throw ::kbit::Error(std::string(#call) + " failed: " + cublasGetStatusName(kbit_st_) + \
-                          " at " + __FILE__ + ":" + std::to_string(__LINE__));               \
-    }                                                                                        \
-  } while (0)
+#include "variants/common/cublas_check.hpp"
 
 namespace kbit::variants {
 namespace {
@@ -211,19 +202,6 @@ void dequant_cublas_run(VariantState* s, const GemmDims& d, const GemmArgs& a,
     }
   }
   gemm_problem(st->handle.get(), d, a.A, st->weight.get(), st->expert_elems, a.C, stream);
-}
-
-double measure_tensor_tflops(int n, cudaStream_t stream) {
-  const std::size_t elems = std::size_t(n) * std::size_t(n);
-  DeviceBuffer<unsigned char> a(elems * 2), b(elems * 2), c(elems * 2);
-  gpu::fill_random(DType::f16, a.get(), std::int64_t(elems), 1, stream);
-  gpu::fill_random(DType::f16, b.get(), std::int64_t(elems), 2, stream);
-  CublasHandle h;
-  const double med =
-      1e-3 * gpu::median_event_ms(stream, 3, 10, [&] {
-        gemm_rowmajor(h.get(), DType::f16, n, n, n, a.get(), b.get(), c.get(), stream);
-      });
-  return 2.0 * double(n) * n * n / med / 1e12;
 }
 
 }  // namespace kbit::variants

@@ -46,23 +46,12 @@
 #include "variants/common/pdl.cuh"
 #include "variants/common/splitk.cuh"
 #include "variants/common/stage_ring.cuh"
-#include "variants/common/wait_stats.cuh"
-#include "variants/gemv_stripes.hpp"
-#include "variants/scalar_gemv_kernels.hpp"
-#include "variants/scalar_gemv_knobs.hpp"
-#include "variants/scalar_gemv_stream.cuh"
+#include "variants/04_scalar_gemv/stripes.hpp"
+#include "variants/04_scalar_gemv/kernels.hpp"
+#include "variants/04_scalar_gemv/stream.cuh"
 
 namespace kbit::variants {
 namespace {
-
-// The tuning knobs and diagnostics (KBIT_GEMV_*): variants/scalar_gemv_knobs.hpp.
-constexpr bool kClusterPush = KBIT_GEMV_CLUSTER_PUSH != 0;
-// KBIT_GEMV_DIAG_NO_ENDS = 4: every end but the cluster's compiled in (none runs).
-constexpr bool kClusterEndCompiled = KBIT_GEMV_DIAG_NO_ENDS != 4;
-// A windows are staged (DIAG_NO_MATH 4 leaves them out); under DIAG_NO_MATH 5 no consumer takes
-// them, so the window warp stays out too (it would wait for a release forever).
-constexpr bool kWindows = KBIT_GEMV_DIAG_NO_MATH != 4;
-constexpr bool kWindowWarpRuns = kWindows && KBIT_GEMV_DIAG_NO_MATH != 5;
 
 // What a consumer thread needs of one unit: its k-tile's planes of columns g and g+8 (both
 // k-blocks) and the absmax codes of the blocks whose MMA sums it holds.
@@ -149,11 +138,6 @@ __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
                                          uint32_t (&b)[(MV + 1) / 2][16],
                                          float (&acc)[(MV + 1) / 2][2], Between&& between) {
   constexpr int S = (MV + 1) / 2;
-  if constexpr (KBIT_GEMV_DIAG_NO_MATH) {
-    acc[0][0] += __uint_as_float((r.p[0][0][0] ^ r.p[1][1][K - 1] ^ r.codes[0][0]) & 0x3fffffffu);
-    between();
-    return;
-  }
   // The scale FFMAs of k-block kb: C column 2t + i of row lo/hi is the block of k-tile
   // 2(t&1) + i (for row 2s + t/2).
   auto scale_add = [&](int kb, const float(&c)[S][4]) {
@@ -266,8 +250,6 @@ __device__ void store_segment(const KernelArgs& a, const Lane& l, const Segment 
 // regions are addressed from the symbol itself, so every table lookup's base is a uniform
 // register (LDS [R+UR]) rather than one more IADD per lookup.
 extern __shared__ __align__(128) unsigned char g_smem[];
-__shared__ unsigned long long g_wait[2];   // KBIT_GEMV_WAIT_STATS: consumers' full / window waits
-__shared__ unsigned long long g_start_ns;  // KBIT_GEMV_WAIT_STATS: the block's start (thread 0)
 
 template <int K>
 struct Smem {
@@ -284,8 +266,9 @@ struct Smem {
 // barrier), ranks 1.. push their [rows x 128] sums into rank 0's receive area with st.async,
 // each store completing 4 bytes on rank 0's receive barrier, and exit; rank 0 waits there for
 // all (c - 1) x rows x 512 bytes (start_block set them), adds the sums to its own in rank order
-// (deterministic) and writes C. kClusterPush false: plain DSMEM stores, published by the cluster
-// barrier's phase 1. Through the workspace the same end took three L2 round trips.
+// (deterministic) and writes C. Through the workspace the same end took three L2 round trips;
+// plain DSMEM stores published by a second cluster barrier phase were 0.4-0.7 us slower on 8B
+// gate/up (F-TBD-cluster).
 template <int K, int MV, typename T>
 __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Segment g,
                                    float (&acc)[(MV + 1) / 2][2]) {
@@ -305,22 +288,11 @@ __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Seg
     for (int s = 0; s < (MV + 1) / 2; ++s)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        if (!o.writer(s)) continue;
-        if constexpr (kClusterPush)
-          dev::cluster::store_async(dst + 4 * slot(rank, s, h), acc[s][h], bar);
-        else
-          dev::cluster::store(dst + 4 * slot(rank, s, h), acc[s][h]);
+        if (o.writer(s)) dev::cluster::store_async(dst + 4 * slot(rank, s, h), acc[s][h], bar);
       }
-    if (!kClusterPush) dev::cluster::arrive_release();  // (phase 1)
     return;  // rank 0 waits for what this block sent: it is alive until then
   }
-  if constexpr (kClusterPush) {
-    dev::mbar_wait(recv_bar, 0);
-  } else {
-    dev::cluster::wait();  // (phase 0)
-    dev::cluster::arrive_release();
-    dev::cluster::wait();  // (phase 1) every other rank's sums are here
-  }
+  dev::mbar_wait(recv_bar, 0);
   T* C = static_cast<T*>(a.C);
   o.for_each_owned([&](int s, int h) {
     float v = acc[s][h];
@@ -333,9 +305,9 @@ __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Seg
 // consumer thread: scalar_gemv::kTaggedLoads.
 constexpr int kTaggedMaxRows = 2;
 using scalar_gemv::kTaggedLoads;
-// Whether the K-bit kernel for `rows` rows has the tagged end (KBIT_GEMV_TAGGED_KS).
+// Whether the K-bit kernel for `rows` rows has the tagged end (Config::kTaggedKs).
 __host__ __device__ constexpr bool has_tagged_end(int k, int rows) {
-  return rows >= 1 && rows <= kTaggedMaxRows && ((KBIT_GEMV_TAGGED_KS >> k) & 1) != 0;
+  return rows >= 1 && rows <= kTaggedMaxRows && ((Config::kTaggedKs >> k) & 1u) != 0;
 }
 static_assert((Config::kMaxCluster - 1) * kTaggedMaxRows * Config::kTileN * 4 <=
                   Config::kStages * stage_bytes<2>(),
@@ -382,7 +354,7 @@ __device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const S
 // One segment of a consumer thread. q is the block's ring step and wq its A window (the window
 // warp's count), both carried across segments. kDense: a cluster or tagged slots may end a split
 // tile; kWholeTiles: the plan splits no tile, so no split-tile end is compiled in (their code cost
-// the M = 4 main loop 3%: session 14).
+// the M = 4 main loop 3%: F-TBD-ends).
 template <int K, int MV, typename T, bool kDense, bool kWholeTiles = false>
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
                                             const Ring<K>& ring, uint32_t& q, uint32_t& wq,
@@ -403,12 +375,9 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // takes. K = 5 has no registers to spare for it (spills): it reads each unit just before
   // computing it.
   constexpr bool kPrefetch = K <= 4;
-  dev::wait_stats::Stopwatch<kWaitStats> full_wait, window;
   auto fetch = [&](uint32_t step, UnitRegs<K>& r) {
     const int st = Ring<K>::stage(step);
-    full_wait.start();
     dev::mbar_wait(ring.full(st), Ring<K>::parity(step));
-    full_wait.stop();
     read_unit<K>(l, ring.planes(st), ring.codes(st), r);
     // Every consumer thread arrives after its own reads. (One arrival per warp after
     // __syncwarp measured the same and racecheck reports it as a race: session 5.)
@@ -417,13 +386,12 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   UnitRegs<K> next, first;
   const bool block_first = q == 0;
   fetch(q, next);
-  if (kWaitStats && block_first) dev::wait_stats::mark(dev::wait_stats::kFirstLanded, g_start_ns);
   // Under PDL, units 0 and 1 in registers before the wait (the two sets the loop holds anyway):
   // two stages free, so the producer copies units 2 and 3 while the previous launch drains
   // (session 16: 8B gate/up -0.2 us). Not in plain launches, whose first window it delayed
   // until unit 1 had landed (+0.3-0.6 us); rows 3, 4 spilled 8-32 B with it. Not in the grouped
   // kernel (kDense false), whose segments of 1-2 rows had it until session 17.
-  constexpr bool kFirstTwo = kDense && kPrefetch && KBIT_GEMV_FIRST_TWO != 0 && MV >= 1 && MV <= 2;
+  constexpr bool kFirstTwo = kDense && kPrefetch && Config::kFirstTwoUnderPdl && MV >= 1 && MV <= 2;
   const bool two = kFirstTwo && a.pdl && n > 1;
   if (two) {
     first = next;
@@ -440,8 +408,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   if (kWarp && a.pdl && block_first && threadIdx.x == 0) dev::mbar_arrive(ring.win_go());
   constexpr int W = window_units<MV>();
   auto window_at = [&](int i) {  // stages or waits for the window that starts at unit i
-    if (i % W != 0 || !kWindows) return;
-    window.start();
+    if (i % W != 0) return;
     if (!kWarp || (wq == 0 && a.pdl)) {
       dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
       stage_window_by_consumers<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
@@ -451,12 +418,9 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
       // The warp's windows only: a dependent launch's first was the consumers'.
       dev::mbar_wait(ring.win_full(), (wq - (a.pdl ? 1u : 0u)) & 1u);
     }
-    window.stop();
-    if (kWaitStats && block_first && i == 0)
-      dev::wait_stats::mark(dev::wait_stats::kFirstWindow, g_start_ns);
   };
   auto window_done = [&](int i) {  // after unit i: the window warp may refill after its last one
-    if (!kWarp || !kWindows || ((i + 1) % W != 0 && i + 1 != n)) return;
+    if (!kWarp || ((i + 1) % W != 0 && i + 1 != n)) return;
     dev::mbar_arrive(ring.win_empty());  // after this thread's B loads from it
     ++wq;
   };
@@ -482,22 +446,16 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     }
     window_done(i);
   }
-  if (kWaitStats) dev::wait_stats::mark_computed();
-  // A whole-tile kernel has no split-tile end (KBIT_GEMV_DIAG_NO_ENDS uses it where tiles are
-  // split: wrong results). The grouped kernel leaves the cluster and tagged ends out
-  // (registers), M = 3, 4 and some K the tagged one (has_tagged_end).
+  // A whole-tile kernel has no split-tile end. The grouped kernel leaves the cluster and tagged
+  // ends out (registers), M = 3, 4 and some K the tagged one (has_tagged_end).
   if constexpr (kWholeTiles) {
     store_segment<MV, T, true>(a, l, g, acc, defer);
   } else if (kDense && g.contributors > 1 && a.cluster > 1) {
-    if constexpr (kDense && kClusterEndCompiled) combine_in_cluster<K, MV, T>(a, l, g, acc);
+    if constexpr (kDense) combine_in_cluster<K, MV, T>(a, l, g, acc);
   } else if (kDense && has_tagged_end(K, MV) && g.contributors > 1 && a.tagged > 1) {
     if constexpr (kDense && has_tagged_end(K, MV)) combine_through_tags<K, MV, T>(a, l, g, acc);
   } else {
     store_segment<MV, T>(a, l, g, acc, defer);
-  }
-  if (kWaitStats && l.lane == 0) {
-    atomicAdd(&g_wait[0], (unsigned long long)full_wait.total);
-    atomicAdd(&g_wait[1], (unsigned long long)window.total);
   }
 }
 
@@ -538,7 +496,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   ring.template init<kHasWindowWarp<MV>>();
   // Rank 0 expects the other ranks' sums on its receive barrier, before it tells them that it
   // has started (an arrival with the byte count: the phase ends when they have all landed).
-  if (kClusterPush && clustered && threadIdx.x == 0 && dev::cluster::rank() == 0)
+  if (clustered && threadIdx.x == 0 && dev::cluster::rank() == 0)
     dev::mbar_arrive_expect_tx(ring.recv(), (a.cluster - 1) * MV * Config::kTileN * 4);
   if (clustered) dev::cluster::arrive_relaxed();  // phase 0: this block has started
   // The warp index through a shuffle: the compiler then knows the role branch is warp-uniform
@@ -546,36 +504,14 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   // canonical_warp_idx_sync).
   const int warp = __shfl_sync(dev::kFullMask, int(threadIdx.x) / 32, 0);
   if (warp < Config::kConsumers / 32) {
-    if (KBIT_GEMV_DIAG_NO_MATH == 5) return false;
-    if constexpr (!KBIT_GEMV_DIAG_NO_MATH) build_table<K, T>(a);
-    if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kTableBuilt, g_start_ns);
+    build_table<K, T>(a);
     return true;
   }
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
-  if constexpr (kWindowWarpRuns && kHasWindowWarp<MV>)
+  if constexpr (kHasWindowWarp<MV>)
     if (warp == Config::kConsumers / 32 + 1)
       stage_windows<MV, T>(a, ring.win_full(), ring.win_empty(), ring.win_go(), Smem<K>::s_a());
-  if (clustered && !kClusterPush) {  // every thread takes part in both phases
-    dev::cluster::wait();
-    dev::cluster::arrive_release();
-  }
   return false;
-}
-
-// KBIT_GEMV_DIAG_NO_ENDS = 5: the whole-tile kernel with every end's code compiled into the
-// non-consumer threads' path, behind a condition that never holds (a.pdl is 0 or 1): does the
-// ends' code cost the unit loop wherever it sits, or only on the consumers' path?
-template <int K, int MV, typename T>
-__device__ void ends_off_the_path(const KernelArgs& a) {
-  if (a.pdl != 7) return;
-  const Lane l;
-  const Segment g = a.segs[blockIdx.x];
-  float acc[(MV + 1) / 2][2];
-  for (int s = 0; s < (MV + 1) / 2; ++s) acc[s][0] = acc[s][1] = float(threadIdx.x + s);
-  if (g.contributors == 2) combine_in_cluster<K, MV, T>(a, l, g, acc);
-  if constexpr (has_tagged_end(K, MV))
-    if (g.contributors == 3) combine_through_tags<K, MV, T>(a, l, g, acc);
-  store_segment<MV, T>(a, l, g, acc, g.contributors == 4);
 }
 
 // MV = 1..4: dense, every segment has MV rows. MV = 0: grouped (scalar_gemv's MoE row).
@@ -584,20 +520,10 @@ template <int K, int MV, typename T, bool kWholeTiles = false>
 __global__ void __maxnreg__(Config::kMaxRegs)
     scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   const Ring<K> ring(g_smem, Smem<K>::kRing);
-  const unsigned long long start_ns = kWaitStats ? dev::global_ns() : 0;
-  const long long start_clk = kWaitStats ? clock64() : 0;
-  if (kWaitStats && threadIdx.x == 0) {  // ring.init() syncs
-    g_wait[0] = g_wait[1] = 0;
-    g_start_ns = start_ns;
-  }
-  // At once: at the block's end it kept 0.2 of 1.5 us (session 9), after the block's last copy
-  // it cost 1-2 us (session 20; notes.md).
+  // At once: at the block's end it kept 0.2 of 1.5 us, after the block's last copy it cost
+  // 1-2 us (F-TBD-pdl).
   dev::pdl::launch_dependents();
-  if (!start_block<K, MV, T>(a, ring)) {
-    if constexpr (KBIT_GEMV_DIAG_NO_ENDS == 5 && MV > 0 && kWholeTiles)
-      ends_off_the_path<K, MV, T>(a);
-    return;
-  }
+  if (!start_block<K, MV, T>(a, ring)) return;
   uint32_t q = 0, wq = 0;
   const int first = a.first_seg[blockIdx.x], last = a.first_seg[blockIdx.x + 1];
   for (int s = first; s < last; ++s) {
@@ -609,28 +535,18 @@ __global__ void __maxnreg__(Config::kMaxRegs)
     else
       run_segment<K, MV, T, true, kWholeTiles>(a, a.segs[s], ring, q, wq, defer);
   }
-  if (kWaitStats) dev::wait_stats::mark(dev::wait_stats::kComputed, g_start_ns);
   if (!kWholeTiles && last - first > 1 && a.segs[first].contributors > 1)
     finish_split<T>(a, a.segs[first]);
-  if constexpr (kWaitStats) {
-    dev::sync_threads<Config::kConsumers>();
-    dev::wait_stats::finish_consumers(g_wait, Config::kConsumers / 32, start_ns, start_clk);
-  }
 }
 
 // ---------------------------------------------------------------- host side
-// The plan (stripes, which end, buffers) is variants/scalar_gemv_plan.cpp; this is what it asks
-// of the kernels (variants/scalar_gemv_kernels.hpp).
-
-// KBIT_GEMV_DIAG_NO_ENDS 1, 2, 5: no split-tile end on the consumers' path (5: on the
-// producer's, never run); 3, 4 compile them (4: not the cluster's) and the host skips them.
-constexpr bool kNoEndsCompiled =
-    KBIT_GEMV_DIAG_NO_ENDS == 1 || KBIT_GEMV_DIAG_NO_ENDS == 2 || KBIT_GEMV_DIAG_NO_ENDS == 5;
+// The plan (stripes, which end, buffers) is plan.cpp; this is what it asks of the kernels
+// (kernels.hpp).
 
 // The row counts with a kernel for plans that split no tile: M = 3, 4, whose main loop the
-// ends' code slowed (M = 1, 2 measured even; every row under KBIT_GEMV_DIAG_NO_ENDS).
+// ends' code slowed by 3% (M = 1, 2 measured even; F-TBD-ends).
 constexpr bool has_whole_tile_kernel(int rows) {
-  return rows >= 3 || kNoEndsCompiled;
+  return rows >= 3;
 }
 
 // The kernel for (K, rows, dtype); rows == 0 selects the grouped kernel; `whole_tiles`: the
@@ -677,21 +593,6 @@ KernelArgs make_args(const scalar_gemv::Launch& l, const GemmDims& d, const Gemm
 
 namespace scalar_gemv {
 
-Knobs knobs() {
-  return {Config::kStages,
-          KBIT_GEMV_ALIGN_SLACK,
-          KBIT_GEMV_CLUSTER_SPLIT != 0,
-          KBIT_GEMV_TAGGED_END != 0,
-          KBIT_GEMV_WHOLE_TILES != 0,
-          kNoEndsCompiled,
-          KBIT_GEMV_DIAG_NO_MATH == 5,
-          kWaitStats,
-          Config::kWindowRowUnits,
-          KBIT_GEMV_DIAG_NO_ENDS == 2 || KBIT_GEMV_DIAG_NO_ENDS == 5,
-          KBIT_GEMV_DIAG_NO_ENDS == 3 || KBIT_GEMV_DIAG_NO_ENDS == 4,
-          KBIT_GEMV_DIAG_NO_ENDS != 0 || KBIT_GEMV_DIAG_NO_MATH != 0};
-}
-
 const void* kernel_for(int k, int rows, DType t, bool whole_tiles) {
   return t == DType::f16 ? kernel_for_type<__half>(k, rows, whole_tiles)
                          : kernel_for_type<__nv_bfloat16>(k, rows, whole_tiles);
@@ -712,18 +613,11 @@ void launch(const Launch& l, const GemmDims& d, const GemmArgs& g, cudaStream_t 
   void* params[] = {&a};
   // A dependent launch whose blocks stage one A window each runs without the window warp (the
   // consumers stage that window; the warp would only wait for them and leave, which cost the
-  // small Qwen3 layers 0.05-0.19 us at M = 3, 4: session 19). The kernel's consumers arrive on
+  // small Qwen3 layers 0.05-0.19 us at M = 3, 4: F-TBD-windows). The kernel's consumers arrive on
   // the window barriers all the same; with one window nobody waits on them.
   const int threads = g.pdl && l.one_window ? l.threads - kWarpThreads : l.threads;
   launch_kernel(l.kernel, dim3(l.grid), dim3(threads), l.smem_bytes, stream, params, g.pdl,
                 unsigned(l.cluster));
-  // Under PDL a kernel after every launch would break the chain of dependent launches: the
-  // statistics are summed over 64 launches (wait_stats.cuh).
-  static unsigned launches = 0;
-  if (kWaitStats && (!g.pdl || ++launches % 64 == 0)) {
-    dev::wait_stats::print_and_reset<<<1, 1, 0, stream>>>(g.pdl, max(l.cluster, l.tagged), l.grid);
-    KBIT_CUDA_CHECK(cudaGetLastError());
-  }
 }
 
 }  // namespace scalar_gemv

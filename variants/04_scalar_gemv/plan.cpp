@@ -1,8 +1,8 @@
-// Variant 04's host side (the kernels: variants/04_scalar_gemv.cu): the registry's setup and run
-// functions. Setup picks the kernel, cuts the (tile, k-unit) units into one stripe per resident
-// block (variants/gemv_stripes.hpp), chooses how split tiles end (a cluster, tagged L2 slots or
-// the workspace) and uploads the stripes; run checks the operands and launches. It reads the
-// KBIT_GEMV_* knobs only through scalar_gemv::knobs(), as the kernels were compiled.
+// Variant 04's host side (the kernels: scalar_gemv.cu): the registry's setup and run functions.
+// Setup picks the kernel, cuts the (tile, k-unit) units into one stripe per resident block
+// (stripes.hpp), chooses how split tiles end (a cluster, tagged L2 slots or the workspace; the
+// row's options `cluster_end` and `tagged_end` may rule the first two out) and uploads the
+// stripes; run checks the operands and launches.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -13,9 +13,9 @@
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/launch.hpp"
-#include "variants/gemv_stripes.hpp"
-#include "variants/gemv_variants.hpp"
-#include "variants/scalar_gemv_kernels.hpp"
+#include "variants/04_scalar_gemv/stripes.hpp"
+#include "variants/04_scalar_gemv/scalar_gemv.hpp"
+#include "variants/04_scalar_gemv/kernels.hpp"
 
 namespace kbit::variants {
 namespace {
@@ -25,6 +25,7 @@ using gemv::OutTile;
 
 struct GemvState : VariantState {
   GemmDims dims;
+  bool cluster_end = true, tagged_end = true;  // the row's options
   sg::Launch launch;  // the kernel, its grid and the device pointers below
   int k_units = 0, units_per_block = 0, split_tiles = 0;  // n_tiles, k_tiles: in launch
   int blocks_per_sm = 0;
@@ -41,9 +42,8 @@ struct GemvState : VariantState {
            std::to_string(split_tiles) + " tiles split" +
            (cluster > 1 ? " (combined in clusters of " + std::to_string(cluster) + ")" : "") +
            (tagged > 1 ? " (combined through tagged L2 slots)" : "") + ", " +
-           std::to_string(sg::knobs().stages) + "-stage bulk-copy ring, " +
-           std::to_string(blocks_per_sm) + " blocks/SM" +
-           (sg::knobs().diagnostic ? ", DIAGNOSTIC BUILD (KBIT_GEMV_DIAG_*: timing only)" : "");
+           std::to_string(sg::Config::kStages) + "-stage bulk-copy ring, " +
+           std::to_string(blocks_per_sm) + " blocks/SM";
   }
   // Per-block scale steps (one per block of 32, and the zero-initialised MMA sum), split-K
   // partial sums (one per unit at most) and the two-lane reduction.
@@ -69,9 +69,7 @@ void build_stripes(GemvState& s, const gemv::Stripes& st, std::size_t tiles, int
   l.smem_bytes = cluster_smem(s, base, cluster);
   KBIT_CUDA_CHECK(
       cudaFuncSetAttribute(l.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, l.smem_bytes));
-  std::vector<gemv::Segment> segs = st.segs;
-  if (sg::knobs().skip_ends)  // diagnostic: no segment runs an end (wrong where tiles are split)
-    for (gemv::Segment& g : segs) g.contributors = 1;
+  const std::vector<gemv::Segment>& segs = st.segs;
   s.segs = DeviceBuffer<gemv::Segment>(segs.size());
   KBIT_CUDA_CHECK(cudaMemcpy(s.segs.get(), segs.data(), segs.size() * sizeof(gemv::Segment),
                              cudaMemcpyHostToDevice));
@@ -96,19 +94,17 @@ void build_stripes(GemvState& s, const gemv::Stripes& st, std::size_t tiles, int
 // How the split tiles of stripes `st` end: {cluster, tagged}, each 1 where not used. In a
 // cluster where every stripe is one k-band of one tile and the clusters all fit at once; else
 // through tagged slots where every contributor is resident at once (rank 0 waits for the
-// others); otherwise through the workspace. Not in the grouped kernel (registers) nor with a
-// diagnostic whose consumers skip the end. (Longer k-bands chosen for clusters that fit lost
-// more than the end gained: 8B down, sessions 12 and 13.)
+// others); otherwise through the workspace. Not in the grouped kernel (registers). (Longer
+// k-bands chosen for clusters that fit lost more than the end gained: 8B down, F-TBD-cluster.)
 std::pair<int, int> choose_end(const GemvState& s, const gemv::Stripes& st, int base, int slots) {
-  const sg::Knobs k = sg::knobs();
-  if (s.dims.grouped() || k.no_consumers || (k.no_ends && !k.no_ends_clustered)) return {1, 1};
+  if (s.dims.grouped()) return {1, 1};
   const int c = gemv::cluster_size(st, sg::kMaxCluster);
   if (c < 2) return {1, 1};
-  if (k.cluster_split &&
+  if (s.cluster_end &&
       clusters_fit_at_once(s.launch.kernel, s.launch.threads, cluster_smem(s, base, c), c, st.grid,
                            s.blocks_per_sm, slots))
     return {c, 1};
-  if (k.tagged_end && st.grid <= slots && sg::has_tagged_end(s.dims.k_bits, int(s.dims.M)) &&
+  if (s.tagged_end && st.grid <= slots && sg::has_tagged_end(s.dims.k_bits, int(s.dims.M)) &&
       (c - 1) * s.dims.M * sg::kTileN <= sg::kTaggedLoads * sg::kConsumers)
     return {1, c};
   return {1, 1};
@@ -118,7 +114,8 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
           const VariantOptions& o) {
   const char* who = rows_template == 0 ? "grouped_scalar_gemv" : "scalar_gemv";
   require_compute_capability(9, who, "cp.async.bulk into an mbarrier ring");
-  const sg::Knobs knobs = sg::knobs();
+  s.cluster_end = o.flag(kScalarGemvClusterEnd);
+  s.tagged_end = o.flag(kScalarGemvTaggedEnd);
   sg::Launch& l = s.launch;
   l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, false);
   l.threads = sg::threads_for(rows_template);
@@ -138,14 +135,14 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   if (tiles.empty()) return;  // grouped problem with no rows at all: nothing to launch
   const long long units = (long long)tiles.size() * s.k_units;
   const int slots = per_sm * sms;
-  const int per = gemv::stripe_units(units, s.k_units, slots, o.split_k, knobs.align_slack);
+  const int per = gemv::stripe_units(units, s.k_units, slots, o.split_k, sg::Config::kAlignSlackPct);
   const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
   const auto [cluster, tagged] = choose_end(s, st, base, slots);
   // Same registers and shared memory: the occupancy above holds for it.
-  if (rows_template > 0 && ((knobs.whole_tiles && st.split_tiles == 0) || knobs.no_ends))
+  if (rows_template > 0 && st.split_tiles == 0)
     l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, true);
   l.one_window = sg::has_window_warp(rows_template) &&
-                 gemv::max_windows_per_block(st, knobs.window_row_units / rows_template) == 1;
+                 gemv::max_windows_per_block(st, sg::Config::kWindowRowUnits / rows_template) == 1;
   build_stripes(s, st, tiles.size(), per, base, cluster, tagged);
 }
 

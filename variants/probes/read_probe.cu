@@ -21,14 +21,14 @@
 #include <vector>
 
 #include "reference/error.hpp"
-#include "variants/baselines.hpp"
+#include "variants/probes/probes.hpp"
 #include "variants/common/barrier.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/launch.hpp"
 #include "variants/common/pdl.cuh"
-#include "variants/common/probe.cuh"
+#include "variants/probes/probe.cuh"
 
 namespace kbit::variants {
 namespace {
@@ -38,29 +38,25 @@ struct LdgConfig {
   static constexpr int kUnroll = 8;  // 16-byte loads in flight per thread: 64 KB per block
 };
 
-// The defaults; the environment variable KBIT_PROBE_BULK=
-// "CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID[,HOLD]]]]]]" overrides them
-// for a sweep of what the stream needs, without rebuilding:
-//   CHUNK bytes per copy; STAGES copies in flight per block; BLOCKS_PER_SM (0: as many as fit);
-//   STRIPED 1: one contiguous stripe per block instead of round-robin chunks;
-//   BEFORE_WAIT weight chunks a block copies before griddepcontrol.wait (-1: all of them;
+// read_bulk's defaults are its options' (probes.hpp: kReadBulkOptions), set per experiment:
+//   chunk bytes per copy; stages copies in flight per block; blocks_per_sm (0: as many as fit);
+//   striped 1: one contiguous stripe per block instead of round-robin chunks;
+//   before_wait weight chunks a block copies before griddepcontrol.wait (-1: all of them;
 //     scalar_gemv copies 4 units);
-//   PAD bytes of shared memory added per block (caps the blocks that fit per SM);
-//   TRIGGER where a block lets the next dependent launch be scheduled: 0 at its start, 1 once it
-//     has issued its last weight copy;
-//   GRID > 0: that many streaming blocks instead of BLOCKS_PER_SM x SMs;
-//   HOLD 1: BLOCKS_PER_SM x SMs blocks all the same, GRID of them streaming, the others holding
-//     their slots until those have finished;
-//   A_EACH 1: every streaming block reads all of A itself after griddepcontrol.wait, with
+//   pad bytes of shared memory added per block (caps the blocks that fit per SM);
+//   late_trigger: where a block lets the next dependent launch be scheduled: 0 at its start, 1
+//     once it has issued its last weight copy;
+//   grid > 0: that many streaming blocks instead of blocks_per_sm x SMs;
+//   hold 1: blocks_per_sm x SMs blocks all the same, `grid` of them streaming, the others
+//     holding their slots until those have finished;
+//   a_each 1: every streaming block reads all of A itself after griddepcontrol.wait, with
 //     kAReaders threads (a GEMV whose blocks own whole columns, full K, must), instead of A's
 //     chunks being dealt out like the weights'.
 struct BulkConfig {
   static constexpr int kThreads = 32;    // lane 0 streams; the warp writes its share of C
-  static constexpr int kAReaders = 256;  // A_EACH: 8 more warps, as scalar_gemv's consumers
-  static constexpr int kAUnroll = 8;     // A_EACH: 16-byte loads in flight per reader
-  static constexpr int kChunk = 16384;
-  static constexpr int kStages = 4;
-  static constexpr int kMaxStages = 16;
+  static constexpr int kAReaders = 256;  // a_each: 8 more warps, as scalar_gemv's consumers
+  static constexpr int kAUnroll = 8;     // a_each: 16-byte loads in flight per reader
+  static constexpr int kMaxStages = 16;  // kReadBulkOptions' limit for `stages`
   static constexpr int kBarrierBytes = 8 * kMaxStages;
 };
 
@@ -80,7 +76,7 @@ struct ProbeArgs {
   unsigned* done;     // read_bulk: streaming blocks finished, over every launch (holders wait)
   unsigned short* C;
   long long c_elems;  // 16-bit elements of C, all written with zero
-  unsigned* sink;     // read_ldg: one XOR of all words read per block; read_bulk A_EACH: of A
+  unsigned* sink;     // read_ldg: one XOR of all words read per block; read_bulk a_each: of A
 };
 
 __device__ __forceinline__ void write_zero_c(const ProbeArgs& a, long long tid, long long stride) {
@@ -138,7 +134,7 @@ __global__ void __launch_bounds__(LdgConfig::kThreads) read_ldg_kernel(ProbeArgs
   store_block_xor<0>(acc, a.sink, 0);
 }
 
-// A holder block (KBIT_PROBE_BULK's HOLD) keeps its SM slot, so that the next dependent launch's
+// A holder block (option hold) keeps its SM slot, so that the next dependent launch's
 // blocks cannot take it, until this launch's streaming blocks have all finished. The count is
 // read after griddepcontrol.wait: every block of the previous launch has counted by then.
 __device__ void hold_slot(const ProbeArgs& a) {
@@ -148,7 +144,7 @@ __device__ void hold_slot(const ProbeArgs& a) {
   while (int(*done - target) < 0) __nanosleep(256);
 }
 
-// A_EACH: warps 1.. of a streaming block, once past griddepcontrol.wait, read all of A
+// a_each: warps 1.. of a streaming block, once past griddepcontrol.wait, read all of A
 // (kAUnroll 16-byte loads in flight per thread, as a GEMV's consumers staging A would) and store
 // its XOR to sink[blockIdx.x], so no load is dead and a test can check that each block read all.
 __device__ void read_all_a(const ProbeArgs& a) {
@@ -172,7 +168,7 @@ __global__ void __launch_bounds__(BulkConfig::kThreads + BulkConfig::kAReaders)
   }
   if (threadIdx.x != 0) {
     dev::pdl::wait();                      // A and C belong to the previous launch until then
-    if (threadIdx.x >= 32) read_all_a(a);  // A_EACH
+    if (threadIdx.x >= 32) read_all_a(a);  // a_each
     write_zero_c(a, tid, threads);
     return;
   }
@@ -207,13 +203,13 @@ __global__ void __launch_bounds__(BulkConfig::kThreads + BulkConfig::kAReaders)
   for (uint32_t r = q > S ? q - S : 0; r < q; ++r)  // drain the ring
     dev::mbar_wait(bars + 8 * (r % S), (r / S) & 1u);
   write_zero_c(a, tid, threads);
-  if (a.work < int(gridDim.x)) atomicAdd(a.done, 1u);  // for the holders (HOLD)
+  if (a.work < int(gridDim.x)) atomicAdd(a.done, 1u);  // for the holders (option hold)
 }
 
 struct ProbeState : VariantState {
   DeviceBuffer<unsigned> sink;  // one word per block
   int grid = 0, smem = 0, threads = 0, chunk = 0, stages = 0, striped = 0, before_wait = -1;
-  int late_trigger = 0, work = 0;  // work: the streaming blocks (grid unless HOLD)
+  int late_trigger = 0, work = 0;  // work: the streaming blocks (grid unless hold)
   int a_each = 0;                  // read_bulk: every streaming block reads all of A
   DeviceBuffer<unsigned> done;     // read_bulk: finished streaming blocks (ProbeArgs::done)
   void (*kernel)(ProbeArgs) = nullptr;
@@ -221,39 +217,21 @@ struct ProbeState : VariantState {
   std::string describe() const override { return what; }
 };
 
-// KBIT_PROBE_BULK (above): each value checked against its limit.
-void parse_bulk_env(const char* env, ProbeState& s, int& blocks_per_sm, int& pad, int& grid,
-                    int& hold) {
-  int chunk = 0, stages = 0, blocks = 0, striped = 0, before_wait = -1, trigger = 0, a_each = 0;
-  const int n = std::sscanf(env, "%d,%d,%d,%d,%d,%d,%d,%d,%d,%d", &chunk, &stages, &blocks,
-                            &striped, &before_wait, &pad, &trigger, &grid, &hold, &a_each);
-  if (n < 3)
-    throw Error(std::string("KBIT_PROBE_BULK='") + env +
-                "' is not CHUNK,STAGES,BLOCKS_PER_SM[,STRIPED[,BEFORE_WAIT[,PAD[,TRIGGER[,GRID[,"
-                "HOLD[,A_EACH]]]]]]]");
-  if (a_each != 0 && a_each != 1)
-    throw Error("KBIT_PROBE_BULK: A_EACH " + std::to_string(a_each) + " is not 0 or 1");
-  if (grid < 0) throw Error("KBIT_PROBE_BULK: GRID " + std::to_string(grid) + " < 0");
-  if (hold != 0 && (hold != 1 || grid == 0))
-    throw Error("KBIT_PROBE_BULK: HOLD " + std::to_string(hold) + " is not 0, or 1 with a GRID");
-  if (trigger != 0 && trigger != 1)
-    throw Error("KBIT_PROBE_BULK: TRIGGER " + std::to_string(trigger) + " is not 0 or 1");
-  if (before_wait < -1)
-    throw Error("KBIT_PROBE_BULK: BEFORE_WAIT " + std::to_string(before_wait) + " < -1");
-  if (pad < 0 || pad > (1 << 20))
-    throw Error("KBIT_PROBE_BULK: PAD " + std::to_string(pad) + " is outside [0, 1 MiB]");
-  if (striped != 0 && striped != 1)
-    throw Error("KBIT_PROBE_BULK: STRIPED " + std::to_string(striped) + " is not 0 or 1");
-  if (chunk < 16 || chunk % 16 != 0 || chunk > (1 << 20))
-    throw Error("KBIT_PROBE_BULK: chunk " + std::to_string(chunk) +
+// read_bulk's options (their ranges were checked by the harness; here what a range cannot say).
+void bulk_options(const VariantOptions& o, ProbeState& s, int& blocks_per_sm, int& pad, int& grid,
+                  int& hold) {
+  auto get = [&](int i) { return int(o.get(kReadBulkOptions[i])); };
+  s.chunk = get(0), s.stages = get(1), blocks_per_sm = get(2), s.striped = get(3);
+  s.before_wait = get(4), pad = get(5), s.late_trigger = get(6), grid = get(7), hold = get(8);
+  s.a_each = get(9);
+  if (s.chunk < 16 || s.chunk % 16 != 0 || s.chunk > (1 << 20))
+    throw Error("read_bulk: option chunk = " + std::to_string(s.chunk) +
                 " is not a multiple of 16 in [16, 1 MiB]");
-  if (stages < 1 || stages > BulkConfig::kMaxStages)
-    throw Error("KBIT_PROBE_BULK: stages " + std::to_string(stages) + " is outside 1.." +
+  if (s.stages < 1 || s.stages > BulkConfig::kMaxStages)
+    throw Error("read_bulk: option stages = " + std::to_string(s.stages) + " is outside 1.." +
                 std::to_string(BulkConfig::kMaxStages));
-  if (blocks < 0) throw Error("KBIT_PROBE_BULK: blocks per SM " + std::to_string(blocks) + " < 0");
-  s.chunk = chunk, s.stages = stages, s.striped = striped, s.before_wait = before_wait;
-  s.late_trigger = trigger, s.a_each = a_each;
-  blocks_per_sm = blocks;
+  if (hold != 0 && grid == 0)
+    throw Error("read_bulk: option hold = 1 needs a grid > 0 (the streaming blocks)");
 }
 
 long long span_bytes(long long bytes, const char* what) {
@@ -263,7 +241,7 @@ long long span_bytes(long long bytes, const char* what) {
   return bytes;
 }
 
-std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
+std::unique_ptr<VariantState> probe_setup(const GemmDims& d, const VariantOptions& o, bool bulk) {
   const char* name = bulk ? "read_bulk" : "read_ldg";
   if (d.grouped()) throw Error(std::string(name) + ": dense problems only");
   if (d.dtype == DType::f32) throw Error(std::string(name) + ": dtype fp32 is not supported");
@@ -272,13 +250,11 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
   s->kernel = bulk ? read_bulk_kernel : read_ldg_kernel;
   s->threads = bulk ? BulkConfig::kThreads : LdgConfig::kThreads;
   int blocks_per_sm = 0;  // 0: as many as fit
-  int grid = 0;           // > 0: the grid (KBIT_PROBE_BULK's GRID)
-  int hold = 0;           // 1: GRID streaming blocks, the rest of the slots held
+  int grid = 0;           // > 0: the grid (option grid)
+  int hold = 0;           // 1: `grid` streaming blocks, the rest of the slots held
   if (bulk) {
-    s->chunk = BulkConfig::kChunk, s->stages = BulkConfig::kStages;
     int pad = 0;
-    if (const char* env = std::getenv("KBIT_PROBE_BULK"))
-      parse_bulk_env(env, *s, blocks_per_sm, pad, grid, hold);
+    bulk_options(o, *s, blocks_per_sm, pad, grid, hold);
     s->smem = BulkConfig::kBarrierBytes + s->stages * s->chunk + pad;
     if (s->a_each) s->threads += BulkConfig::kAReaders;
     KBIT_CUDA_CHECK(cudaFuncSetAttribute(read_bulk_kernel,
@@ -295,7 +271,7 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, bool bulk) {
                 " blocks per SM asked, at most " + std::to_string(per_sm) + " fit");
   if (blocks_per_sm > 0) per_sm = blocks_per_sm;
   if (grid > sms * per_sm)
-    throw Error(std::string(name) + ": GRID " + std::to_string(grid) + " blocks, at most " +
+    throw Error(std::string(name) + ": option grid = " + std::to_string(grid) + " blocks, at most " +
                 std::to_string(sms * per_sm) + " fit at once");
   s->grid = grid > 0 && !hold ? grid : sms * per_sm;
   s->work = grid > 0 ? grid : s->grid;
@@ -345,11 +321,11 @@ void probe_run(VariantState* state, const GemmDims& d, const GemmArgs& a, cudaSt
 
 }  // namespace
 
-std::unique_ptr<VariantState> read_ldg_setup(const GemmDims& d, const VariantOptions&) {
-  return probe_setup(d, false);
+std::unique_ptr<VariantState> read_ldg_setup(const GemmDims& d, const VariantOptions& o) {
+  return probe_setup(d, o, false);
 }
-std::unique_ptr<VariantState> read_bulk_setup(const GemmDims& d, const VariantOptions&) {
-  return probe_setup(d, true);
+std::unique_ptr<VariantState> read_bulk_setup(const GemmDims& d, const VariantOptions& o) {
+  return probe_setup(d, o, true);
 }
 void read_probe_run(VariantState* s, const GemmDims& d, const GemmArgs& a, cudaStream_t stream) {
   probe_run(s, d, a, stream);
@@ -362,7 +338,7 @@ std::uint32_t read_probe_checksum(VariantState* state) {
 std::vector<std::uint32_t> read_bulk_a_words(VariantState* state) {
   const auto* s = static_cast<ProbeState*>(state);
   std::vector<unsigned> words = s->sink.download();
-  words.resize(std::size_t(s->work));  // the holders (HOLD) read nothing
+  words.resize(std::size_t(s->work));  // the holders (option hold) read nothing
   return {words.begin(), words.end()};
 }
 

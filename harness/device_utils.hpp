@@ -1,4 +1,5 @@
-// Small device utilities the harness and tests need: random fills and an SM-clock probe.
+// Device utilities of the harness and its tests: random fills, an SM-clock probe, event timing
+// and the ceilings' tensor rate.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -60,5 +61,9 @@ double median_event_ms(cudaStream_t stream, int warmup, int reps, Fn&& fn) {
   std::sort(ms.begin(), ms.end());
   return ms[ms.size() / 2];
 }
+
+// Dense fp16 tensor-core rate of this device in TFLOP/s: the median of timed cuBLAS
+// n x n x n products on random data (the harness's flops ceiling).
+double measure_tensor_tflops(int n, cudaStream_t stream);
 
 }  // namespace kbit::gpu

@@ -1,10 +1,12 @@
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include "variants/common/clock.cuh"
+#include "variants/common/cublas_check.hpp"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/dtype.cuh"
-#include "variants/device_utils.hpp"
+#include "harness/device_utils.hpp"
 
 namespace kbit::gpu {
 namespace {
@@ -60,6 +62,28 @@ double measure_sm_clock_mhz(cudaStream_t stream, int spin_us) {
   KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
   const auto h = d.download();
   return h[0] ? double(h[1]) / double(h[0]) * 1000.0 : 0.0;
+}
+
+double measure_tensor_tflops(int n, cudaStream_t stream) {
+  const std::size_t elems = std::size_t(n) * std::size_t(n);
+  DeviceBuffer<unsigned char> a(elems * 2), b(elems * 2), c(elems * 2), ws(32u << 20);
+  fill_random(DType::f16, a.get(), std::int64_t(elems), 1, stream);
+  fill_random(DType::f16, b.get(), std::int64_t(elems), 2, stream);
+  cublasHandle_t h = nullptr;
+  KBIT_CUBLAS_CHECK(cublasCreate(&h));
+  struct Destroy {
+    cublasHandle_t h;
+    ~Destroy() { cublasDestroy(h); }
+  } destroy{h};
+  KBIT_CUBLAS_CHECK(cublasSetWorkspace(h, ws.get(), ws.bytes()));
+  KBIT_CUBLAS_CHECK(cublasSetStream(h, stream));
+  const float alpha = 1.0f, beta = 0.0f;
+  const double med = 1e-3 * median_event_ms(stream, 3, 10, [&] {
+    KBIT_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, b.get(),
+                                   CUDA_R_16F, n, a.get(), CUDA_R_16F, n, &beta, c.get(),
+                                   CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  });
+  return 2.0 * double(n) * n * n / med / 1e12;
 }
 
 }  // namespace kbit::gpu

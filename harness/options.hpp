@@ -1,0 +1,29 @@
+// A registry row's options (VariantOptions::values) from what an experiment's [options.ROW]
+// table or validate's --option flags gave: every name known to the row, every value in its
+// range, checked before any GPU work; the defaults fill in the rest.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "harness/registry.hpp"
+
+namespace kbit {
+
+struct GivenOption {
+  std::string name;
+  std::int64_t value = 0;
+  std::string where;  // for messages: "experiments/x.toml:12" or "--option"
+};
+
+// Throws kbit::Error naming the place, the row, the value and the limit (or the known names).
+VariantOptions resolve_options(const VariantRow& row, const std::vector<GivenOption>& given,
+                               SplitMode split = SplitMode::automatic);
+
+// "NAME=VALUE" (VALUE an integer, true or false) as validate's --option takes it.
+GivenOption parse_option_flag(const std::string& flag);
+
+// "name (default, min..max): why" lines of a row's options, for `list --options`.
+std::vector<std::string> describe_options(const VariantRow& row);
+
+}  // namespace kbit
