@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """One line per row of a results.csv: the columns a tuning log needs.
 
-    python3 harness/csv_brief.py results/NAME/RUN/results.csv
+    python3 harness/tools/csv_brief.py results/NAME/RUN/results.csv
 """
 import csv
 import sys

@@ -1,10 +1,10 @@
 #!/bin/bash
 # Nsight Compute warp-stall samples per SASS instruction for one kernel launch: which
-# instructions the warps wait at, and why (docs/notes.md, session 12):
-#   harness/ncu_source.sh OUT_PREFIX KERNEL_REGEX build/harness/kbit-harness run \
+# instructions the warps wait at, and why (docs/findings.md):
+#   harness/tools/ncu_source.sh OUT_PREFIX KERNEL_REGEX build/harness/kbit-harness run \
 #       experiments/gemv_goal.toml --variants scalar_gemv --shapes llama3_8b.gate_up --m 1 ...
 # Writes OUT_PREFIX.csv (the source page, SASS) and prints the
-# instructions with the most samples (harness/ncu_source_top.py).
+# instructions with the most samples (harness/tools/ncu_source_top.py).
 set -u
 out=$1 k=$2; shift 2
 rep=/tmp/$(basename "$out")

@@ -2,7 +2,7 @@
 """Summarizes ncu's source page (SASS, CSV) of one kernel: the instructions with the most
 warp-stall samples, and the samples summed by opcode and by stall reason.
 
-    python3 harness/ncu_source_top.py prof.csv [--top 40]
+    python3 harness/tools/ncu_source_top.py prof.csv [--top 40]
 """
 import argparse
 import collections

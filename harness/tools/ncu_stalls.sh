@@ -1,6 +1,6 @@
 #!/bin/bash
-# Nsight Compute stall reasons and memory counters for one kernel launch (docs/notes.md):
-#   harness/ncu_stalls.sh KERNEL_REGEX build/harness/kbit-harness run experiments/gemv_goal.toml \
+# Nsight Compute stall reasons and memory counters for one kernel launch (docs/findings.md):
+#   harness/tools/ncu_stalls.sh KERNEL_REGEX build/harness/kbit-harness run experiments/gemv_goal.toml \
 #       --variants scalar_gemv --shapes llama3_70b.gate_up --m 1 --no-plot --quiet
 k=$1; shift
 m=""

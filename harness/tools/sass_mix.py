@@ -2,7 +2,7 @@
 """SASS of one kernel and its opcode mix (what docs/variants/*.md report).
 
     cuobjdump -sass build/variants/CMakeFiles/kbit_gpu.dir/04_scalar_gemv.cu.o | \
-        python3 harness/sass_mix.py 'scalar_gemv_kernelILi4ELi1E6__half' [--loop] [--out f.sass]
+        python3 harness/tools/sass_mix.py 'scalar_gemv_kernelILi4ELi1E6__half' [--loop] [--out f.sass]
 
 Prints instruction counts by opcode (modifiers dropped) and by category. With --loop, only the
 body of the largest backward-branch loop is counted (the steady-state k-tile iteration).

@@ -1,26 +1,26 @@
 #!/bin/bash
-# Batch the GPU work of one session into one call (a lent GPU machine bills by the minute):
-#   harness/gpu_session.sh STEP...
+# Batch a GPU machine's work into one call (build, tests, validation, runs, SASS):
+#   harness/gpu_batch.sh STEP...
 # Steps, run in order; each logs to $LOGS/<n>_<step>.log and a failure does not stop the rest:
 #   build                  configure + build (header libraries from .deps/usr when present)
 #   test                   ctest, GPU tests included
 #   validate:NAME[:ARGS]   kbit-harness validate --variant NAME ARGS (ARGS: ',' for spaces)
 #   run:CONFIG[ ARGS]      kbit-harness run CONFIG ARGS --no-plot, then its rows in brief
-#                          (harness/csv_brief.py); plot here with harness/plot.py
+#                          (harness/tools/csv_brief.py); plot elsewhere with harness/plot.py
 #   sanitize:NAME          compute-sanitizer memcheck, synccheck and racecheck on a quick validate
 #   sass:PATTERN           SASS of the first kernel whose mangled name matches PATTERN (regex)
-#                          and its opcode mix (harness/sass_mix.py), whole kernel and hot loop
-#   knobs:FLAGS:CONFIG[:ARGS]  rebuild kbit-harness in build-knobs/ with CMAKE_CUDA_FLAGS=FLAGS
-#                          (';' between -D flags) and run CONFIG ARGS into /tmp/knob-results
-#                          (not packed: a sweep's rows are read from the log, not committed)
+#                          and its opcode mix (harness/tools/sass_mix.py), whole kernel and hot loop
 #   cmd:SHELL              any shell command (',' for spaces)
+# Python packages for the peers (docs/peers.md): wheels in .whl/ are installed into /tmp/site
+# first and put on PYTHONPATH, so that the peers' runner finds them.
 # Each step runs under timeout $STEP_TIMEOUT (rc 124: it hung or ran long). Logs go to $LOGS
 # (default /tmp/gpu-logs). At the end the logs and the results/ folders the runs wrote are
-# packed into $DEST/session.tar.gz (DEST: $OUT, the device tool's folder, or .), one file, so
+# packed into $DEST/batch.tar.gz (DEST: $OUT, the device tool's folder, or .), one file, so
 # that a tool that returns few files returns all of it; unpack it in the repo root.
 # The device tool carries at most 64 MiB, and results/ (figures included) grows with every run:
 # carry the header libraries as one archive (tar czf deps-carry.tgz .deps; ~2 MB, ignored by
-# git, carry ["deps-carry.tgz"]), which is unpacked here when .deps/ is missing.
+# git), which is unpacked here when .deps/ is missing (docs/harness.md, "A GPU machine without
+# our packages").
 set -u
 LOGS=${LOGS:-/tmp/gpu-logs}
 STEP_TIMEOUT=${STEP_TIMEOUT:-300}  # seconds per step: a hung kernel costs one step, not the call
@@ -29,6 +29,10 @@ mkdir -p "$LOGS" "$DEST"
 cd "$(dirname "$0")/.."
 [ -d .deps/usr ] || [ ! -f deps-carry.tgz ] || tar xzf deps-carry.tgz
 export NCCL_NVLS_ENABLE=0
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
+fi
 H=./build/harness/kbit-harness
 summary=()
 n=0
@@ -40,7 +44,7 @@ step() {  # name, command...
   n=$((n + 1))
   local log="$LOGS/$(printf %02d $n)_${name//[^A-Za-z0-9_.-]/_}.log"
   local t0=$(date +%s)
-  echo "=== [$n] $name" | tee -a "$LOGS/session.log"
+  echo "=== [$n] $name" | tee -a "$LOGS/batch.log"
   timeout -k 10 "$STEP_TIMEOUT" "$@" >"$log" 2>&1
   local rc=$? t=$(( $(date +%s) - t0 ))
   tail -n 25 "$log"
@@ -57,36 +61,28 @@ for s in "$@"; do
               step "validate_$v" $H validate --variant $v $x ;;
     run) cfg=${arg%% *}; m=$(mktemp)  # the brief reads the CSV this run wrote (--out-root too)
          step "run_$(basename ${cfg%.toml})" bash -c "$H run $arg --no-plot --quiet &&
-           python3 harness/csv_brief.py \$(find results /tmp -name results.csv -newer $m 2>/dev/null | head -1)" ;;
+           python3 harness/tools/csv_brief.py \$(find results /tmp -name results.csv -newer $m 2>/dev/null | head -1)" ;;
     sanitize) c="--cases n200_k96 n1000_k2080 n5000_k480 n4000_k2048 moe_e8_n200_k96 --quick --no-seed-shapes"
               step "memcheck_$arg" compute-sanitizer --tool memcheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 4
               step "synccheck_$arg" compute-sanitizer --tool synccheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 4
               # racecheck hangs on scalar_gemv's cluster end (st.async, n5000_k480) and on its tagged
               # end (rank 0 waits for other blocks, which racecheck runs one after another;
-              # n4000_k2048): it checks the other cases here, and those two on a build whose split
-              # tiles end through the cluster barrier and the workspace (the same kernel but for
-              # those ends: KBIT_GEMV_CLUSTER_PUSH=0, KBIT_GEMV_TAGGED_END=0)
+              # n4000_k2048): it checks the other cases here, and those two with the options that
+              # end their split tiles through the workspace instead
               r=${c/n5000_k480 /}; r=${r/n4000_k2048 /}
               step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg $r --k-bits 3
-              [ "$arg" = scalar_gemv ] && step "racecheck_other_ends" bash -c "extra=''; [ -d .deps/usr ] && extra=-DCMAKE_PREFIX_PATH=\$PWD/.deps/usr;
-                cmake -S . -B build-racecheck -G Ninja \$extra -DKBIT_BUILD_TESTS=OFF -DCMAKE_CUDA_FLAGS='-DKBIT_GEMV_CLUSTER_PUSH=0 -DKBIT_GEMV_TAGGED_END=0' >/dev/null &&
-                cmake --build build-racecheck -j16 --target kbit-harness >/dev/null &&
-                compute-sanitizer --tool racecheck --error-exitcode 9 ./build-racecheck/harness/kbit-harness validate --variant $arg --cases n5000_k480 n4000_k2048 --quick --no-seed-shapes --k-bits 3" ;;
-    sass) step "sass" bash -c "for o in build/variants/CMakeFiles/kbit_gpu.dir/*.cu.o; do cuobjdump -sass \$o; done > /tmp/all.sass &&
-             python3 harness/sass_mix.py '$arg' --out '$LOGS/kernel_$n.sass' < /tmp/all.sass &&
-             python3 harness/sass_mix.py '$arg' --loop < /tmp/all.sass" ;;
-    knobs) flags=${arg%%:*}; rest=${arg#*:}; cfg=${rest%%:*}; x=""; [[ $rest == *:* ]] && x=${rest#*:}
-           step "knobs_${flags//[^A-Za-z0-9_]/_}" bash -c "extra=''; [ -d .deps/usr ] && extra=-DCMAKE_PREFIX_PATH=\$PWD/.deps/usr;
-             cmake -S . -B build-knobs -G Ninja \$extra -DKBIT_BUILD_TESTS=OFF -DCMAKE_CUDA_FLAGS='${flags//;/ }' >/dev/null &&
-             cmake --build build-knobs -j16 --target kbit-harness >/dev/null &&
-             ./build-knobs/harness/kbit-harness run $cfg --out-root /tmp/knob-results --no-plot --quiet $x &&
-             f=\$(ls -t /tmp/knob-results/*/*/results.csv | head -1) && python3 harness/csv_brief.py \$f" ;;
+              [ "$arg" = scalar_gemv ] && step "racecheck_workspace_ends" compute-sanitizer --tool racecheck --error-exitcode 9 \
+                $H validate --variant $arg --cases n5000_k480 n4000_k2048 --quick --no-seed-shapes --k-bits 3 \
+                --option cluster_end=0 --option tagged_end=0 ;;
+    sass) step "sass" bash -c "for o in \$(find build/variants/CMakeFiles/kbit_gpu.dir -name '*.cu.o'); do cuobjdump -sass \$o; done > /tmp/all.sass &&
+             python3 harness/tools/sass_mix.py '$arg' --out '$LOGS/kernel_$n.sass' < /tmp/all.sass &&
+             python3 harness/tools/sass_mix.py '$arg' --loop < /tmp/all.sass" ;;
     cmd) step "cmd" bash -c "$arg" ;;
     *) echo "unknown step '$s'"; exit 2 ;;
   esac
 done
 
 new=$(find results -name results.csv -newer "$start_results" 2>/dev/null | xargs -r -n1 dirname)
-echo; echo "=== summary"; printf '%s\n' "${summary[@]}" | tee -a "$LOGS/session.log"
+echo; echo "=== summary"; printf '%s\n' "${summary[@]}" | tee -a "$LOGS/batch.log"
 mkdir -p gpu-logs && cp "$LOGS"/* gpu-logs/ 2>/dev/null
-tar czf "$DEST/session.tar.gz" gpu-logs $new && echo "packed gpu-logs/ $new into $DEST/session.tar.gz"
+tar czf "$DEST/batch.tar.gz" gpu-logs $new && echo "packed gpu-logs/ $new into $DEST/batch.tar.gz"
