@@ -8,6 +8,7 @@
 
 #include "reference/error.hpp"
 #include "variants/01_inline_dequant/inline_dequant.hpp"
+#include "variants/02_fetch_dequant/fetch_dequant.hpp"
 #include "variants/04_scalar_gemv/scalar_gemv.hpp"
 #include "variants/baselines/baselines.hpp"
 #include "variants/common/cuda_check.hpp"
@@ -66,9 +67,10 @@ Support probe_support(int min_sm, bool pdl) {
   return s;
 }
 
-Support gemm_support() {
+Support gemm_support(int min_sm = 0) {
   Support s;  // any M >= 1, any N >= 1, K_dim % 32
   s.split_k = true;
+  s.min_sm = min_sm;
   return s;
 }
 
@@ -136,6 +138,12 @@ const std::vector<VariantRow>& registry() {
        "K=4)",
        Family::gemm, gemm_support(), kTiled64x128, variants::inline_dequant_nopad_setup,
        variants::inline_dequant_nopad_run, {}},
+      {"fetch_dequant",
+       "variant 02: B dequantized during the fetch (pair table, one thread a block of 32) into a "
+       "double-buffered ldmatrix-ready fp16/bf16 tile, pure ldmatrix + mma.sync loop, cp.async "
+       "ring up to 8 k-tiles deep, stripes over the SMs with split-K",
+       Family::gemm, gemm_support(80), kTiled64x128, variants::fetch_dequant_setup,
+       variants::fetch_dequant_run, {}},
       {"scalar_gemv",
        "GEMV, M=1..4 (sm_90): producer warp streams (n-tile, 4 k-tile) units by cp.async.bulk "
        "into a 2-stage mbarrier ring; residue-field index pairs -> 64 KB pair table (PRMT+LDS) -> "

@@ -58,7 +58,7 @@ class LaunchGraph {
 // What one launch costs: on the GPU (the least of a few replays of a graph of 3 launches, so
 // that one slow replay, e.g. another process on the GPU, does not send a microsecond kernel down
 // the plain path; ctest runs GPU tests in parallel) and on the host (the median time to enqueue
-// them, the GPU not waited for). Until session 17 the path was chosen from plain launches
+// them, the GPU not waited for). Before 2b15de1 the path was chosen from plain launches (F-003)
 // between two events, which time the host whenever a call's host side outlasts its kernel
 // (cuBLAS: 10-30 us a call at some shapes, a 5.5 us GEMM read 17-20 us, rel_noise up to 1.4).
 struct LaunchCost {
@@ -132,7 +132,7 @@ TimingResult time_launches(const LaunchFn& launch, int copies, const TimingConfi
     // A sample is a batch of launches (~200 us) behind an untimed lead-in launch: the host
     // enqueues the batch while the lead-in runs, so the start event waits on the GPU, not the
     // GPU on the host. One launch between two events on an idle GPU also timed the host's
-    // launch latency (~5 us on the H100: a 17 us kernel read 23 us, session 5).
+    // launch latency (~5 us on the H100: a 17 us kernel read 23 us, F-002).
     const int batch = std::clamp(int(std::ceil(200.0 / std::max(est_us, 1.0))), 1, 16);
     r.launches_per_sample = batch;
     int i = 0;

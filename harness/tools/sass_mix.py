@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""SASS of one kernel and its opcode mix (what docs/variants/*.md report).
+"""SASS of one kernel and its opcode mix (what the variants' README.md files report).
 
     cuobjdump -sass build/variants/CMakeFiles/kbit_gpu.dir/04_scalar_gemv.cu.o | \
         python3 harness/tools/sass_mix.py 'scalar_gemv_kernelILi4ELi1E6__half' [--loop] [--out f.sass]

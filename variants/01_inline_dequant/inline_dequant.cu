@@ -1,6 +1,6 @@
 // Variant 01: the Phase-1 fused GEMM with inline dequantization, as the seeds describe it
 // (000_f5114e19a8f68624.txt sections 3-8 and 13; 001_d16da8e7c420d2c2.txt sections 1 and
-// 4.1). The baseline every later variant is measured against; docs/variants/01_inline_dequant.md.
+// 4.1). The baseline every later variant is measured against; README.md beside this file.
 //
 // * Tensor cores: mma.sync.m16n8k16, fp32 accumulation, fp16 or bf16 in and out.
 // * A tile by cp.async into XOR-swizzled shared memory, read with ldmatrix.x4.

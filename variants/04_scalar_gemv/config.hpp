@@ -13,14 +13,14 @@ struct Config {
   static constexpr int kUnitTiles = 4;    // k-tiles per unit: quad lane t owns k-tile t
   static constexpr int kConsumers = 256;  // 8 warps x 16 columns = one n-tile
   static constexpr int kWarpThreads = 32;
-  // Units in flight per block in the bulk-copy ring: 2 beat 3 and 4 (F-TBD-stages), whose shared
+  // Units in flight per block in the bulk-copy ring: 2 beat 3 and 4 (F-010), whose shared
   // memory costs the second block per SM.
   static constexpr int kStages = 2;
   // Registers per thread: 2 blocks of 288 (or 320) threads per SM (9 warps allocate as 10).
   static constexpr int kMaxRegs = 96;
-  // Rows x units of A staged per window: 9 KB; M = 1 stages 16 units at a time (F-TBD-windows).
+  // Rows x units of A staged per window: 9 KB; M = 1 stages 16 units at a time (F-017).
   static constexpr int kWindowRowUnits = 16;
-  // % more units per block allowed so that stripes start and end on k-bands of a tile (F-TBD-stripes).
+  // % more units per block allowed so that stripes start and end on k-bands of a tile (F-014).
   static constexpr int kAlignSlackPct = 20;
   static constexpr int kMaxRows = 4;     // rows of A per segment (M = 1..4)
   static constexpr int kMaxCluster = 8;  // the portable cluster size
@@ -28,10 +28,10 @@ struct Config {
   // only where one round of them gathers every slot.
   static constexpr int kTaggedLoads = 4;
   // Bit widths whose dense M = 1, 2 kernels compile the tagged end (bit k: K = k). In K = 5 it
-  // cost every M = 1, 2 row 3-8%, in K = 2 up to 0.8 us: those end through the workspace (F-TBD-tagged).
+  // cost every M = 1, 2 row 3-8%, in K = 2 up to 0.8 us: those end through the workspace (F-022).
   static constexpr unsigned kTaggedKs = 0x18;
   // Under PDL, M = 1, 2 copy units 0 and 1 to registers before griddepcontrol.wait (8B gate/up
-  // -0.2 us, F-TBD-pdl); plain launches copy unit 0 only.
+  // -0.2 us, F-023); plain launches copy unit 0 only.
   static constexpr bool kFirstTwoUnderPdl = true;
 };
 

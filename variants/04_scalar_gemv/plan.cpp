@@ -95,7 +95,7 @@ void build_stripes(GemvState& s, const gemv::Stripes& st, std::size_t tiles, int
 // cluster where every stripe is one k-band of one tile and the clusters all fit at once; else
 // through tagged slots where every contributor is resident at once (rank 0 waits for the
 // others); otherwise through the workspace. Not in the grouped kernel (registers). (Longer
-// k-bands chosen for clusters that fit lost more than the end gained: 8B down, F-TBD-cluster.)
+// k-bands chosen for clusters that fit lost more than the end gained: 8B down, F-020.)
 std::pair<int, int> choose_end(const GemvState& s, const gemv::Stripes& st, int base, int slots) {
   if (s.dims.grouped()) return {1, 1};
   const int c = gemv::cluster_size(st, sg::kMaxCluster);

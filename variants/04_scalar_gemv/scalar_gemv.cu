@@ -1,11 +1,11 @@
 // Variant 04: GEMV for M = 1..4 over the tiled layout (tile_k 64, tile_n 128). Source: seeds
 // 002_16a44ede122cec4e.txt ("scalar GEMV"), reworked for the H100 twice; the registry name
-// stays. docs/variants/04_scalar_gemv.md says what changed and what each change bought:
+// stays. README.md beside this file says what changed and what each change bought:
 //
 // * 288 threads per block: 8 consumer warps and one producer warp. A work unit is one n-tile
 //   (128 columns) x 4 k-tiles (256 k); the producer streams each unit (4 x 4 KB of planes +
 //   4 x 256 B of absmax at K = 4) with cp.async.bulk into a 2-stage mbarrier ring. The M = 3, 4
-//   kernels add a window warp (320 threads), which stages the A windows (session 19).
+//   kernels add a window warp (320 threads), which stages the A windows (F-018).
 // * Dequantize by table, multiply on tensor cores (v6): one 4x4 bit transpose of a block's
 //   planes puts two codebook indices in each byte (K = 3, 4); one PRMT + one LDS of a 64 KB
 //   pair table (variants/common/pair_lut.cuh) turn a byte into the two weights as an
@@ -129,7 +129,7 @@ __device__ __forceinline__ void mma_block(const Lane& l, const unsigned char* lu
 
 // One unit of a consumer thread: both k-blocks' MMAs, then `between` (the next unit's fetch:
 // its barrier wait and plane loads overlap the MMAs in flight instead of stalling the warp's
-// in-order issue before them; session 11), then the scale FFMAs, which wait for the MMAs.
+// in-order issue before them; F-009), then the scale FFMAs, which wait for the MMAs.
 // kBetween false (no fetch to overlap): each k-block's FFMAs follow its MMAs (fewer registers).
 // acc[s][h] is this thread's share of output (row 2s + t/2, column lo / hi).
 template <int K, int MV, typename T, bool kBetween, typename Between>
@@ -179,7 +179,7 @@ __device__ void finish_split(const KernelArgs& a, const Segment g) {
   if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + g.tile_id, g.contributors))
     return;
   // Up to kPer outputs per thread (rows 3, 4: two), all loaded before any is stored: one L2
-  // round trip, where a loop of load-then-store took one per output (session 15).
+  // round trip, where a loop of load-then-store took one per output (F-019).
   constexpr int kPer = Config::kMaxRows * Config::kTileN / Config::kConsumers;
   static_assert(kPer * Config::kConsumers == Config::kMaxRows * Config::kTileN, "whole outputs");
   const int col = g.nt * Config::kTileN + int(threadIdx.x) % Config::kTileN;
@@ -261,14 +261,13 @@ struct Smem {
   static __device__ unsigned char* s_a() { return g_smem + kA; }
 };
 
-// The end of a split tile whose contributors form one cluster (KernelArgs::cluster, sessions
-// 12-13): no L2 round trip. Once every block of the cluster has started (phase 0 of the cluster
+// The end of a split tile whose contributors form one cluster (KernelArgs::cluster, F-020): no L2 round trip. Once every block of the cluster has started (phase 0 of the cluster
 // barrier), ranks 1.. push their [rows x 128] sums into rank 0's receive area with st.async,
 // each store completing 4 bytes on rank 0's receive barrier, and exit; rank 0 waits there for
 // all (c - 1) x rows x 512 bytes (start_block set them), adds the sums to its own in rank order
 // (deterministic) and writes C. Through the workspace the same end took three L2 round trips;
 // plain DSMEM stores published by a second cluster barrier phase were 0.4-0.7 us slower on 8B
-// gate/up (F-TBD-cluster).
+// gate/up (F-020).
 template <int K, int MV, typename T>
 __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Segment g,
                                    float (&acc)[(MV + 1) / 2][2]) {
@@ -313,8 +312,7 @@ static_assert((Config::kMaxCluster - 1) * kTaggedMaxRows * Config::kTileN * 4 <=
                   Config::kStages * stage_bytes<2>(),
               "the other ranks' sums fit in the drained ring (the smallest: K = 2)");
 
-// The end of a split tile whose contributors are its k-bands but cannot form a cluster (session
-// 13): ranks 1.. (block index mod c) store their sums, each with a tag in one 64-bit word, into
+// The end of a split tile whose contributors are its k-bands but cannot form a cluster (F-021): ranks 1.. (block index mod c) store their sums, each with a tag in one 64-bit word, into
 // their slots in L2 and leave at once: no fence, no counter. Rank 0's consumer threads load the
 // slots kTaggedLoads at a time each, re-read those not there yet, clear them and put the sums
 // into the drained ring; then the holders add them to their own in rank order (deterministic)
@@ -354,7 +352,7 @@ __device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const S
 // One segment of a consumer thread. q is the block's ring step and wq its A window (the window
 // warp's count), both carried across segments. kDense: a cluster or tagged slots may end a split
 // tile; kWholeTiles: the plan splits no tile, so no split-tile end is compiled in (their code cost
-// the M = 4 main loop 3%: F-TBD-ends).
+// the M = 4 main loop 3%: F-022).
 template <int K, int MV, typename T, bool kDense, bool kWholeTiles = false>
 __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g,
                                             const Ring<K>& ring, uint32_t& q, uint32_t& wq,
@@ -380,7 +378,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
     dev::mbar_wait(ring.full(st), Ring<K>::parity(step));
     read_unit<K>(l, ring.planes(st), ring.codes(st), r);
     // Every consumer thread arrives after its own reads. (One arrival per warp after
-    // __syncwarp measured the same and racecheck reports it as a race: session 5.)
+    // __syncwarp measured the same and racecheck reports it as a race: F-001.)
     dev::mbar_arrive(ring.empty(st));
   };
   UnitRegs<K> next, first;
@@ -388,9 +386,9 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   fetch(q, next);
   // Under PDL, units 0 and 1 in registers before the wait (the two sets the loop holds anyway):
   // two stages free, so the producer copies units 2 and 3 while the previous launch drains
-  // (session 16: 8B gate/up -0.2 us). Not in plain launches, whose first window it delayed
+  // (F-023: 8B gate/up -0.2 us). Not in plain launches, whose first window it delayed
   // until unit 1 had landed (+0.3-0.6 us); rows 3, 4 spilled 8-32 B with it. Not in the grouped
-  // kernel (kDense false), whose segments of 1-2 rows had it until session 17.
+  // kernel (kDense false), whose segments of 1-2 rows had it until 88dd9cb.
   constexpr bool kFirstTwo = kDense && kPrefetch && Config::kFirstTwoUnderPdl && MV >= 1 && MV <= 2;
   const bool two = kFirstTwo && a.pdl && n > 1;
   if (two) {
@@ -521,7 +519,7 @@ __global__ void __maxnreg__(Config::kMaxRegs)
     scalar_gemv_kernel(const __grid_constant__ KernelArgs a) {
   const Ring<K> ring(g_smem, Smem<K>::kRing);
   // At once: at the block's end it kept 0.2 of 1.5 us, after the block's last copy it cost
-  // 1-2 us (F-TBD-pdl).
+  // 1-2 us (F-023).
   dev::pdl::launch_dependents();
   if (!start_block<K, MV, T>(a, ring)) return;
   uint32_t q = 0, wq = 0;
@@ -544,7 +542,7 @@ __global__ void __maxnreg__(Config::kMaxRegs)
 // (kernels.hpp).
 
 // The row counts with a kernel for plans that split no tile: M = 3, 4, whose main loop the
-// ends' code slowed by 3% (M = 1, 2 measured even; F-TBD-ends).
+// ends' code slowed by 3% (M = 1, 2 measured even; F-022).
 constexpr bool has_whole_tile_kernel(int rows) {
   return rows >= 3;
 }
@@ -613,7 +611,7 @@ void launch(const Launch& l, const GemmDims& d, const GemmArgs& g, cudaStream_t 
   void* params[] = {&a};
   // A dependent launch whose blocks stage one A window each runs without the window warp (the
   // consumers stage that window; the warp would only wait for them and leave, which cost the
-  // small Qwen3 layers 0.05-0.19 us at M = 3, 4: F-TBD-windows). The kernel's consumers arrive on
+  // small Qwen3 layers 0.05-0.19 us at M = 3, 4: F-018). The kernel's consumers arrive on
   // the window barriers all the same; with one window nobody waits on them.
   const int threads = g.pdl && l.one_window ? l.threads - kWarpThreads : l.threads;
   launch_kernel(l.kernel, dim3(l.grid), dim3(threads), l.smem_bytes, stream, params, g.pdl,

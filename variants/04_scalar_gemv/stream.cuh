@@ -225,8 +225,8 @@ __device__ __forceinline__ void store_window(int nunits, int lane, const uint4 (
 // The same window staged by the 256 consumer threads at once: every window of the kernels
 // without a window warp (M = 1, 2, grouped), and the first window of a dependent launch in the
 // dense kernels with one (the consumers are idle then, and the window warp alone took ~1 us longer,
-// F-TBD-windows). A full window is two groups per thread, both loaded before either is stored: one
-// L2 round trip (F-TBD-windows). The caller's barriers publish it.
+// F-017). A full window is two groups per thread, both loaded before either is stored: one
+// L2 round trip (F-017). The caller's barriers publish it.
 template <int MV, typename T>
 __device__ void stage_window_by_consumers(const KernelArgs& a, int row0, int u, int nunits,
                                           unsigned char* s_a) {
@@ -266,7 +266,7 @@ __device__ void stage_window_by_consumers(const KernelArgs& a, int row0, int u, 
 template <int MV>
 constexpr bool kHasWindowWarp = scalar_gemv::has_window_warp(MV);
 
-// The window warp of the M = 3, 4 kernels (F-TBD-windows): stages the block's A windows, in the
+// The window warp of the M = 3, 4 kernels (F-017): stages the block's A windows, in the
 // order the consumers use them, so that no consumer waits on a global load or a staging barrier.
 // Window w is loaded into the warp's registers as soon as window w - 1 is published, stored once
 // the consumers have released w - 1 (`win_empty`) and published on `win_full`: its loads are in

@@ -44,7 +44,7 @@ __device__ __forceinline__ uint32_t pair_entry(const float* cb, int r) {
 // Fills the table; threads [0, nthreads) of the block take part (the caller syncs after). cb is
 // the codebook in shared memory: indexed in constant memory (a kernel parameter) with up to 16
 // different indices per warp, every LDC is serialized (~5 us for the table in a build with
-// one block per SM, session 5). A thread computes the two values of a row once and stores each
+// one block per SM, F-009). A thread computes the two values of a row once and stores each
 // 8 times; store j of lane l goes to 16-byte quad (j + l) % 8 of its half, so the 8 lanes of
 // each phase of an STS.128 write 8 different quads (all 32 banks): no conflicts although the
 // lanes' rows are 256 B apart.
@@ -135,5 +135,44 @@ struct Residues {
       return pair_split<Q>(lut, w[R], w[R + 4], col);
   }
 };
+
+// The 16 weight pairs of one block in natural k order, unscaled: pairs[j] = (element 2j,
+// element 2j + 1) as a T pair, the order an ldmatrix-ready tile or a k-major MMA fragment
+// stores them in (Residues pairs elements R + 8Q and R + 8Q + 4 instead). K <= 4: from the
+// residue nibbles w (w[r] nibble q = element 4q + r), two rounds of nibble merges build the
+// words v[s] whose byte Q holds elements 8Q + 2s (low nibble) and 8Q + 2s + 1 (high nibble):
+// 2 instructions a word, then one PRMT + LDS a pair. K = 5: bytes Q of the residue bytes
+// w[2s] and w[2s + 1] are the pair (two LDS and a PRMT). `column`: pair_column(lane).
+template <int K>
+__device__ __forceinline__ void natural_pairs(const uint32_t (&planes)[K], const unsigned char* lut,
+                                              uint32_t column, uint32_t (&pairs)[16]) {
+  if constexpr (K <= 4) {
+    uint32_t w[4];
+    if constexpr (K >= 3) {
+      residue_nibbles<K>(planes, w);
+    } else {
+      for_each_index(std::make_integer_sequence<int, 4>{}, [&](auto r_const) {
+        w[decltype(r_const)::value] = residue_fields<K, decltype(r_const)::value, 4>(planes);
+      });
+    }
+    const uint32_t v[4] = {select_bits(0x0F0F0F0Fu, w[0], w[1] << 4),
+                           select_bits(0x0F0F0F0Fu, w[2], w[3] << 4),
+                           select_bits(0x0F0F0F0Fu, w[0] >> 4, w[1]),
+                           select_bits(0x0F0F0F0Fu, w[2] >> 4, w[3])};
+    for_each_index(std::make_integer_sequence<int, 16>{}, [&](auto j_const) {
+      constexpr int J = decltype(j_const)::value;
+      pairs[J] = pair<J / 4>(lut, v[J % 4], column);
+    });
+  } else {
+    uint32_t w[8];
+    for_each_index(std::make_integer_sequence<int, 8>{}, [&](auto r_const) {
+      w[decltype(r_const)::value] = residue_fields<K, decltype(r_const)::value, 8>(planes);
+    });
+    for_each_index(std::make_integer_sequence<int, 16>{}, [&](auto j_const) {
+      constexpr int J = decltype(j_const)::value;
+      pairs[J] = pair_split<J / 4>(lut, w[2 * (J % 4)], w[2 * (J % 4) + 1], column);
+    });
+  }
+}
 
 }  // namespace kbit::dev::pair_lut

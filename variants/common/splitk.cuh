@@ -15,7 +15,7 @@ namespace kbit::dev::splitk {
 
 // One contribution, added at L2 with no result coming back (red, not atom). atomicAdd with its
 // result unused compiled to ATOMG on sm_90 (nvcc 12): its destination register makes the thread
-// wait a full L2 round trip at the register's next use (session 8).
+// wait a full L2 round trip at the register's next use (F-019).
 __device__ __forceinline__ void add(float* ws, std::int64_t idx, float v) {
   asm volatile("red.relaxed.gpu.global.add.f32 [%0], %1;" ::"l"(ws + idx), "f"(v) : "memory");
 }
@@ -54,10 +54,10 @@ __device__ __forceinline__ void clear(float* ws, std::int64_t idx) {
 }
 
 // The final sums of N elements (idx[r] < 0: none), all loaded first: one L2 round trip for the
-// lot, where a loop of load-then-zero waits one each (session 15). Then per element use(r, sum)
+// lot, where a loop of load-then-zero waits one each (F-019). Then per element use(r, sum)
 // (the output store), then its zero for the next call. Zeroing every element before the first
 // use, as 6794a28 did, delayed the output stores: scalar_gemv's workspace end (M = 4 Llama3 down
-// with PDL +0.4-1.0 us) and grouped MoE rows with PDL (+5-8%) until session 17.
+// with PDL +0.4-1.0 us) and grouped MoE rows with PDL (+5-8%) until 88dd9cb (F-019).
 // Index: std::int64_t, or int where the caller's indices fit (fewer registers to hold N of them).
 template <int N, typename Index, typename Use>
 __device__ __forceinline__ void take_all(float* ws, const Index (&idx)[N], Use&& use) {
@@ -73,7 +73,7 @@ __device__ __forceinline__ void take_all(float* ws, const Index (&idx)[N], Use&&
     }
 }
 
-// Tagged slots (session 13), for contributors that are k-bands of one tile: each sum travels
+// Tagged slots (F-021), for contributors that are k-bands of one tile: each sum travels
 // with its tag in one 64-bit word, which a load sees whole or not at all (single-copy atomic),
 // so the sender needs no fence and no counter and the receiver no acquire. The buffer is zero
 // before every call; the receiver clears what it took.
@@ -96,7 +96,7 @@ __device__ __forceinline__ unsigned long long peek_tagged(const unsigned long lo
 // memory), Loads slots per thread at a time, and clear them. Each round re-reads every slot of
 // the thread still without its tag, all in flight together: a round costs one L2 round trip
 // however many senders were late (one slot after another cost a round trip per late slot,
-// even for slots whose sender had long finished: session 15).
+// even for slots whose sender had long finished: F-021).
 template <int Threads, int Loads>
 __device__ __forceinline__ void gather_tagged(unsigned long long* slots, int words, float* dst) {
 #pragma unroll 1

@@ -13,7 +13,7 @@ __device__ __forceinline__ uint32_t xor4(uint4 v) {
 
 // Elements first, first + stride, ... of a 16-bit C set to zero (a probe's output). Not unrolled:
 // unrolled, the trip count's 64-bit division and the longer end slowed read_slices by 0.1-0.6 us
-// on the Llama3 layers (same call, session 25; its blocks end once each, behind this loop).
+// on the Llama3 layers (same call, F-027; its blocks end once each, behind this loop).
 __device__ __forceinline__ void zero_fill_u16(unsigned short* C, long long elems, long long first,
                                               long long stride) {
 #pragma unroll 1

@@ -8,7 +8,7 @@
 
 namespace kbit::variants {
 
-// read_bulk's ring, to sweep what a stream needs without rebuilding (findings F-TBD-probes).
+// read_bulk's ring, to sweep what a stream needs without rebuilding (findings F-026, F-027).
 inline constexpr OptionSpec kReadBulkOptions[] = {
     {"chunk", 16384, 16, 1 << 20, false, "bytes per cp.async.bulk copy (a multiple of 16)"},
     {"stages", 4, 1, 16, false, "copies in flight per block"},

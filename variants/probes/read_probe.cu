@@ -88,7 +88,7 @@ __device__ __forceinline__ void write_zero_c(const ProbeArgs& a, long long tid, 
 // in flight, or it times itself. kStreaming: ld.global.cs (evict first: weights read once).
 // (read_slices keeps its own 32-bit, four-load loop: with this one's 64-bit indices its stage
 // reader, which must keep up with the copies, read 0.5-2.4 us slower on the Llama3 layers;
-// notes.md, session 25.)
+// F-027.)
 template <int kUnroll, bool kStreaming>
 __device__ __forceinline__ uint32_t xor_strided(const uint4* p, long long n, long long first,
                                                 long long stride) {

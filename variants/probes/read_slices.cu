@@ -4,11 +4,11 @@
 // consecutive n-tiles, whose pieces of a k-tile are contiguous), the unit such a GEMV would
 // compute: one TMA tensor copy of the slice's planes (a 3-D box: 128-byte rows along the k-tile's
 // row of tiles, KT k-tiles far apart) and one of its E4M4 codes (a 2-D box) per unit, into a ring
-// of shared-memory stages. Its question (scalar_gemv's notes, sessions 13, 21 and 24): which unit
-// shapes stream as fast as the kernel's, so that Llama3-8B's tiles could end in pairs or not be
-// split at all? Session 13's slices used 4 << j small bulk copies per unit and lost to the copy
-// issue; a tensor copy is one instruction per box. BULK 1 (below) copies per k-tile piece with
-// cp.async.bulk instead, as scalar_gemv's producer does.
+// of shared-memory stages. Its question (F-027): which unit shapes stream as fast as
+// scalar_gemv's, so that Llama3-8B's tiles could end in pairs or not be split at all? A first
+// column-slice GEMV (F-027) used 4 << j small bulk copies per unit and lost to the copy issue; a
+// tensor copy is one instruction per box. The option bulk = 1 (below) copies per k-tile piece
+// with cp.async.bulk instead, as scalar_gemv's producer does.
 //
 // Shape of a block (192 threads): lane 0 of warp 5 issues the copies; warp 0 reads each landed
 // stage (an XOR of every word, so that a test can prove each byte arrived once) and frees it,
@@ -44,7 +44,7 @@ namespace {
 // The unit and ring come from the row's options (probes.hpp: kReadSlicesOptions). `smem` pads
 // each block's shared memory to at least that many bytes, so that no more blocks share an SM than
 // a GEMV with the 64 KB pair table would let (under PDL, every slot left free takes the next
-// launch's blocks early: F-TBD-pdl). `bulk` 1 copies each k-tile's piece of a unit with its own
+// launch's blocks early: F-023). `bulk` 1 copies each k-tile's piece of a unit with its own
 // cp.async.bulk instead (2 x kt copies per unit; at 128 x 4 exactly what scalar_gemv's producer
 // issues), to tell the copy order from the copy kind.
 struct SliceConfig {

@@ -1,0 +1,443 @@
+// Variant 02: dequantize during the fetch (the design documents' phase 2, 001 sections 3-5).
+// Variant 01 dequantizes every B fragment inside the MMA loop, once per k16 step and per warp
+// that needs it (98% of its instructions). Here each quantization block is dequantized once per
+// k-tile, by one thread, into an fp16/bf16 B tile in shared memory laid out for ldmatrix; the
+// MMA loop is then ldmatrix + mma.sync only, as cuBLAS's. README.md beside this file says what
+// is the design documents' and what the H100 changed, with what each step bought.
+//
+// * A stage of the cp.async ring (kStages deep, Option A of the design documents) holds one
+//   k-tile: the A tile (16 * MB rows x 64, XOR-swizzled 16-byte chunks) and the raw tile of the
+//   tiled layout (128 columns x 2 blocks x K plane words, then 256 E4M4 codes), both copied
+//   16 bytes at a time.
+// * Dequantization (the fetch side): thread t takes block t of the raw tile (column t / 2,
+//   k-block t % 2): its planes -> 4x4 bit transposes -> 16 natural-order index pairs -> 16
+//   lookups in the 64 KB pair table (variants/common/pair_lut.cuh, one PRMT + one LDS a pair,
+//   bank-conflict free) -> 16 HMUL2 by the decoded scale -> four 16-byte stores into the B tile,
+//   [column][k] rows of 128 bytes with the A tile's XOR swizzle (ldmatrix-ready, conflict free).
+//   The design documents' sketch extracts each index bit by bit and looks it up with a shuffle
+//   (~20 instructions a weight); this is ~2.5.
+// * The B tile is double-buffered, so one barrier per k-tile serves both: in iteration i the
+//   warps issue the MMAs of k-tile i, then dequantize k-tile i + 1 into the other buffer (the
+//   ALU work of the fetch overlaps the tensor pipe: Option B's order on Option A's ring).
+// * Blocks own contiguous stripes of (tile, k-tile) units over every resident slot (1 per SM),
+//   the stream continuing across tile boundaries; a tile split between stripes ends through the
+//   self-cleaning split-K workspace (variants/common/splitk.cuh). Tiles are ordered n-tile
+//   major, so the m-tiles of one n-tile follow each other and re-read its weights from L2.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include "reference/error.hpp"
+#include "variants/02_fetch_dequant/fetch_dequant.hpp"
+#include "variants/common/cp_async.cuh"
+#include "variants/common/cuda_check.hpp"
+#include "variants/common/device_buffer.hpp"
+#include "variants/common/dispatch.hpp"
+#include "variants/common/dtype.cuh"
+#include "variants/common/e4m4.cuh"
+#include "variants/common/load.cuh"
+#include "variants/common/mma.cuh"
+#include "variants/common/pair_lut.cuh"
+#include "variants/common/splitk.cuh"
+
+namespace kbit::variants {
+namespace {
+
+struct Config {
+  static constexpr int kThreads = 256;  // 8 warps; thread t dequantizes block t of a k-tile
+  static constexpr int kTileK = 64;     // one tile of the tiled layout per k-step:
+  static constexpr int kTileN = 128;    //   128 columns x 2 blocks of 32 = 256 blocks
+  static constexpr int kKbPerTile = kTileK / 32;
+  static constexpr int kRowBytes = kTileK * 2;                // A and B rows: 8 chunks of 16 B
+  static constexpr int kBTileBytes = kTileN * kRowBytes;      // one dequantized B tile: 16 KB
+  static constexpr int kCodeBytes = kTileN * kKbPerTile;      // 256 E4M4 codes per tile
+  static constexpr int kLutBytes = dev::pair_lut::kBytes;     // the 64 KB pair table
+  static constexpr int kFixedBytes = kLutBytes + 2 * kBTileBytes;  // table + two B buffers
+  // Shared memory the ring may fill: the A100's 163 KB per block, so that sm_80 runs it too.
+  static constexpr int kSmemBudget = 166912;
+  // Ring depth cap: 7 k-tiles in flight at M <= 32 keep ~30 KB per SM on the way, what a
+  // 3 TB/s stream needs at ~1 us of latency.
+  static constexpr int kMaxStages = 8;
+  static constexpr int kMinUnits = 4;  // k-tiles per stripe at least: a stripe pays one prologue
+  static_assert(kTileN * kKbPerTile == kThreads, "one block of 32 per thread");
+};
+
+// The warps' tiling of the block's (16 * MB) x 128 output: WM x WN warps, each WMB m16 blocks
+// x WNB n8 blocks. One m-row of warps below M = 64 (every warp shares the A fragments of all
+// rows); 2 x 4 warps from there (fewer ldmatrix per MMA: 4 for 8 MMAs at 64 rows, against 5).
+template <int MB>
+struct WarpTile {
+  static constexpr int WM = MB >= 4 ? 2 : 1;
+  static constexpr int WN = 8 / WM;
+  static constexpr int WMB = MB / WM;
+  static constexpr int WNB = Config::kTileN / 8 / WN;
+  static_assert(WM * WMB == MB && WN * WNB * 8 == Config::kTileN && WNB % 2 == 0, "tiling");
+};
+
+// Shared memory: the pair table, two B tiles, then the ring of kStages stages, each the A tile,
+// the raw planes and the raw codes of one k-tile.
+template <int K, int MB>
+struct Layout {
+  static constexpr int kABytes = 16 * MB * Config::kRowBytes;
+  static constexpr int kPlaneBytes = Config::kTileN * Config::kKbPerTile * K * 4;
+  static constexpr int kStageBytes = kABytes + kPlaneBytes + Config::kCodeBytes;
+  static constexpr int kStages =
+      std::min(Config::kMaxStages, (Config::kSmemBudget - Config::kFixedBytes) / kStageBytes);
+  static constexpr int kB = Config::kLutBytes;                    // two B buffers
+  static constexpr int kRing = kB + 2 * Config::kBTileBytes;      // the stages
+  static constexpr int kBytes = kRing + kStages * kStageBytes;
+  static_assert(kStages >= 3, "the loop waits for k-tile i + 1 while i + 2 may be in flight");
+};
+
+struct Args {
+  const void* A;
+  void* C;
+  const uint32_t* packed;
+  const uint8_t* absmax;
+  int M, N, K_dim, m_tiles, n_tiles, k_tiles;
+  int units, per;  // units = tiles x k_tiles; block b streams units [b * per, (b + 1) * per)
+  float* ws;       // split-K workspace [M][N] fp32, zero between calls
+  int* counters;   // one per tile, zero between calls
+  float cb[32];
+};
+
+// Byte offset of 16-byte chunk `ch` of row `row` in an A or B tile (XOR swizzle: the 8 rows an
+// ldmatrix phase reads land in 8 different chunks, all 32 banks).
+__device__ __forceinline__ int swizzled(int row, int ch) {
+  return row * Config::kRowBytes + ((ch ^ (row & 7)) << 4);
+}
+
+// Issues the copies of unit u into a stage (A rows past M, chunks past K_dim zero-filled).
+template <int K, int MB, typename T>
+__device__ __forceinline__ void load_stage(const Args& a, unsigned char* st, int u) {
+  using L = Layout<K, MB>;
+  const int t = u / a.k_tiles, kt = u - t * a.k_tiles;
+  const int nt = t / a.m_tiles, mt = t - nt * a.m_tiles;
+  const T* A = static_cast<const T*>(a.A);
+  for (int c = threadIdx.x; c < 16 * MB * 8; c += Config::kThreads) {
+    const int row = c >> 3, ch = c & 7;
+    const int grow = mt * 16 * MB + row, gk = kt * Config::kTileK + ch * 8;
+    const bool in = grow < a.M && gk < a.K_dim;
+    const T* src = A + (long long)(in ? grow : 0) * a.K_dim + (in ? gk : 0);
+    dev::cp_async_16(st + swizzled(row, ch), src, in ? 16 : 0);
+  }
+  const long long tile = (long long)kt * a.n_tiles + nt;
+  const unsigned char* planes =
+      reinterpret_cast<const unsigned char*>(a.packed) + tile * L::kPlaneBytes;
+  for (int c = threadIdx.x; c < L::kPlaneBytes / 16; c += Config::kThreads)
+    dev::cp_async_16(st + L::kABytes + c * 16, planes + c * 16);
+  if (threadIdx.x < Config::kCodeBytes / 16)
+    dev::cp_async_16(st + L::kABytes + L::kPlaneBytes + threadIdx.x * 16,
+                     a.absmax + tile * Config::kCodeBytes + threadIdx.x * 16);
+}
+
+// The fetch side: thread t dequantizes block t of the stage's raw tile into the B tile
+// (column n = t / 2 gets elements 32 kb .. 32 kb + 31 of its row, kb = t % 2).
+template <int K, int MB, typename T>
+__device__ __forceinline__ void dequant_stage(const unsigned char* st, const unsigned char* lut,
+                                              unsigned char* b_tile) {
+  using L = Layout<K, MB>;
+  const int t = threadIdx.x, n = t >> 1, kb = t & 1;
+  uint32_t planes[K];
+  dev::load_planes<K>(reinterpret_cast<const uint32_t*>(st + L::kABytes) + t * K, planes);
+  const float scale = dev::decode_e4m4(st[L::kABytes + L::kPlaneBytes + t]);
+  const uint32_t scale2 = dev::pack2<T>(scale, scale);
+  uint32_t pairs[16];
+  dev::pair_lut::natural_pairs<K>(planes, lut, dev::pair_lut::pair_column(t & 31), pairs);
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const uint4 v = make_uint4(dev::mul2<T>(pairs[4 * c], scale2),
+                               dev::mul2<T>(pairs[4 * c + 1], scale2),
+                               dev::mul2<T>(pairs[4 * c + 2], scale2),
+                               dev::mul2<T>(pairs[4 * c + 3], scale2));
+    *reinterpret_cast<uint4*>(b_tile + swizzled(n, kb * 4 + c)) = v;
+  }
+}
+
+// The compute side: one k-tile of the warp's WMB x WNB MMA blocks, ldmatrix + mma.sync only.
+template <int MB, typename T>
+__device__ __forceinline__ void mma_stage(const unsigned char* a_tile, const unsigned char* b_tile,
+                                          float (&acc)[WarpTile<MB>::WMB][WarpTile<MB>::WNB][4]) {
+  using W = WarpTile<MB>;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, q = lane >> 3;
+  const int row0 = (warp / W::WN) * W::WMB * 16, col0 = (warp % W::WN) * W::WNB * 8;
+#pragma unroll
+  for (int ks = 0; ks < Config::kTileK / 16; ++ks) {
+    uint32_t af[W::WMB][4], bf[W::WNB][2];
+#pragma unroll
+    for (int mb = 0; mb < W::WMB; ++mb)  // matrices: rows 0-7 / 8-15 x k 0-7 / 8-15
+      dev::ldmatrix_x4(af[mb],
+                       a_tile + swizzled(row0 + mb * 16 + (q & 1) * 8 + (lane & 7), 2 * ks + (q >> 1)));
+#pragma unroll
+    for (int np = 0; np < W::WNB / 2; ++np) {  // matrices: (n8 block 2np, 2np+1) x (k 0-7, 8-15)
+      uint32_t r[4];
+      dev::ldmatrix_x4(r, b_tile + swizzled(col0 + np * 16 + (q >> 1) * 8 + (lane & 7), 2 * ks + (q & 1)));
+      bf[2 * np][0] = r[0], bf[2 * np][1] = r[1], bf[2 * np + 1][0] = r[2], bf[2 * np + 1][1] = r[3];
+    }
+#pragma unroll
+    for (int mb = 0; mb < W::WMB; ++mb)
+#pragma unroll
+      for (int nb = 0; nb < W::WNB; ++nb) dev::mma_m16n8k16<T>(acc[mb][nb], af[mb], bf[nb]);
+  }
+}
+
+// Writes tile t's sums: straight to C when this stripe is its only contributor, else through the
+// workspace, whose last contributor converts them (one L2 round trip for all its sums).
+template <int MB, typename T>
+__device__ void store_tile(const Args& a, int t, int contributors,
+                           const float (&acc)[WarpTile<MB>::WMB][WarpTile<MB>::WNB][4]) {
+  using W = WarpTile<MB>;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int nt = t / a.m_tiles, mt = t - nt * a.m_tiles;
+  const int row0 = mt * 16 * MB + (warp / W::WN) * W::WMB * 16 + (lane >> 2);
+  const int col0 = nt * Config::kTileN + (warp % W::WN) * W::WNB * 8 + 2 * (lane & 3);
+  T* C = static_cast<T*>(a.C);
+  // fn(r, index into C and the workspace or -1 outside M x N, sum); M * N < 2^31 (setup).
+  auto for_each = [&](auto&& fn) {
+#pragma unroll
+    for (int mb = 0; mb < W::WMB; ++mb)
+#pragma unroll
+      for (int nb = 0; nb < W::WNB; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int row = row0 + mb * 16 + (e >> 1) * 8, col = col0 + nb * 8 + (e & 1);
+          fn((mb * W::WNB + nb) * 4 + e, row < a.M && col < a.N ? row * a.N + col : -1,
+             acc[mb][nb][e]);
+        }
+  };
+  if (contributors == 1) {
+    for_each([&](int, int i, float v) {
+      if (i >= 0) C[i] = dev::from_float<T>(v);
+    });
+    return;
+  }
+  for_each([&](int, int i, float v) {
+    if (i >= 0) dev::splitk::add(a.ws, i, v);
+  });
+  if (!dev::splitk::arrive_is_last(a.counters + t, contributors)) return;
+  int idx[W::WMB * W::WNB * 4];
+  for_each([&](int r, int i, float) { idx[r] = i; });
+  dev::splitk::take_all(a.ws, idx, [&](int r, float sum) { C[idx[r]] = dev::from_float<T>(sum); });
+}
+
+template <int K, int MB, typename T>
+__global__ void __launch_bounds__(Config::kThreads, 1)
+    fetch_dequant_kernel(const __grid_constant__ Args a) {
+  using L = Layout<K, MB>;
+  using W = WarpTile<MB>;
+  constexpr int S = L::kStages;
+  extern __shared__ __align__(128) unsigned char smem[];
+  unsigned char* lut = smem;
+  auto stage = [&](int i) { return smem + L::kRing + (i % S) * L::kStageBytes; };
+  auto b_tile = [&](int i) { return smem + L::kB + (i & 1) * Config::kBTileBytes; };
+
+  const int u0 = blockIdx.x * a.per, n = min(a.units, u0 + a.per) - u0;
+  // The ring's prologue first (its copies fly while the table is built).
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    if (s < n) load_stage<K, MB, T>(a, stage(s), u0 + s);
+    dev::cp_async_commit();
+  }
+  {
+    __shared__ float s_cb[32];  // the codebook, copied once (see pair_lut::build)
+    if (threadIdx.x < 32) s_cb[threadIdx.x] = a.cb[threadIdx.x];
+    __syncthreads();
+    dev::pair_lut::build<K, T>(lut, s_cb, threadIdx.x, Config::kThreads);
+  }
+  dev::cp_async_wait<S - 2>();  // unit 0 has landed (this thread's copies) ...
+  __syncthreads();              // ... every thread's, and the table is built
+  dequant_stage<K, MB, T>(stage(0), lut, b_tile(0));
+
+  float acc[W::WMB][W::WNB][4];
+  auto zero = [&] {
+#pragma unroll
+    for (int mb = 0; mb < W::WMB; ++mb)
+#pragma unroll
+      for (int nb = 0; nb < W::WNB; ++nb)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[mb][nb][e] = 0.0f;
+  };
+  zero();
+  for (int i = 0; i < n; ++i) {
+    dev::cp_async_wait<S - 3>();  // unit i + 1 has landed (this thread's copies) ...
+    __syncthreads();  // ... every thread's; B tile i is complete; stage i - 1 is free
+    if (i + S - 1 < n) load_stage<K, MB, T>(a, stage(i + S - 1), u0 + i + S - 1);
+    dev::cp_async_commit();
+    mma_stage<MB, T>(stage(i), b_tile(i), acc);
+    if (i + 1 < n) dequant_stage<K, MB, T>(stage(i + 1), lut, b_tile(i + 1));
+    const int u = u0 + i, t = u / a.k_tiles;
+    if (u - t * a.k_tiles == a.k_tiles - 1 || i == n - 1) {  // the stripe's part of tile t ends
+      // Stripes whose unit ranges meet tile t's k-tiles.
+      const int contributors = ((t + 1) * a.k_tiles - 1) / a.per - (t * a.k_tiles) / a.per + 1;
+      store_tile<MB, T>(a, t, contributors, acc);
+      zero();
+    }
+  }
+  dev::cp_async_wait<0>();
+}
+
+// ---------------------------------------------------------------- host side
+
+template <typename T>
+const void* kernel_for_type(int k, int mb) {
+  return with_k_bits(k, [&](auto k_const) -> const void* {
+    constexpr int KB = decltype(k_const)::value;
+    switch (mb) {
+      case 1:
+        return reinterpret_cast<const void*>(fetch_dequant_kernel<KB, 1, T>);
+      case 2:
+        return reinterpret_cast<const void*>(fetch_dequant_kernel<KB, 2, T>);
+      case 4:
+        return reinterpret_cast<const void*>(fetch_dequant_kernel<KB, 4, T>);
+      default:
+        return reinterpret_cast<const void*>(fetch_dequant_kernel<KB, 8, T>);
+    }
+  });
+}
+
+// {shared memory bytes, stages} of the kernel for (K, MB).
+std::pair<int, int> layout_of(int k, int mb) {
+  return with_k_bits(k, [&](auto k_const) {
+    constexpr int KB = decltype(k_const)::value;
+    switch (mb) {
+      case 1:
+        return std::pair{Layout<KB, 1>::kBytes, Layout<KB, 1>::kStages};
+      case 2:
+        return std::pair{Layout<KB, 2>::kBytes, Layout<KB, 2>::kStages};
+      case 4:
+        return std::pair{Layout<KB, 4>::kBytes, Layout<KB, 4>::kStages};
+      default:
+        return std::pair{Layout<KB, 8>::kBytes, Layout<KB, 8>::kStages};
+    }
+  });
+}
+
+struct FetchState : VariantState {
+  GemmDims dims;
+  int m_blocks = 1, m_tiles = 0, n_tiles = 0, k_tiles = 0, units = 0, per = 0, grid = 0;
+  int stages = 0, smem_bytes = 0, split_tiles = 0, max_contributors = 1;
+  const void* kernel = nullptr;
+  DeviceBuffer<float> ws;
+  DeviceBuffer<int> counters;
+  std::string describe() const override {
+    return "tile " + std::to_string(16 * m_blocks) + " x 128 x 64, " + std::to_string(stages) +
+           "-stage cp.async ring, B dequantized by pair table into 2 ldmatrix-ready buffers, "
+           "stripes of " +
+           std::to_string(per) + " k-tiles over " + std::to_string(grid) + " blocks, " +
+           std::to_string(split_tiles) + " of " + std::to_string(m_tiles * n_tiles) +
+           " tiles split";
+  }
+  // Split-K partial sums (one per contributor) on top of the K_dim additions.
+  std::int64_t extra_additions() const override { return max_contributors + 1; }
+};
+
+// Units per stripe: every resident slot busy (automatic), whole tiles per stripe (split off),
+// or every tile split (on, where a tile has 2 k-tiles or more).
+int stripe_units(int tiles, int k_tiles, int slots, SplitMode mode) {
+  const int total = tiles * k_tiles;
+  const int even = (total + slots - 1) / slots;
+  switch (mode) {
+    case SplitMode::force_off:
+      return ((tiles + slots - 1) / slots) * k_tiles;
+    case SplitMode::force_on:
+      return k_tiles < 2 ? even : std::max(1, std::min(even, k_tiles - 1));
+    default:
+      return std::max(std::min(Config::kMinUnits, k_tiles), even);
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<VariantState> fetch_dequant_setup(const GemmDims& d, const VariantOptions& o) {
+  const char* who = "fetch_dequant";
+  if (d.grouped()) throw Error(std::string(who) + ": grouped problems are not supported");
+  if (d.dtype == DType::f32)
+    throw Error(std::string(who) + ": dtype fp32 is not supported (fp16, bf16)");
+  if (d.M < 1 || d.N < 1)
+    throw Error(std::string(who) + ": M = " + std::to_string(d.M) + ", N = " +
+                std::to_string(d.N) + ": both must be at least 1");
+  if (d.K_dim < 32 || d.K_dim % 32 != 0)
+    throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) +
+                " must be a positive multiple of 32");
+  if (d.M * d.N >= (1ll << 31) || d.K_dim >= (1 << 30))
+    throw Error(std::string(who) + ": M*N = " + std::to_string(d.M * d.N) +
+                " reaches the 32-bit indexing limit 2^31");
+  require_compute_capability(8, who, "cp.async, ldmatrix and bf16 mma.sync");
+  auto s = std::make_unique<FetchState>();
+  s->dims = d;
+  s->m_blocks = d.M <= 16 ? 1 : d.M <= 32 ? 2 : d.M <= 64 ? 4 : 8;
+  s->m_tiles = int((d.M + 16 * s->m_blocks - 1) / (16 * s->m_blocks));
+  s->n_tiles = int((d.N + Config::kTileN - 1) / Config::kTileN);
+  s->k_tiles = int((d.K_dim + Config::kTileK - 1) / Config::kTileK);
+  const long long units = (long long)s->m_tiles * s->n_tiles * s->k_tiles;
+  if (units >= (1ll << 31))
+    throw Error(std::string(who) + ": " + std::to_string(units) +
+                " (tile, k-tile) units reach the 32-bit limit 2^31");
+  s->units = int(units);
+  s->kernel = d.dtype == DType::f16 ? kernel_for_type<__half>(d.k_bits, s->m_blocks)
+                                    : kernel_for_type<__nv_bfloat16>(d.k_bits, s->m_blocks);
+  std::tie(s->smem_bytes, s->stages) = layout_of(d.k_bits, s->m_blocks);
+  KBIT_CUDA_CHECK(
+      cudaFuncSetAttribute(s->kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem_bytes));
+  int dev = 0, sms = 0, per_sm = 0;
+  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
+  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  KBIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s->kernel,
+                                                                Config::kThreads, s->smem_bytes));
+  if (per_sm < 1)
+    throw Error(std::string(who) + ": a block with " + std::to_string(s->smem_bytes) +
+                " bytes of shared memory does not fit on this device");
+  const int tiles = s->m_tiles * s->n_tiles;
+  s->per = stripe_units(tiles, s->k_tiles, sms * per_sm, o.split_k);
+  s->grid = int((units + s->per - 1) / s->per);
+  for (int t = 0; t < tiles; ++t) {
+    const int c = int(((long long)(t + 1) * s->k_tiles - 1) / s->per -
+                      ((long long)t * s->k_tiles) / s->per + 1);
+    s->split_tiles += c > 1;
+    s->max_contributors = std::max(s->max_contributors, c);
+  }
+  if (s->split_tiles > 0) {  // the workspace and counters, zeroed once; each call leaves them so
+    s->ws = DeviceBuffer<float>(std::size_t(d.M * d.N));
+    s->counters = DeviceBuffer<int>(std::size_t(tiles));
+    s->ws.fill_bytes(0);
+    s->counters.fill_bytes(0);
+    KBIT_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  return s;
+}
+
+void fetch_dequant_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
+                       cudaStream_t stream) {
+  auto* s = static_cast<FetchState*>(state);
+  if (g.w.layout.kind != LayoutKind::tiled ||
+      !(g.w.layout.tiles == TileConfig{Config::kTileK, Config::kTileN}))
+    throw Error("fetch_dequant: needs the tiled 64x128 layout, got " + layout_name(g.w.layout));
+  if (g.codebook.k_bits != d.k_bits)
+    throw Error("fetch_dequant: codebook has K = " + std::to_string(g.codebook.k_bits) +
+                ", the problem K = " + std::to_string(d.k_bits));
+  Args a{};
+  a.A = g.A;
+  a.C = g.C;
+  a.packed = g.w.packed;
+  a.absmax = g.w.absmax;
+  a.M = int(d.M);
+  a.N = int(d.N);
+  a.K_dim = int(d.K_dim);
+  a.m_tiles = s->m_tiles;
+  a.n_tiles = s->n_tiles;
+  a.k_tiles = s->k_tiles;
+  a.units = s->units;
+  a.per = s->per;
+  a.ws = s->ws.get();
+  a.counters = s->counters.get();
+  for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
+  void* params[] = {&a};
+  KBIT_CUDA_CHECK(cudaLaunchKernel(s->kernel, dim3(s->grid), dim3(Config::kThreads), params,
+                                   s->smem_bytes, stream));
+}
+
+}  // namespace kbit::variants
