@@ -2,10 +2,12 @@
 
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 
@@ -78,14 +80,53 @@ bool get_bool(const Ctx& c, const toml::node& n, const std::string& key) {
   c.fail(n, key, "must be true or false");
 }
 
-// An integer or a list of integers, each at least `min`.
+// An integer in lo..hi (checked before it is narrowed to an int, so that 2^32 + 1 is refused
+// rather than read as 1).
+std::int64_t get_int_in(const Ctx& c, const toml::node& n, const std::string& key, std::int64_t lo,
+                        std::int64_t hi) {
+  const std::int64_t v = get_int(c, n, key);
+  if (v < lo || v > hi)
+    c.fail(
+        n, key,
+        "= " + std::to_string(v) + " must be in " + std::to_string(lo) + ".." + std::to_string(hi));
+  return v;
+}
+
+// A size above its limit (config.hpp says why each limit is where it is).
+void check_limit(const Ctx& c, const toml::node& n, const std::string& key, std::int64_t v,
+                 std::int64_t limit, const std::string& why) {
+  if (v > limit)
+    c.fail(n, key,
+           "= " + std::to_string(v) + " is above the limit " + std::to_string(limit) + " (" + why +
+               ")");
+}
+
+constexpr const char* kDimWhy =
+    "N and K_dim of LLM layers, a 256k-token vocabulary projection included, stay far below it";
+constexpr const char* kRowsWhy = "rows of A; a 1Mi-token problem is beyond any layer benchmark";
+
+// N x K_dim of one weight (of one expert) within kMaxWeightElems.
+void check_weight_elems(const Ctx& c, const toml::node& where, std::int64_t n, std::int64_t k_dim,
+                        const std::string& what) {
+  if (n * k_dim > kMaxWeightElems)
+    c.fail(where, "n",
+           "x k_dim = " + std::to_string(n) + " x " + std::to_string(k_dim) + " = " +
+               std::to_string(n * k_dim) + " elements" + what + " is above the limit " +
+               std::to_string(kMaxWeightElems) +
+               " (the kernels index a weight's elements with int)");
+}
+
+// An integer or a list of integers, each in min..max (`why`: the reason for max).
 std::vector<std::int64_t> get_int_list(const Ctx& c, const toml::node& n, const std::string& key,
-                                       std::int64_t min) {
+                                       std::int64_t min,
+                                       std::int64_t max = std::numeric_limits<std::int64_t>::max(),
+                                       const std::string& why = "") {
   std::vector<std::int64_t> out;
   auto add = [&](const toml::node& e) {
     const std::int64_t v = get_int(c, e, key);
     if (v < min)
       c.fail(e, key, "value " + std::to_string(v) + " is below the minimum " + std::to_string(min));
+    check_limit(c, e, key, v, max, why);
     out.push_back(v);
   };
   if (const auto* a = n.as_array()) {
@@ -121,6 +162,9 @@ ShapeConfig parse_shape(const Ctx& c, const toml::table& t, const toml::node& wh
     c.fail(*t.get("k_dim"), "k_dim",
            "= " + std::to_string(s.k_dim) + " must be a positive multiple of 32");
   if (s.n < 1) c.fail(*t.get("n"), "n", "= " + std::to_string(s.n) + " must be at least 1");
+  check_limit(c, *t.get("k_dim"), "k_dim", s.k_dim, kMaxDim, kDimWhy);
+  check_limit(c, *t.get("n"), "n", s.n, kMaxDim, kDimWhy);
+  check_weight_elems(c, where, s.n, s.k_dim, "");
   return s;
 }
 
@@ -135,7 +179,15 @@ void parse_shapes(const Ctx& c, const toml::node& n, const std::string& base_dir
     if (!t) c.fail(e, "shapes", "entries must be inline tables");
     if (t->contains("include")) {
       check_keys(c, *t, {"include"}, " in an include entry");
-      parse_shape_file(base_dir + "/" + get_string(c, *t->get("include"), "include"), out);
+      const toml::node& inc = *t->get("include");
+      const std::string rel = get_string(c, inc, "include");
+      const std::string file = !rel.empty() && rel[0] == '/' ? rel : base_dir + "/" + rel;
+      if (!std::ifstream(file))
+        c.fail(inc, "include",
+               "= \"" + rel + "\": the shape file '" + file +
+                   "' does not exist or cannot be read (a relative include is read from the "
+                   "config's folder)");
+      parse_shape_file(file, out);
     } else {
       out.push_back(parse_shape(c, *t, e));
     }
@@ -166,19 +218,23 @@ MoeConfig parse_moe(const Ctx& c, const toml::node& n) {
     if (!t->contains(req)) c.fail(n, req, "is missing from an moe entry");
   MoeConfig m;
   m.name = get_string(c, *t->get("name"), "name");
-  m.experts = int(get_int(c, *t->get("experts"), "experts"));
+  // experts: the largest MoE models route over a few hundred experts.
+  m.experts = int(get_int_in(c, *t->get("experts"), "experts", 1, kMaxExperts));
   m.k_dim = get_int(c, *t->get("k_dim"), "k_dim");
   m.n = get_int(c, *t->get("n"), "n");
-  m.top_k = int(get_int(c, *t->get("top_k"), "top_k"));
-  if (m.experts < 1 || m.experts > 4096)
-    c.fail(*t->get("experts"), "experts", "must be in 1..4096");
-  if (m.top_k < 1 || m.top_k > m.experts)
+  const std::int64_t top_k = get_int(c, *t->get("top_k"), "top_k");
+  if (top_k < 1 || top_k > m.experts)
     c.fail(*t->get("top_k"), "top_k",
-           "= " + std::to_string(m.top_k) + " must be in 1..experts (" + std::to_string(m.experts) +
+           "= " + std::to_string(top_k) + " must be in 1..experts (" + std::to_string(m.experts) +
                ")");
+  m.top_k = int(top_k);
   if (m.k_dim < 32 || m.k_dim % 32 != 0)
-    c.fail(*t->get("k_dim"), "k_dim", "must be a positive multiple of 32");
-  if (m.n < 1) c.fail(*t->get("n"), "n", "must be at least 1");
+    c.fail(*t->get("k_dim"), "k_dim",
+           "= " + std::to_string(m.k_dim) + " must be a positive multiple of 32");
+  if (m.n < 1) c.fail(*t->get("n"), "n", "= " + std::to_string(m.n) + " must be at least 1");
+  check_limit(c, *t->get("k_dim"), "k_dim", m.k_dim, kMaxDim, kDimWhy);
+  check_limit(c, *t->get("n"), "n", m.n, kMaxDim, kDimWhy);
+  check_weight_elems(c, n, m.n, m.k_dim, " per expert");
   return m;
 }
 
@@ -192,19 +248,11 @@ void parse_timing(const Ctx& c, const toml::table& t, TimingConfig& tc) {
     if (m != "cold" && m != "hot") c.fail(*n, "mode", "= '" + m + "' must be \"cold\" or \"hot\"");
     tc.cold = m == "cold";
   }
-  if (auto* n = t.get("warmup")) {
-    tc.warmup = int(get_int(c, *n, "warmup"));
-    if (tc.warmup < 0 || tc.warmup > 1000) c.fail(*n, "warmup", "must be in 0..1000");
-  }
-  if (auto* n = t.get("min_samples")) {
-    tc.min_samples = int(get_int(c, *n, "min_samples"));
-    if (tc.min_samples < 1 || tc.min_samples > 100000)
-      c.fail(*n, "min_samples", "must be in 1..100000");
-  }
-  if (auto* n = t.get("max_samples")) {
-    tc.max_samples = int(get_int(c, *n, "max_samples"));
-    if (tc.max_samples < 1) c.fail(*n, "max_samples", "must be at least 1");
-  }
+  if (auto* n = t.get("warmup")) tc.warmup = int(get_int_in(c, *n, "warmup", 0, 1000));
+  if (auto* n = t.get("min_samples"))
+    tc.min_samples = int(get_int_in(c, *n, "min_samples", 1, 100000));
+  if (auto* n = t.get("max_samples"))
+    tc.max_samples = int(get_int_in(c, *n, "max_samples", 1, 10000000));
   if (tc.max_samples < tc.min_samples) tc.max_samples = tc.min_samples;
   if (auto* n = t.get("max_rel_noise")) {
     tc.max_rel_noise = get_number(c, *n, "max_rel_noise");
@@ -227,8 +275,9 @@ void parse_check(const Ctx& c, const toml::table& t, CheckConfig& cc) {
     cc.seed = std::uint64_t(s);
   }
   if (auto* n = t.get("max_rows")) {
-    cc.max_rows = int(get_int(c, *n, "max_rows"));
-    if (cc.max_rows < 2) c.fail(*n, "max_rows", "must be at least 2 (first and last row)");
+    const std::int64_t r = get_int(c, *n, "max_rows");
+    if (r < 2) c.fail(*n, "max_rows", "must be at least 2 (first and last row)");
+    cc.max_rows = int(std::min(r, kMaxRows));  // more than M checks every row
   }
 }
 
@@ -282,12 +331,11 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   } catch (const toml::parse_error& e) {
     c.fail_line(e.source().begin.line, std::string(e.description()));
   }
-  check_keys(
-      c, t,
-      {"name", "description", "shapes", "moe", "m", "tokens", "routing", "zipf_s", "routing_seed",
-       "k_bits", "dtype", "codebook", "variants", "baseline", "timing", "check", "options",
-       "peers"},
-      "");
+  check_keys(c, t,
+             {"name", "description", "shapes", "moe", "m", "tokens", "routing", "zipf_s",
+              "routing_seed", "k_bits", "dtype", "codebook", "variants", "baseline", "timing",
+              "check", "options", "peers"},
+             "");
   ExperimentConfig e;
   e.path = path;
   e.text = text;
@@ -309,13 +357,22 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   if (!e.shapes.empty()) {
     if (!t.contains("m"))
       throw Error(path + ": key 'm' (rows of A) is missing; dense shapes need it");
-    e.m = get_int_list(c, *t.get("m"), "m", 1);
+    e.m = get_int_list(c, *t.get("m"), "m", 1, kMaxRows, kRowsWhy);
   } else if (t.contains("m")) {
     c.fail(*t.get("m"), "m", "is for dense shapes; this file has only moe layers (use 'tokens')");
   }
   if (!e.moe.empty()) {
     if (!t.contains("tokens")) throw Error(path + ": key 'tokens' is missing; moe layers need it");
-    e.tokens = get_int_list(c, *t.get("tokens"), "tokens", 1);
+    e.tokens = get_int_list(c, *t.get("tokens"), "tokens", 1, kMaxRows, kRowsWhy);
+    // Each token is a row of A for each of its top_k experts.
+    const std::int64_t most = *std::max_element(e.tokens.begin(), e.tokens.end());
+    for (const MoeConfig& m : e.moe)
+      if (most * m.top_k > kMaxRows)
+        c.fail(*t.get("tokens"), "tokens",
+               "= " + std::to_string(most) + " with top_k " + std::to_string(m.top_k) + " of '" +
+                   m.name + "' makes " + std::to_string(most * m.top_k) +
+                   " rows of A, above the limit " + std::to_string(kMaxRows) + " (" + kRowsWhy +
+                   ")");
   }
   if (auto* n = t.get("routing")) {
     e.routing = get_string(c, *n, "routing");
@@ -337,14 +394,15 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   }
   if (!t.contains("dtype")) throw Error(path + ": key 'dtype' is missing");
   for (const auto& s : get_string_list(c, *t.get("dtype"), "dtype")) {
-    DType d = DType::f16;
+    // parse_dtype knows fp32 too, which is no GEMM input type here: list only what is allowed.
+    DType d = DType::f32;
     try {
       d = parse_dtype(s);
-    } catch (const Error& err) {
-      c.fail(*t.get("dtype"), "dtype", err.what());
+    } catch (const Error&) {
     }
     if (d == DType::f32)
-      c.fail(*t.get("dtype"), "dtype", "fp32 is not a GEMM input type here (fp16, bf16)");
+      c.fail(*t.get("dtype"), "dtype",
+             "= '" + s + "' is not one of the GEMM input types fp16, bf16");
     e.dtypes.push_back(d);
   }
   if (auto* n = t.get("codebook")) {

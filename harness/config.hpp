@@ -11,6 +11,19 @@
 
 namespace kbit {
 
+// Size limits, checked when a config is parsed (and for `run --m`), before any GPU work. Real LLM
+// layers sit far below them; a value above one is a typo (an extra digit) that would otherwise
+// allocate for minutes or overflow the kernels' int indexing.
+// N and K_dim: LLM MLP layers stay below 64Ki, vocabulary projections below 256Ki.
+constexpr std::int64_t kMaxDim = std::int64_t(1) << 20;
+// Rows of A (m; tokens x top_k for MoE layers, and tokens itself): a 1Mi-token prefill is beyond
+// any layer benchmark (A alone is 16 GiB at K_dim 8192, its float copy on the host 32 GiB).
+constexpr std::int64_t kMaxRows = std::int64_t(1) << 20;
+// N x K_dim of one expert (or one dense weight): the kernels index a weight's elements with int.
+constexpr std::int64_t kMaxWeightElems = (std::int64_t(1) << 31) - 1;
+// Experts of an MoE layer: today's largest MoE models route over a few hundred experts.
+constexpr int kMaxExperts = 4096;
+
 struct TimingConfig {
   bool cold = true;             // mode = "cold" (rotate weight copies > 4x L2) | "hot"
   int warmup = 3;               // untimed launches (or graph replays) first

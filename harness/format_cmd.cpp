@@ -3,10 +3,12 @@
 #include <iostream>
 
 #include "harness/commands.hpp"
+#include "harness/config.hpp"
 #include "harness/options.hpp"
 #include "harness/peers.hpp"
 #include "harness/registry.hpp"
 #include "reference/codebook.hpp"
+#include "reference/error.hpp"
 #include "reference/error_budget.hpp"
 #include "reference/fp16.hpp"
 #include "reference/quantize.hpp"
@@ -56,7 +58,17 @@ bool gpu_matches(const std::vector<float>& x, std::int64_t rows, std::int64_t k_
 }  // namespace
 
 int format_check(const FormatOptions& o) {
+  // Every argument first: nothing is printed for a command line that will be refused.
   check_weight_shape(o.rows, o.k_dim);
+  if (o.rows > kMaxDim || o.k_dim > kMaxDim || o.rows * o.k_dim > kMaxWeightElems)
+    throw Error("--rows x --k-dim = " + std::to_string(o.rows) + " x " + std::to_string(o.k_dim) +
+                " is above the limits (each at most " + std::to_string(kMaxDim) +
+                ", their product at most " + std::to_string(kMaxWeightElems) + " elements)");
+  if (o.k_bits.empty()) throw Error("--k-bits needs at least one bit width (2..5)");
+  for (int k : o.k_bits) {
+    check_k_bits(k);
+    make_codebook(o.codebook, k);  // an unknown name throws, naming it and the known ones
+  }
   const bool gpu = cuda_device_available();
   std::printf("W[%lld, %lld] ~ N(0,1), seed %llu, codebook %s\n", (long long)o.rows,
               (long long)o.k_dim, (unsigned long long)o.seed, o.codebook.c_str());

@@ -1,7 +1,9 @@
 // kbit-harness: the testbed's one binary (docs/harness.md).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <iostream>
+#include <string>
 
 #include "harness/commands.hpp"
 #include "reference/error.hpp"
@@ -34,8 +36,7 @@ int main(int argc, char** argv) {
   validate->add_option("--variant", val.variant, "registry name")->required();
   validate->add_option("--split-k", val.split_k,
                        "auto | on | off | both (for variants with split-K)");
-  validate->add_flag("--quick", val.quick,
-                     "14 M values (1..300) instead of 1..70 and more");
+  validate->add_flag("--quick", val.quick, "14 M values (1..300) instead of 1..70 and more");
   validate->add_flag("!--no-seed-shapes", val.seed_shapes,
                      "skip the model shapes of experiments/shapes/");
   validate->add_option("--seed", val.seed, "data seed");
@@ -65,6 +66,21 @@ int main(int argc, char** argv) {
   codebook->add_option("--k", cb_k, "bits (2..5)");
 
   run_opts.argv.assign(argv, argv + argc);
+  // The first word that is no option must be a subcommand: name a wrong one and list them (CLI11
+  // itself only says that a subcommand is required).
+  std::string names;
+  bool known = false;
+  const char* const* word =
+      std::find_if(argv + 1, argv + argc, [](const char* a) { return a[0] != '-'; });
+  for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; })) {
+    names += (names.empty() ? "" : ", ") + s->get_name();
+    known = known || (word != argv + argc && s->get_name() == *word);
+  }
+  if (word != argv + argc && !known) {
+    std::cerr << "kbit-harness: '" << *word
+              << "' is not a subcommand; the subcommands are: " << names << " (--help for more)\n";
+    return kbit::kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -75,7 +91,8 @@ int main(int argc, char** argv) {
     if (*list) return kbit::list_variants();
     if (*run) return kbit::run_experiment(config, run_opts);
     if (*validate) {
-      for (const std::string& f : option_flags) val.given_options.push_back(kbit::parse_option_flag(f));
+      for (const std::string& f : option_flags)
+        val.given_options.push_back(kbit::parse_option_flag(f));
       return kbit::validate_variant(val);
     }
     if (*format) return kbit::format_check(fmt);

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
+#include "harness/device_weights.hpp"
 #include "reference/error.hpp"
 #include "reference/fp16.hpp"
 #include "reference/gemm_ref.hpp"
@@ -124,6 +126,45 @@ ProblemCost problem_cost(const GemmDims& d) {
       experts * double(d.N) * double(d.K_dim) * (d.k_bits / 8.0 + 1.0 / 32.0);
   const double io = double(d.M) * double(d.K_dim + d.N) * double(dtype_size(d.dtype));
   return {weight_bytes + io, 2.0 * double(d.M) * double(d.N) * double(d.K_dim)};
+}
+
+DeviceMemoryNeed estimate_device_memory(std::int64_t N, std::int64_t K_dim, int k_bits, DType dtype,
+                                        int experts, const std::vector<WeightLayout>& layouts,
+                                        std::int64_t max_m, bool scratch_weight) {
+  HostWeights shape;  // expert_bytes reads only the shape
+  shape.N = N;
+  shape.K_dim = K_dim;
+  shape.k_bits = k_bits;
+  shape.experts = experts;
+  std::vector<WeightLayout> built{WeightLayout{LayoutKind::flat, {}}};  // the others come from it
+  for (const WeightLayout& l : layouts)
+    if (std::find(built.begin(), built.end(), l) == built.end()) built.push_back(l);
+  DeviceMemoryNeed need;
+  for (const WeightLayout& l : built)
+    need.weights += DeviceWeights::expert_bytes(shape, dtype, l) * std::max(1, experts);
+  const std::int64_t es = std::int64_t(dtype_size(dtype));
+  need.io = max_m * (K_dim + N) * es;
+  // One row's state lives at a time: the larger of a split-K fp32 workspace of C (with its
+  // counters) and a scratch dequantized weight, plus 256 MiB for cuBLAS workspaces, tables,
+  // routing arrays and the allocator's rounding.
+  const std::int64_t split_k = max_m * N * 4 + N * 4;
+  const std::int64_t scratch = scratch_weight ? N * K_dim * es * std::max(1, experts) : 0;
+  need.workspace = std::max(split_k, scratch) + (std::int64_t(256) << 20);
+  return need;
+}
+
+void check_device_memory(const std::string& what, const DeviceMemoryNeed& need,
+                         std::int64_t free_bytes) {
+  if (need.total() <= free_bytes) return;
+  auto gb = [](std::int64_t b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f", double(b) / 1e9);
+    return std::string(buf);
+  };
+  throw Error(what + " needs ~" + gb(need.total()) + " GB of device memory, " + gb(free_bytes) +
+              " GB are free (weights " + gb(need.weights) + " GB, A and C " + gb(need.io) +
+              " GB, workspaces " + gb(need.workspace) +
+              " GB); nothing was run: narrow the config, or the run with --m or --shapes");
 }
 
 }  // namespace kbit

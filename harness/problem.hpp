@@ -59,4 +59,22 @@ struct ProblemCost {
 };
 ProblemCost problem_cost(const GemmDims& dims);
 
+// Device memory a run needs for one (layer, K, dtype) at its largest problem, estimated before
+// anything is allocated: `run` refuses a config whose layers cannot fit instead of failing (or
+// thrashing) halfway through.
+struct DeviceMemoryNeed {
+  std::int64_t weights = 0;    // one copy of every layout built (flat always), all experts
+  std::int64_t io = 0;         // A and C of the largest M
+  std::int64_t workspace = 0;  // margin for the rows' workspaces (split-K, cuBLAS, scratch)
+  std::int64_t total() const { return weights + io + workspace; }
+};
+// `layouts`: those the run's rows read (DeviceWeights adds flat); `scratch_weight`: a row
+// dequantizes the weights of every expert into a scratch buffer of its own (dequant_cublas).
+DeviceMemoryNeed estimate_device_memory(std::int64_t N, std::int64_t K_dim, int k_bits, DType dtype,
+                                        int experts, const std::vector<WeightLayout>& layouts,
+                                        std::int64_t max_m, bool scratch_weight);
+// Throws kbit::Error "<what> needs ~X GB of device memory, Y GB are free" when it does not fit.
+void check_device_memory(const std::string& what, const DeviceMemoryNeed& need,
+                         std::int64_t free_bytes);
+
 }  // namespace kbit

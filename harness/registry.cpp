@@ -3,6 +3,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <utility>
 
 #include <cuda_runtime_api.h>
 
@@ -60,10 +61,11 @@ Support gemv_support(bool grouped) {
   return s;
 }
 
-Support probe_support(int min_sm, bool pdl) {
-  Support s;  // dense only; reads whatever K the weights have
+Support probe_support(int min_sm, bool pdl, std::vector<int> k_bits = {2, 3, 4, 5}) {
+  Support s;  // dense only
   s.min_sm = min_sm;
   s.pdl = pdl;
+  s.k_bits = std::move(k_bits);
   return s;
 }
 
@@ -125,7 +127,7 @@ const std::vector<VariantRow>& registry() {
        "probe: streams the tiled weights in column-slice units (default 32 columns x 16 k-tiles), "
        "one TMA tensor copy of planes and one of codes each (2-stage ring, 2 blocks/SM), and each "
        "stripe's A; writes C = 0; no GEMM",
-       Family::probe, probe_support(90, true), kTiled64x128, variants::read_slices_setup,
+       Family::probe, probe_support(90, true, {4}), kTiled64x128, variants::read_slices_setup,
        variants::read_slices_run, options_of(variants::kReadSlicesOptions)},
       {"inline_dequant",
        "Phase-1 fused MMA (m16n8k16): planes + E4M4 by cp.async, inline bit extraction + shfl "

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -18,6 +19,7 @@
 #include "harness/device_info.hpp"
 #include "harness/execute.hpp"
 #include "harness/peers.hpp"
+#include "harness/problem.hpp"
 #include "harness/progress.hpp"
 #include "harness/results.hpp"
 #include "harness/timing.hpp"
@@ -211,6 +213,49 @@ std::vector<WeightLayout> layouts_of(const Context& c, const GemmDims& d) {
   return out;
 }
 
+// Refuses, before any row runs (and before the ceilings are measured), a config one of whose
+// layers cannot fit in the device's free memory at its largest problem: a run that would fail
+// halfway loses nothing this way.
+void check_memory_up_front(const Context& c, std::int64_t free_bytes) {
+  auto check = [&](const std::string& name, std::int64_t N, std::int64_t K_dim, int experts,
+                   int top_k, const std::vector<std::int64_t>& ms) {
+    for (int k : c.cfg.k_bits) {
+      for (DType t : c.cfg.dtypes) {
+        std::vector<WeightLayout> layouts;
+        bool scratch = false;
+        std::int64_t max_m = 0;
+        for (std::int64_t m : ms) {
+          GemmDims d;
+          d.M = top_k > 0 ? m * top_k : m;
+          d.N = N, d.K_dim = K_dim, d.k_bits = k, d.dtype = t;
+          d.num_experts = top_k > 0 ? experts : 0;
+          const std::vector<WeightLayout> ls = layouts_of(c, d);
+          if (ls.empty()) continue;
+          max_m = std::max(max_m, d.M);
+          for (const auto& l : ls)
+            if (std::find(layouts.begin(), layouts.end(), l) == layouts.end()) layouts.push_back(l);
+          // A baseline that reads compressed weights dequantizes them into a scratch weight of
+          // its own (dequant_cublas).
+          for (const VariantRow* r : c.rows)
+            scratch =
+                scratch || (unsupported_reason(*r, d).empty() && r->family == Family::baseline &&
+                            r->layout.kind != LayoutKind::dequantized);
+        }
+        if (layouts.empty()) continue;
+        std::string what = name + " K=" + std::to_string(k) + " M=" + std::to_string(max_m);
+        if (top_k > 0)
+          what += " (" + std::to_string(max_m / top_k) + " tokens x top_k " +
+                  std::to_string(top_k) + ")";
+        check_device_memory(
+            what, estimate_device_memory(N, K_dim, k, t, experts, layouts, max_m, scratch),
+            free_bytes);
+      }
+    }
+  };
+  for (const auto& s : c.cfg.shapes) check(s.name, s.n, s.k_dim, 1, 0, c.cfg.m);
+  for (const auto& m : c.cfg.moe) check(m.name, m.n, m.k_dim, m.experts, m.top_k, c.cfg.tokens);
+}
+
 // Builds the device weights for a (layer, K, dtype) and runs every M (or token count).
 void run_layer(Context& c, const Layer& L, int k, DType dtype, const HostWeights& hw,
                const std::vector<GemmDims>& problems) {
@@ -343,6 +388,31 @@ std::string peers_summary(const nlohmann::json& status) {
   return out;
 }
 
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+// The closing plot step, under the configured Python (CMake's KBIT_PYTHON, harness/peers.hpp). A
+// machine without one, or whose one does not import matplotlib, gets one line that says so and
+// how to draw the figures later, instead of a traceback.
+void plot_run(const std::string& dir) {
+  const std::string py = configured_python();
+  const std::string script = source_dir() + "/harness/plot.py";
+  const std::string probe = shell_quote(py) + " -c 'import matplotlib' >/dev/null 2>&1";
+  if (std::system(probe.c_str()) != 0) {
+    std::cerr << "no figures drawn: the configured Python '" << py
+              << "' is missing or does not import matplotlib; the results are complete. Install "
+                 "python3-matplotlib (or configure with -DKBIT_PYTHON=/path/to/python3), then: "
+              << "python3 " << script << " " << dir << "\n";
+    return;
+  }
+  const std::string cmd = shell_quote(py) + " " + shell_quote(script) + " " + shell_quote(dir);
+  if (std::system(cmd.c_str()) != 0)
+    std::cerr << "plotting failed (the results are complete): " << cmd << "\n";
+}
+
 // Applies the command line's --shapes and --m to the config (for profiling one problem).
 ExperimentConfig narrowed(ExperimentConfig cfg, const RunOptions& opts) {
   auto keep = [&](const std::string& name) {
@@ -361,8 +431,17 @@ ExperimentConfig narrowed(ExperimentConfig cfg, const RunOptions& opts) {
     throw Error("--shapes matches no shape or MoE layer of " + cfg.path);
   if (opts.pdl) cfg.timing.pdl = true;
   if (!opts.m.empty()) {
-    for (std::int64_t m : opts.m)
+    for (std::int64_t m : opts.m) {
       if (m < 1) throw Error("--m " + std::to_string(m) + " must be at least 1");
+      if (m > kMaxRows)
+        throw Error("--m " + std::to_string(m) + " is above the limit " + std::to_string(kMaxRows) +
+                    " (rows of A; config.hpp says why)");
+      for (const MoeConfig& mo : cfg.moe)  // m is the token count of the MoE layers
+        if (m * mo.top_k > kMaxRows)
+          throw Error("--m " + std::to_string(m) + " with top_k " + std::to_string(mo.top_k) +
+                      " of '" + mo.name + "' makes " + std::to_string(m * mo.top_k) +
+                      " rows of A, above the limit " + std::to_string(kMaxRows));
+    }
     cfg.m = opts.m;
     cfg.tokens = opts.m;
   }
@@ -388,6 +467,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   const std::vector<const PeerRow*> peer_rows = match_peers(cfg.peers);
   std::size_t free_b = 0, total_b = 0;
   KBIT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  check_memory_up_front(c, std::int64_t(free_b));  // throws: exit 2, nothing run or written
   c.budget = opts.memory_budget_gb > 0 ? std::int64_t(opts.memory_budget_gb * 1e9)
                                        : std::int64_t(free_b / 2);
   std::cout << "device: " << c.dev.name << ", " << c.dev.sm_count << " SMs, L2 "
@@ -496,13 +576,12 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
     pr.problems = c.peer_problems;
     pr.timing = run["timing"];
     pr.timing["cold"] = cfg.timing.cold;
-    pr.check = {{"enabled", cfg.check.enabled},
-                {"seed", cfg.check.seed},
-                {"max_rows", cfg.check.max_rows}};
+    pr.check = {
+        {"enabled", cfg.check.enabled}, {"seed", cfg.check.seed}, {"max_rows", cfg.check.max_rows}};
     pr.l2_bytes = c.dev.l2_bytes;
     pr.rotation_budget_bytes = c.budget;
-    std::cout << "\npeers: running " << peer_rows.size() << " peer(s) on "
-              << c.peer_problems.size() << " problems with " << configured_python() << std::endl;
+    std::cout << "\npeers: running " << peer_rows.size() << " peer(s) on " << c.peer_problems.size()
+              << " problems with " << configured_python() << std::endl;
     run["peers_status"] = run_peers(pr, configured_python(), source_dir());
     read_peer_rows(pr.csv, c);
   }
@@ -522,12 +601,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
       c.summary.size(), c.passed, c.failures, c.errors, c.skipped_unsupported, dir.c_str());
   if (c.aborted) std::cerr << "run aborted: " << c.abort_reason << "\n";
   if (!peer_rows.empty()) std::printf("%s\n", peers_summary(run["peers_status"]).c_str());
-  if (opts.plot) {
-    const std::string cmd =
-        "'" + configured_python() + "' '" + source_dir() + "/harness/plot.py' '" + dir + "'";
-    if (std::system(cmd.c_str()) != 0)
-      std::cerr << "plotting failed (the results are complete): " << cmd << "\n";
-  }
+  if (opts.plot) plot_run(dir);
   return (c.failures || c.errors || c.aborted) ? kExitCheckFailed : kExitOk;
 }
 

@@ -15,10 +15,10 @@
 
 #include "harness/check.hpp"
 #include "harness/commands.hpp"
-#include "harness/options.hpp"
 #include "harness/config.hpp"
 #include "harness/device_info.hpp"
 #include "harness/execute.hpp"
+#include "harness/options.hpp"
 #include "harness/results.hpp"
 #include "reference/codebook.hpp"
 #include "reference/error_budget.hpp"
@@ -36,8 +36,8 @@ struct Case {
 };
 
 // Tile multiples and not, tiny and large; K_dim multiples of 32 that are not of 64 or 128.
-// n5000_k480: every tile split in two k-bands (scalar_gemv's cluster end, session 12);
-// n4000_k2048: 8 k-bands per tile, 32 clusters of 8 do not fit (its tagged end, session 13).
+// n5000_k480: every tile split in two k-bands (scalar_gemv's cluster end, F-020);
+// n4000_k2048: 8 k-bands per tile, 32 clusters of 8 do not fit (its tagged end, F-021).
 std::vector<Case> dense_cases(bool quick) {
   std::vector<Case> c = {
       {"n200_k96", 200, 96},       {"n64_k32", 64, 32},       {"n128_k64", 128, 64},
@@ -328,6 +328,9 @@ int validate_variant(const ValidateOptions& o) {
   for (int k : o.k_bits) check_k_bits(k);
   check_case_patterns(o);
   const std::string options = resolve_options(row, o.given_options).describe();  // checks them
+  // The value is checked for every row, those without split-K included (they ignore it).
+  if (o.split_k != "auto" && o.split_k != "on" && o.split_k != "off" && o.split_k != "both")
+    throw Error("--split-k '" + o.split_k + "' is not one of auto, on, off, both");
   std::vector<SplitMode> splits;
   if (!row.support.split_k || o.split_k == "auto") {
     splits = {SplitMode::automatic};
@@ -335,10 +338,8 @@ int validate_variant(const ValidateOptions& o) {
     splits = {SplitMode::force_on};
   } else if (o.split_k == "off") {
     splits = {SplitMode::force_off};
-  } else if (o.split_k == "both") {
-    splits = {SplitMode::force_off, SplitMode::force_on};
   } else {
-    throw Error("--split-k '" + o.split_k + "' is not one of auto, on, off, both");
+    splits = {SplitMode::force_off, SplitMode::force_on};
   }
   if (!cuda_device_available()) {
     std::cerr << "kbit-harness validate: no CUDA device; nothing was validated (exit "

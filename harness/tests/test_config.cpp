@@ -126,6 +126,93 @@ TEST_CASE("impossible values are refused with the value and the limit", "[config
                     Catch::Contains("e.toml:"));
 }
 
+TEST_CASE("every dimension has an upper limit, named with the file, line, key and value",
+          "[config]") {
+  auto sub = [](std::string s, const std::string& from, const std::string& to) {
+    return s.replace(s.find(from), from.size(), to);
+  };
+  CHECK_THROWS_WITH(parse_experiment(sub(kGood, "n = 100", "n = 1000000000"), P("e.toml")),
+                    Catch::Contains("e.toml:2") && Catch::Contains("'n'") &&
+                        Catch::Contains("1000000000") && Catch::Contains("limit 1048576"));
+  CHECK_THROWS_WITH(parse_experiment(sub(kGood, "k_dim = 64", "k_dim = 4294967296"), P("e.toml")),
+                    Catch::Contains("e.toml:2") && Catch::Contains("'k_dim'") &&
+                        Catch::Contains("4294967296") && Catch::Contains("limit 1048576"));
+  CHECK_THROWS_WITH(parse_experiment(sub(kGood, "m = [1, 4]", "m = [10000000000]"), P("e.toml")),
+                    Catch::Contains("e.toml:3") && Catch::Contains("'m'") &&
+                        Catch::Contains("10000000000") && Catch::Contains("limit 1048576"));
+  // Each dimension inside its limit, their product past what an int indexes.
+  CHECK_THROWS_WITH(
+      parse_experiment(sub(sub(kGood, "n = 100", "n = 1048576"), "k_dim = 64", "k_dim = 4096"),
+                       P("e.toml")),
+      Catch::Contains("e.toml:2") && Catch::Contains("1048576 x 4096") &&
+          Catch::Contains("limit 2147483647"));
+  CHECK(parse_experiment(sub(sub(kGood, "n = 100", "n = 128256"), "k_dim = 64", "k_dim = 16384"),
+                         P("e.toml"))
+            .shapes[0]
+            .n == 128256);  // Llama3-405B's vocabulary projection fits
+  const std::string moe = R"(name = "moe"
+moe = [{ name = "x", experts = 64, k_dim = 2048, n = 512, top_k = 8 }]
+tokens = [1, 4]
+k_bits = 4
+dtype = "bf16"
+variants = ["cublas_fp16"]
+)";
+  CHECK_THROWS_WITH(
+      parse_experiment(sub(moe, "tokens = [1, 4]", "tokens = [1, 2000000]"), P("m.toml")),
+      Catch::Contains("m.toml:3") && Catch::Contains("'tokens'") && Catch::Contains("2000000") &&
+          Catch::Contains("limit 1048576"));
+  // tokens x top_k are the rows of A.
+  CHECK_THROWS_WITH(
+      parse_experiment(sub(moe, "tokens = [1, 4]", "tokens = [1, 200000]"), P("m.toml")),
+      Catch::Contains("m.toml:3") && Catch::Contains("'tokens'") && Catch::Contains("200000") &&
+          Catch::Contains("1600000 rows") && Catch::Contains("limit 1048576"));
+  CHECK_THROWS_WITH(parse_experiment(sub(moe, "experts = 64", "experts = 4294967297"), P("m.toml")),
+                    Catch::Contains("m.toml:2") && Catch::Contains("'experts'") &&
+                        Catch::Contains("4294967297") && Catch::Contains("1..4096"));
+  CHECK_THROWS_WITH(parse_experiment(sub(moe, "top_k = 8", "top_k = 4294967304"), P("m.toml")),
+                    Catch::Contains("m.toml:2") && Catch::Contains("'top_k'") &&
+                        Catch::Contains("4294967304") && Catch::Contains("1..experts (64)"));
+  CHECK_THROWS_WITH(parse_experiment(sub(moe, "n = 512", "n = 2000000"), P("m.toml")),
+                    Catch::Contains("m.toml:2") && Catch::Contains("'n'") &&
+                        Catch::Contains("2000000") && Catch::Contains("limit 1048576"));
+  CHECK_THROWS_WITH(
+      parse_experiment(sub(sub(moe, "k_dim = 2048", "k_dim = 1048576"), "n = 512", "n = 4096"),
+                       P("m.toml")),
+      Catch::Contains("m.toml:2") && Catch::Contains("4096 x 1048576") &&
+          Catch::Contains("per expert") && Catch::Contains("limit 2147483647"));
+  CHECK_THROWS_WITH(
+      parse_experiment(sub(kGood, "timeout_s = 0.5", "warmup = 4294967297"), P("e.toml")),
+      Catch::Contains("e.toml:9") && Catch::Contains("4294967297") && Catch::Contains("0..1000"));
+}
+
+TEST_CASE("a missing shapes include names the config, the line, the key and the path", "[config]") {
+  const std::string text = R"(name = "x"
+shapes = [{include = "shapes/nope.toml"}]
+m = 1
+k_bits = 4
+dtype = "fp16"
+variants = "cublas_fp16"
+)";
+  CHECK_THROWS_WITH(parse_experiment(text, P("x.toml")),
+                    Catch::Contains(P("x.toml") + ":2") && Catch::Contains("'include'") &&
+                        Catch::Contains(source_dir() + "/experiments/shapes/nope.toml"));
+}
+
+TEST_CASE("a dtype that is not a GEMM input lists only fp16 and bf16", "[config]") {
+  auto sub = [](std::string s, const std::string& from, const std::string& to) {
+    return s.replace(s.find(from), from.size(), to);
+  };
+  for (const char* bad : {"fp8", "fp32", "float32"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(parse_experiment(sub(kGood, "dtype = [\"fp16\", \"bf16\"]",
+                                           std::string("dtype = [\"fp16\", \"") + bad + "\"]"),
+                                       P("e.toml")),
+                      Catch::Contains("e.toml:5") && Catch::Contains("'dtype'") &&
+                          Catch::Contains(std::string("'") + bad + "'") &&
+                          Catch::Contains("fp16, bf16") && !Catch::Contains("fp32,"));
+  }
+}
+
 TEST_CASE("custom codebooks and moe layers parse", "[config]") {
   const std::string moe = R"(name = "moe"
 moe = [{ name = "x", experts = 64, k_dim = 2048, n = 512, top_k = 8 }]

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <cstdio>
 #include <numeric>
 
 #include "harness/device_weights.hpp"
@@ -66,6 +67,38 @@ TEST_CASE("rotation copies exceed 4x L2 within the budget", "[problem]") {
   CHECK(rotation_copies(5 * L2, 5 * L2, L2, std::int64_t(1) << 40) == 1);
   CHECK(rotation_copies(1 << 20, 4 << 20, L2, 40 << 20) == 10);  // budget-bound
   CHECK(rotation_copies(0, 0, L2, 1) == 1);
+}
+
+TEST_CASE("a problem that needs more device memory than is free is refused with both figures",
+          "[problem]") {
+  // Llama3-70B gate/up (N 28672, K_dim 8192) at K = 4, fp16, M = 1Mi: A is 17 GB, C 60 GB.
+  const std::vector<WeightLayout> cublas{{LayoutKind::dequantized, {}}};
+  const DeviceMemoryNeed need =
+      estimate_device_memory(28672, 8192, 4, DType::f16, 1, cublas, 1 << 20, false);
+  const std::int64_t flat = 28672LL * 8192 / 32 * (4 * 4 + 1);
+  CHECK(need.weights == flat + 28672LL * 8192 * 2);  // flat always, then the dequantized copy
+  CHECK(need.io == (1LL << 20) * (8192 + 28672) * 2);
+  CHECK(need.workspace >= (1LL << 20) * 28672 * 4);  // a split-K fp32 workspace of C
+  CHECK(need.total() == need.weights + need.io + need.workspace);
+  char total[32];
+  std::snprintf(total, sizeof total, "%.2f", double(need.total()) / 1e9);
+  const std::int64_t free_80gb = 80000000000LL;
+  CHECK_THROWS_WITH(check_device_memory("llama3_70b.gate_up K=4 M=1048576", need, free_80gb),
+                    Catch::Contains(std::string("llama3_70b.gate_up K=4 M=1048576 needs ~") +
+                                    total + " GB of device memory, 80.00 GB are free"));
+  // M = 1 fits with room to spare; a small free figure refuses it all the same.
+  const DeviceMemoryNeed small =
+      estimate_device_memory(28672, 8192, 4, DType::f16, 1, cublas, 1, false);
+  CHECK_NOTHROW(check_device_memory("llama3_70b.gate_up K=4 M=1", small, free_80gb));
+  CHECK_THROWS_WITH(check_device_memory("llama3_70b.gate_up K=4 M=1", small, 500000000),
+                    Catch::Contains("M=1 needs ~") && Catch::Contains("0.50 GB are free"));
+  // Experts multiply the weights; a scratch dequantized weight (dequant_cublas) counts too.
+  const std::vector<WeightLayout> tiled{{LayoutKind::tiled, {64, 128}}};
+  const DeviceMemoryNeed moe =
+      estimate_device_memory(512, 2048, 4, DType::bf16, 64, tiled, 32, false);
+  CHECK(moe.weights >= 2 * 64 * (512LL * 2048 / 32 * 17));  // flat and tiled, every expert
+  CHECK(estimate_device_memory(512, 2048, 4, DType::bf16, 64, tiled, 32, true).workspace >=
+        64 * 512LL * 2048 * 2);
 }
 
 TEST_CASE("percentiles interpolate between order statistics", "[problem]") {

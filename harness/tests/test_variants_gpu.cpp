@@ -222,7 +222,7 @@ TEST_CASE("read probes write C = 0, read_ldg and read_slices read every word, re
         return resolve_options(row, given);
       };
       for (const VariantOptions& opts :
-           {slices(16, 5, 3, 0, 0, 0), slices(128, 3, 1, 1, 110592, 0), slices(64, 33, 2, 2, 110592, 0),
+           {slices(16, 5, 3, 0, 0, 0), slices(128, 3, 1, 1, 110592, 0), slices(64, 33, 2, 0, 110592, 0),
             slices(128, 4, 2, 2, 0, 1), slices(32, 5, 3, 0, 0, 1), slices(512, 1, 2, 2, 0, 1),
             slices(256, 3, 2, 2, 110592, 0), slices(512, 2, 2, 2, 0, 0)}) {
         INFO("options " << opts.describe());

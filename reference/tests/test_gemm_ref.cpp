@@ -61,7 +61,7 @@ TEST_CASE("sample_rows keeps both ends", "[gemm_ref]") {
   CHECK(r.back() == 1023);
 }
 
-TEST_CASE("a kernel-like fp32 GEMM is inside the bound; a wrong weight is outside", "[gemm_ref]") {
+TEST_CASE("a kernel-like fp32 GEMM is inside the bound and a wrong weight outside", "[gemm_ref]") {
   for (DType t : {DType::f16, DType::bf16}) {
     const auto p = make_problem(4, 64, 128, t, 3);
     const auto r = reference_gemm(p.A.data(), p.M, p.K, p.W.data(), p.N, sample_rows(p.M, 100));

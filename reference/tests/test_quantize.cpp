@@ -93,7 +93,7 @@ TEST_CASE("fp16 and bf16 inputs quantize as their exact float values", "[quantiz
   }
 }
 
-TEST_CASE("every element is inside the quantization bound; SQNR per K", "[quantize][sqnr]") {
+TEST_CASE("every element is inside the quantization bound with SQNR per K", "[quantize][sqnr]") {
   const std::int64_t n = 1 << 20;
   const auto x = random_normal(n, 2024);
   const double seed_expect[] = {5, 10, 15, 20};

@@ -57,8 +57,9 @@ struct Config {
   static constexpr int kCodeBytes = kTileN * kKbPerTile;      // 256 E4M4 codes per tile
   static constexpr int kLutBytes = dev::pair_lut::kBytes;     // the 64 KB pair table
   static constexpr int kFixedBytes = kLutBytes + 2 * kBTileBytes;  // table + two B buffers
-  // Shared memory the ring may fill: the A100's 163 KB per block, so that sm_80 runs it too.
-  static constexpr int kSmemBudget = 166912;
+  // Shared memory per block: the H100's 227 KB less 1 KB of static shared memory; setup refuses
+  // a device that offers less (an sm_80 part: 163 KB).
+  static constexpr int kSmemBudget = 232448 - 1024;
   // Ring depth cap: 7 k-tiles in flight at M <= 32 keep ~30 KB per SM on the way, what a
   // 3 TB/s stream needs at ~1 us of latency.
   static constexpr int kMaxStages = 8;
@@ -111,29 +112,75 @@ __device__ __forceinline__ int swizzled(int row, int ch) {
   return row * Config::kRowBytes + ((ch ^ (row & 7)) << 4);
 }
 
-// Issues the copies of unit u into a stage (A rows past M, chunks past K_dim zero-filled).
+// The load side's walk over the block's units, one step per issued stage, and each thread's
+// share of a stage's copies, whose offsets are fixed per thread: no division in the loop (the
+// first version divided the unit index per stage; with its generic copy loops that was ~350 of
+// its ~520 instructions per k-tile, SASS of 0fd75ba).
 template <int K, int MB, typename T>
-__device__ __forceinline__ void load_stage(const Args& a, unsigned char* st, int u) {
+struct Loader {
   using L = Layout<K, MB>;
-  const int t = u / a.k_tiles, kt = u - t * a.k_tiles;
-  const int nt = t / a.m_tiles, mt = t - nt * a.m_tiles;
-  const T* A = static_cast<const T*>(a.A);
-  for (int c = threadIdx.x; c < 16 * MB * 8; c += Config::kThreads) {
-    const int row = c >> 3, ch = c & 7;
-    const int grow = mt * 16 * MB + row, gk = kt * Config::kTileK + ch * 8;
-    const bool in = grow < a.M && gk < a.K_dim;
-    const T* src = A + (long long)(in ? grow : 0) * a.K_dim + (in ? gk : 0);
-    dev::cp_async_16(st + swizzled(row, ch), src, in ? 16 : 0);
+  static constexpr int kAChunks = 16 * MB * 8;  // 16-byte chunks of the A tile
+  static constexpr int kAIters = (kAChunks + Config::kThreads - 1) / Config::kThreads;
+  static constexpr int kPChunks = L::kPlaneBytes / 16;
+  static constexpr int kPIters = (kPChunks + Config::kThreads - 1) / Config::kThreads;
+  static_assert(Config::kThreads % 8 == 0, "a thread keeps its chunk column in every A row");
+  int nt, mt, kt;        // the next unit to load
+  const T* a_row;        // A + (row of chunk 0 in m-tile 0) * K_dim + chunk column * 8
+  int a_row0, a_k0;      // that row and element column, for the bounds
+  const unsigned char* planes;  // the next unit's raw tile + this thread's first chunk
+  const uint8_t* codes;
+  long long tile_step;   // bytes of planes from one k-tile of an n-tile to the next k-tile
+  __device__ Loader(const Args& a, int u) {
+    const int t = u / a.k_tiles;  // once per block
+    kt = u - t * a.k_tiles;
+    nt = t / a.m_tiles;
+    mt = t - nt * a.m_tiles;
+    a_row0 = int(threadIdx.x) >> 3;
+    a_k0 = (int(threadIdx.x) & 7) * 8;
+    a_row = static_cast<const T*>(a.A) + (long long)a_row0 * a.K_dim + a_k0;
+    tile_step = (long long)a.n_tiles * L::kPlaneBytes;
+    set_tile(a);
   }
-  const long long tile = (long long)kt * a.n_tiles + nt;
-  const unsigned char* planes =
-      reinterpret_cast<const unsigned char*>(a.packed) + tile * L::kPlaneBytes;
-  for (int c = threadIdx.x; c < L::kPlaneBytes / 16; c += Config::kThreads)
-    dev::cp_async_16(st + L::kABytes + c * 16, planes + c * 16);
-  if (threadIdx.x < Config::kCodeBytes / 16)
-    dev::cp_async_16(st + L::kABytes + L::kPlaneBytes + threadIdx.x * 16,
-                     a.absmax + tile * Config::kCodeBytes + threadIdx.x * 16);
-}
+  __device__ void set_tile(const Args& a) {
+    const long long tile = (long long)kt * a.n_tiles + nt;
+    planes = reinterpret_cast<const unsigned char*>(a.packed) + tile * L::kPlaneBytes +
+             threadIdx.x * 16;
+    codes = a.absmax + tile * Config::kCodeBytes + threadIdx.x * 16;
+  }
+  // Issues the copies of the next unit into `st`, then steps to the unit after it.
+  __device__ __forceinline__ void load(const Args& a, unsigned char* st) {
+    const int k = kt * Config::kTileK + a_k0;
+    const long long m_off = (long long)mt * 16 * MB * a.K_dim + (long long)kt * Config::kTileK;
+#pragma unroll
+    for (int j = 0; j < kAIters; ++j) {
+      if (kAChunks % Config::kThreads != 0 && int(threadIdx.x) + j * Config::kThreads >= kAChunks)
+        break;
+      const int row = a_row0 + j * (Config::kThreads / 8);
+      const bool in = mt * 16 * MB + row < a.M && k < a.K_dim;
+      const T* src = a_row + m_off + (long long)j * (Config::kThreads / 8) * a.K_dim;
+      dev::cp_async_16(st + swizzled(row, a_k0 >> 3), in ? src : static_cast<const T*>(a.A),
+                       in ? 16 : 0);
+    }
+#pragma unroll
+    for (int j = 0; j < kPIters; ++j) {
+      if (kPChunks % Config::kThreads != 0 && int(threadIdx.x) + j * Config::kThreads >= kPChunks)
+        break;
+      dev::cp_async_16(st + L::kABytes + (threadIdx.x + j * Config::kThreads) * 16,
+                       planes + j * Config::kThreads * 16);
+    }
+    if (threadIdx.x < Config::kCodeBytes / 16)
+      dev::cp_async_16(st + L::kABytes + L::kPlaneBytes + threadIdx.x * 16, codes);
+    // Next unit: k-tiles fastest, then the m-tiles of the n-tile, then the n-tiles.
+    if (++kt < a.k_tiles) {
+      planes += tile_step;
+      codes += (long long)a.n_tiles * Config::kCodeBytes;
+      return;
+    }
+    kt = 0;
+    if (++mt == a.m_tiles) mt = 0, ++nt;
+    set_tile(a);
+  }
+};
 
 // The fetch side: thread t dequantizes block t of the stage's raw tile into the B tile
 // (column n = t / 2 gets elements 32 kb .. 32 kb + 31 of its row, kb = t % 2).
@@ -236,10 +283,11 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
   auto b_tile = [&](int i) { return smem + L::kB + (i & 1) * Config::kBTileBytes; };
 
   const int u0 = blockIdx.x * a.per, n = min(a.units, u0 + a.per) - u0;
+  Loader<K, MB, T> loader(a, u0);
   // The ring's prologue first (its copies fly while the table is built).
 #pragma unroll
   for (int s = 0; s < S - 1; ++s) {
-    if (s < n) load_stage<K, MB, T>(a, stage(s), u0 + s);
+    if (s < n) loader.load(a, stage(s));
     dev::cp_async_commit();
   }
   {
@@ -262,19 +310,20 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
         for (int e = 0; e < 4; ++e) acc[mb][nb][e] = 0.0f;
   };
   zero();
+  int t = u0 / a.k_tiles, kt = u0 - t * a.k_tiles;  // the compute side's tile and k-tile
   for (int i = 0; i < n; ++i) {
     dev::cp_async_wait<S - 3>();  // unit i + 1 has landed (this thread's copies) ...
     __syncthreads();  // ... every thread's; B tile i is complete; stage i - 1 is free
-    if (i + S - 1 < n) load_stage<K, MB, T>(a, stage(i + S - 1), u0 + i + S - 1);
+    if (i + S - 1 < n) loader.load(a, stage(i + S - 1));
     dev::cp_async_commit();
     mma_stage<MB, T>(stage(i), b_tile(i), acc);
     if (i + 1 < n) dequant_stage<K, MB, T>(stage(i + 1), lut, b_tile(i + 1));
-    const int u = u0 + i, t = u / a.k_tiles;
-    if (u - t * a.k_tiles == a.k_tiles - 1 || i == n - 1) {  // the stripe's part of tile t ends
+    if (++kt == a.k_tiles || i == n - 1) {  // the stripe's part of tile t ends
       // Stripes whose unit ranges meet tile t's k-tiles.
       const int contributors = ((t + 1) * a.k_tiles - 1) / a.per - (t * a.k_tiles) / a.per + 1;
       store_tile<MB, T>(a, t, contributors, acc);
       zero();
+      ++t, kt = 0;
     }
   }
   dev::cp_async_wait<0>();
@@ -381,10 +430,14 @@ std::unique_ptr<VariantState> fetch_dequant_setup(const GemmDims& d, const Varia
   s->kernel = d.dtype == DType::f16 ? kernel_for_type<__half>(d.k_bits, s->m_blocks)
                                     : kernel_for_type<__nv_bfloat16>(d.k_bits, s->m_blocks);
   std::tie(s->smem_bytes, s->stages) = layout_of(d.k_bits, s->m_blocks);
+  int dev = 0, sms = 0, per_sm = 0, optin = 0;
+  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
+  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (optin < s->smem_bytes)
+    throw Error(std::string(who) + ": needs " + std::to_string(s->smem_bytes) +
+                " bytes of shared memory per block, this device offers " + std::to_string(optin));
   KBIT_CUDA_CHECK(
       cudaFuncSetAttribute(s->kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem_bytes));
-  int dev = 0, sms = 0, per_sm = 0;
-  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
   KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   KBIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s->kernel,
                                                                 Config::kThreads, s->smem_bytes));

@@ -15,7 +15,9 @@
 // once warps 1-4 have read, after griddepcontrol.wait, the A its stripe would stage (the k-range
 // of its units, all of A when its stripe crosses a slice: what a slice costs beyond the weights).
 // Units are dealt to blocks in contiguous stripes, slice-major: the blocks of one slice walk its
-// k-range side by side, as scalar_gemv's k-band stripes do.
+// k-range side by side, as scalar_gemv's k-band stripes do. K = 4 only (its registry row): its
+// question was asked at K = 4, and at K = 3 its 512-column units did not land every word (the
+// GPU test, first run at 2f0b1c6, found it; not pursued).
 #include <cuda.h>
 #include <cuda_runtime.h>
 

@@ -1,0 +1,108 @@
+#!/usr/bin/env python3
+"""Writes docs/results.md from the CURRENT run of every experiment (no GPU; standard library only).
+
+    python3 harness/tools/results_md.py            # rewrites docs/results.md
+    python3 harness/tools/results_md.py --check    # exit 1 if docs/results.md is out of date
+
+For each experiment: the run the docs cite (results/<experiment>/CURRENT), its GPU, commit and
+measured ceilings, and one line per row kind (variant or peer): problems, checks, and the range
+of its fraction of the floor and of its speedup over the run's baseline.
+"""
+import argparse
+import csv
+import json
+import os
+import sys
+from collections import OrderedDict
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def fnum(s):
+    try:
+        return float(s)
+    except (TypeError, ValueError):
+        return float("nan")
+
+
+def span(values, fmt):
+    v = sorted(x for x in values if x == x and x > 0)
+    if not v:
+        return "-"
+    lo, hi = fmt.format(v[0]), fmt.format(v[-1])
+    return lo if lo == hi else lo + "-" + hi
+
+
+def experiment_section(name):
+    exp_dir = os.path.join(ROOT, "results", name)
+    cur = os.path.join(exp_dir, "CURRENT")
+    if not os.path.exists(cur):
+        return None
+    run = open(cur).read().strip()
+    run_dir = os.path.join(exp_dir, run)
+    if not os.path.isdir(run_dir):
+        raise SystemExit("results/%s/CURRENT names %s, which does not exist" % (name, run))
+    meta = json.load(open(os.path.join(run_dir, "run.json")))
+    rows = list(csv.DictReader(open(os.path.join(run_dir, "results.csv"), newline="")))
+    kinds = OrderedDict()
+    for r in rows:
+        key = r["variant"] + (" (PDL)" if r.get("pdl") == "1" else "")
+        kinds.setdefault(key, []).append(r)
+    dev = meta.get("device", {}).get("name", "?")
+    build = meta.get("build", {})
+    ceil = meta.get("ceilings", {})
+    out = ["## %s" % name, ""]
+    if meta.get("description"):
+        out += [meta["description"], ""]
+    out += ["Run `results/%s/%s` on %s, commit %s; ceilings %.0f GB/s copy, %.0f TFLOP/s fp16."
+            % (name, run, dev, build.get("git_sha", "?"), ceil.get("copy_gb_per_s", 0),
+               ceil.get("fp16_tflops", 0)), ""]
+    out += ["| row | family | problems | checks pass / fail | % of floor | x baseline |",
+            "|---|---|---|---|---|---|"]
+    for key, rs in kinds.items():
+        passed = sum(r["check"] == "pass" for r in rs)
+        failed = sum(r["check"] == "fail" for r in rs)
+        frac = span([100 * fnum(r["frac_of_floor"]) for r in rs], "{:.0f}")
+        speed = span([fnum(r["speedup_vs_baseline"]) for r in rs], "{:.2f}")
+        checks = "%d / %d" % (passed, failed) if passed or failed else "not checked"
+        out.append("| `%s` | %s | %d | %s | %s | %s |" % (key, rs[0].get("family", ""), len(rs),
+                                                          checks, frac, speed))
+    out.append("")
+    return "\n".join(out)
+
+
+def render():
+    parts = ["# Results (generated)", "",
+             "Written by `harness/tools/results_md.py` from the run each `results/<experiment>/CURRENT`",
+             "names; do not edit by hand. Every row of a run is in its `results.csv`, its figures in",
+             "`figures/` (`python3 harness/plot.py results/<experiment>/<run>` redraws them). Ranges",
+             "run over every problem of the run (shapes, M, K, dtypes); the % of floor divides the",
+             "problem's floor (compressed bytes over the measured copy bandwidth, or flops over the",
+             "measured tensor rate) by the row's median.", ""]
+    for name in sorted(os.listdir(os.path.join(ROOT, "results"))):
+        sec = experiment_section(name)
+        if sec:
+            parts.append(sec)
+    return "\n".join(parts).rstrip() + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true", help="fail if docs/results.md is stale")
+    ap.add_argument("--out", default=os.path.join(ROOT, "docs", "results.md"))
+    args = ap.parse_args()
+    text = render()
+    if args.check:
+        old = open(args.out).read() if os.path.exists(args.out) else ""
+        if old != text:
+            print("%s is out of date: run python3 harness/tools/results_md.py" % args.out)
+            return 1
+        return 0
+    with open(args.out, "w") as f:
+        f.write(text)
+    print("wrote", args.out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
