@@ -115,7 +115,7 @@ __device__ __forceinline__ int swizzled(int row, int ch) {
 // The load side's walk over the block's units, one step per issued stage, and each thread's
 // share of a stage's copies, whose offsets are fixed per thread: no division in the loop (the
 // first version divided the unit index per stage; with its generic copy loops that was ~350 of
-// its ~520 instructions per k-tile, SASS of 0fd75ba).
+// its ~520 instructions per k-tile, SASS of e378133).
 template <int K, int MB, typename T>
 struct Loader {
   using L = Layout<K, MB>;

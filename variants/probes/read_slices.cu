@@ -17,7 +17,7 @@
 // Units are dealt to blocks in contiguous stripes, slice-major: the blocks of one slice walk its
 // k-range side by side, as scalar_gemv's k-band stripes do. K = 4 only (its registry row): its
 // question was asked at K = 4, and at K = 3 its 512-column units did not land every word (the
-// GPU test, first run at 2f0b1c6, found it; not pursued).
+// GPU test, first run at e378133, found it; not pursued).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
