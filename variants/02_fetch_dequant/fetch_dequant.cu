@@ -8,7 +8,7 @@
 // * A stage of the cp.async ring (kStages deep, Option A of the design documents) holds one
 //   k-tile: the A tile (16 * MB rows x 64, XOR-swizzled 16-byte chunks) and the raw tile of the
 //   tiled layout (128 columns x 2 blocks x K plane words, then 256 E4M4 codes), both copied
-//   16 bytes at a time.
+//   16 bytes at a time; the loads walk the block's units with a cursor (no division per stage).
 // * Dequantization (the fetch side): thread t takes block t of the raw tile (column t / 2,
 //   k-block t % 2): its planes -> 4x4 bit transposes -> 16 natural-order index pairs -> 16
 //   lookups in the 64 KB pair table (variants/common/pair_lut.cuh, one PRMT + one LDS a pair,
@@ -16,11 +16,13 @@
 //   [column][k] rows of 128 bytes with the A tile's XOR swizzle (ldmatrix-ready, conflict free).
 //   The design documents' sketch extracts each index bit by bit and looks it up with a shuffle
 //   (~20 instructions a weight); this is ~2.5.
-// * The B tile is double-buffered, so one barrier per k-tile serves both: in iteration i the
-//   warps issue the MMAs of k-tile i, then dequantize k-tile i + 1 into the other buffer (the
-//   ALU work of the fetch overlaps the tensor pipe: Option B's order on Option A's ring).
-// * Blocks own contiguous stripes of (tile, k-tile) units over every resident slot (1 per SM),
-//   the stream continuing across tile boundaries; a tile split between stripes ends through the
+// * The B tile is double-buffered in the unused halves of the table's rows, so one barrier per
+//   k-tile serves both: in iteration i each warp issues the MMAs of k-tile i and, between its k16
+//   steps, dequantizes a quarter of k-tile i + 1 into the other buffer (the ALU and table work of
+//   the fetch overlaps the tensor pipe inside each warp: Option B's order on Option A's ring).
+//   Table and buffers in 64 KB let two blocks (16 warps) share an SM up to M = 64.
+// * Blocks own contiguous stripes of (tile, k-tile) units over every resident slot, the stream
+//   continuing across tile boundaries; a tile split between stripes ends through the
 //   self-cleaning split-K workspace (variants/common/splitk.cuh). Tiles are ordered n-tile
 //   major, so the m-tiles of one n-tile follow each other and re-read its weights from L2.
 #include <cuda_runtime.h>
@@ -53,17 +55,19 @@ struct Config {
   static constexpr int kTileN = 128;    //   128 columns x 2 blocks of 32 = 256 blocks
   static constexpr int kKbPerTile = kTileK / 32;
   static constexpr int kRowBytes = kTileK * 2;                // A and B rows: 8 chunks of 16 B
-  static constexpr int kBTileBytes = kTileN * kRowBytes;      // one dequantized B tile: 16 KB
   static constexpr int kCodeBytes = kTileN * kKbPerTile;      // 256 E4M4 codes per tile
-  static constexpr int kLutBytes = dev::pair_lut::kBytes;     // the 64 KB pair table
-  static constexpr int kFixedBytes = kLutBytes + 2 * kBTileBytes;  // table + two B buffers
-  // Shared memory per block: the H100's 227 KB less 1 KB of static shared memory; setup refuses
-  // a device that offers less (an sm_80 part: 163 KB).
-  static constexpr int kSmemBudget = 232448 - 1024;
-  // Ring depth cap: 7 k-tiles in flight at M <= 32 keep ~30 KB per SM on the way, what a
-  // 3 TB/s stream needs at ~1 us of latency.
-  static constexpr int kMaxStages = 8;
-  static constexpr int kMinUnits = 4;  // k-tiles per stripe at least: a stripe pays one prologue
+  // The 64 KB pair table (rows of 256 bytes) uses bytes 0..127 of each row; the two B tiles
+  // (128 rows of 128 bytes each) live in bytes 128..255 of rows 0..127 and 128..255, so table
+  // and B buffers take 64 KB, not 96: what lets two blocks share an SM at M <= 64.
+  static constexpr int kLutBytes = dev::pair_lut::kBytes;
+  static_assert(dev::pair_lut::kRowBytes == 2 * kRowBytes && dev::pair_lut::kRows == 2 * kTileN,
+                "a B row in the unused half of every table row");
+  // Shared memory per block: two blocks per SM (16 warps to hide the dequantization's latency)
+  // where the ring still gets 3 stages, else one with the H100's 227 KB (less 1 KB static).
+  static constexpr int kSmemPerSm = 233472;  // the H100's 228 KB per SM
+  static constexpr int kReservedPerBlock = 1024 + 1024;  // the driver's 1 KB + static smem
+  static constexpr int kMaxStages = 8;  // 7 k-tiles in flight per block at most
+  static constexpr int kMinUnits = 4;   // k-tiles per stripe at least: a stripe pays one prologue
   static_assert(kTileN * kKbPerTile == kThreads, "one block of 32 per thread");
 };
 
@@ -79,20 +83,30 @@ struct WarpTile {
   static_assert(WM * WMB == MB && WN * WNB * 8 == Config::kTileN && WNB % 2 == 0, "tiling");
 };
 
-// Shared memory: the pair table, two B tiles, then the ring of kStages stages, each the A tile,
-// the raw planes and the raw codes of one k-tile.
+// Shared memory: the pair table with the two B tiles in its rows' unused halves, then the ring
+// of kStages stages, each the A tile, the raw planes and the raw codes of one k-tile.
 template <int K, int MB>
 struct Layout {
   static constexpr int kABytes = 16 * MB * Config::kRowBytes;
   static constexpr int kPlaneBytes = Config::kTileN * Config::kKbPerTile * K * 4;
   static constexpr int kStageBytes = kABytes + kPlaneBytes + Config::kCodeBytes;
-  static constexpr int kStages =
-      std::min(Config::kMaxStages, (Config::kSmemBudget - Config::kFixedBytes) / kStageBytes);
-  static constexpr int kB = Config::kLutBytes;                    // two B buffers
-  static constexpr int kRing = kB + 2 * Config::kBTileBytes;      // the stages
+  static constexpr int stages_for(int blocks) {
+    return std::min(Config::kMaxStages,
+                    (Config::kSmemPerSm / blocks - Config::kReservedPerBlock - Config::kLutBytes) /
+                        kStageBytes);
+  }
+  static constexpr int kBlocksPerSm = stages_for(2) >= 3 ? 2 : 1;
+  static constexpr int kStages = stages_for(kBlocksPerSm);
+  static constexpr int kRing = Config::kLutBytes;  // the stages follow the table
   static constexpr int kBytes = kRing + kStages * kStageBytes;
   static_assert(kStages >= 3, "the loop waits for k-tile i + 1 while i + 2 may be in flight");
 };
+
+// Byte offset of the start of row n of B buffer `buf` (the second half of table row
+// 128 * buf + n).
+__device__ __forceinline__ int b_row(int buf, int n) {
+  return (buf * Config::kTileN + n) * dev::pair_lut::kRowBytes + Config::kRowBytes;
+}
 
 struct Args {
   const void* A;
@@ -182,61 +196,81 @@ struct Loader {
   }
 };
 
-// The fetch side: thread t dequantizes block t of the stage's raw tile into the B tile
-// (column n = t / 2 gets elements 32 kb .. 32 kb + 31 of its row, kb = t % 2).
+// The fetch side of one block: thread t dequantizes block t of a stage's raw tile (column
+// n = t / 2, elements 32 kb .. 32 kb + 31 of its B row, kb = t % 2). The bit transposes and the
+// scale come first; chunk<C>() looks up and stores chunk C (8 elements, one 16-byte store), so
+// that the 4 chunks can be interleaved with the MMA k-steps of the previous k-tile: the tensor
+// pipe's latency and the table's hide each other within one warp.
 template <int K, int MB, typename T>
-__device__ __forceinline__ void dequant_stage(const unsigned char* st, const unsigned char* lut,
-                                              unsigned char* b_tile) {
+struct Dequant {
   using L = Layout<K, MB>;
-  const int t = threadIdx.x, n = t >> 1, kb = t & 1;
-  uint32_t planes[K];
-  dev::load_planes<K>(reinterpret_cast<const uint32_t*>(st + L::kABytes) + t * K, planes);
-  const float scale = dev::decode_e4m4(st[L::kABytes + L::kPlaneBytes + t]);
-  const uint32_t scale2 = dev::pack2<T>(scale, scale);
-  uint32_t pairs[16];
-  dev::pair_lut::natural_pairs<K>(planes, lut, dev::pair_lut::pair_column(t & 31), pairs);
-#pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const uint4 v = make_uint4(dev::mul2<T>(pairs[4 * c], scale2),
-                               dev::mul2<T>(pairs[4 * c + 1], scale2),
-                               dev::mul2<T>(pairs[4 * c + 2], scale2),
-                               dev::mul2<T>(pairs[4 * c + 3], scale2));
-    *reinterpret_cast<uint4*>(b_tile + swizzled(n, kb * 4 + c)) = v;
+  dev::pair_lut::NaturalPairs<K> words;
+  uint32_t scale2;
+  int dst;  // byte offset of this thread's 64 bytes in B row n (chunk 0), buffer applied later
+  __device__ __forceinline__ static dev::pair_lut::NaturalPairs<K> planes_of(
+      const unsigned char* st) {
+    uint32_t p[K];
+    dev::load_planes<K>(reinterpret_cast<const uint32_t*>(st + L::kABytes) + threadIdx.x * K, p);
+    return dev::pair_lut::NaturalPairs<K>(p);
   }
-}
+  __device__ __forceinline__ Dequant(const unsigned char* st)
+      : words(planes_of(st)) {
+    const float scale = dev::decode_e4m4(st[L::kABytes + L::kPlaneBytes + threadIdx.x]);
+    scale2 = dev::pack2<T>(scale, scale);
+  }
+  template <int C>
+  __device__ __forceinline__ void chunk(unsigned char* smem, int buf) const {
+    const int t = threadIdx.x, n = t >> 1, kb = t & 1;
+    uint32_t pr[4];
+    words.template chunk<C>(smem, dev::pair_lut::pair_column(t & 31), pr);
+    const uint4 v = make_uint4(dev::mul2<T>(pr[0], scale2), dev::mul2<T>(pr[1], scale2),
+                               dev::mul2<T>(pr[2], scale2), dev::mul2<T>(pr[3], scale2));
+    *reinterpret_cast<uint4*>(smem + b_row(buf, n) + (((kb * 4 + C) ^ (n & 7)) << 4)) = v;
+  }
+};
 
-// The compute side: one k-tile of the warp's WMB x WNB MMA blocks, ldmatrix + mma.sync only.
-template <int MB, typename T>
-__device__ __forceinline__ void mma_stage(const unsigned char* a_tile, const unsigned char* b_tile,
-                                          float (&acc)[WarpTile<MB>::WMB][WarpTile<MB>::WNB][4]) {
+// Accumulator sets: two at M <= 32, even and odd k16 steps alternating, so that a warp's MMAs
+// form chains half as deep (its 2 n8 blocks alone gave 4-deep chains per k-tile); one from
+// M = 64 up, where 8 or 16 MMA blocks per warp are enough independent chains.
+template <int MB>
+constexpr int kAccSets = MB <= 2 ? 2 : 1;
+
+// One k-tile of the compute side (the warp's WMB x WNB MMA blocks: ldmatrix + mma.sync only),
+// with the next k-tile's dequantization (chunk ks after k-step ks) when `next` is given.
+template <int K, int MB, typename T>
+__device__ __forceinline__ void mma_stage(
+    const unsigned char* a_tile, unsigned char* smem, int buf, const Dequant<K, MB, T>* next,
+    float (&acc)[kAccSets<MB>][WarpTile<MB>::WMB][WarpTile<MB>::WNB][4]) {
   using W = WarpTile<MB>;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, q = lane >> 3;
   const int row0 = (warp / W::WN) * W::WMB * 16, col0 = (warp % W::WN) * W::WNB * 8;
-#pragma unroll
-  for (int ks = 0; ks < Config::kTileK / 16; ++ks) {
+  dev::pair_lut::for_each_index(std::make_integer_sequence<int, Config::kTileK / 16>{}, [&](auto ks_c) {
+    constexpr int ks = decltype(ks_c)::value, set = ks % kAccSets<MB>;
     uint32_t af[W::WMB][4], bf[W::WNB][2];
 #pragma unroll
     for (int mb = 0; mb < W::WMB; ++mb)  // matrices: rows 0-7 / 8-15 x k 0-7 / 8-15
-      dev::ldmatrix_x4(af[mb],
-                       a_tile + swizzled(row0 + mb * 16 + (q & 1) * 8 + (lane & 7), 2 * ks + (q >> 1)));
+      dev::ldmatrix_x4(af[mb], a_tile + swizzled(row0 + mb * 16 + (q & 1) * 8 + (lane & 7),
+                                                 2 * ks + (q >> 1)));
 #pragma unroll
     for (int np = 0; np < W::WNB / 2; ++np) {  // matrices: (n8 block 2np, 2np+1) x (k 0-7, 8-15)
+      const int n = col0 + np * 16 + (q >> 1) * 8 + (lane & 7), ch = 2 * ks + (q & 1);
       uint32_t r[4];
-      dev::ldmatrix_x4(r, b_tile + swizzled(col0 + np * 16 + (q >> 1) * 8 + (lane & 7), 2 * ks + (q & 1)));
+      dev::ldmatrix_x4(r, smem + b_row(buf, n) + ((ch ^ (n & 7)) << 4));
       bf[2 * np][0] = r[0], bf[2 * np][1] = r[1], bf[2 * np + 1][0] = r[2], bf[2 * np + 1][1] = r[3];
     }
 #pragma unroll
     for (int mb = 0; mb < W::WMB; ++mb)
 #pragma unroll
-      for (int nb = 0; nb < W::WNB; ++nb) dev::mma_m16n8k16<T>(acc[mb][nb], af[mb], bf[nb]);
-  }
+      for (int nb = 0; nb < W::WNB; ++nb) dev::mma_m16n8k16<T>(acc[set][mb][nb], af[mb], bf[nb]);
+    if (next) next->template chunk<ks>(smem, buf ^ 1);
+  });
 }
 
 // Writes tile t's sums: straight to C when this stripe is its only contributor, else through the
 // workspace, whose last contributor converts them (one L2 round trip for all its sums).
 template <int MB, typename T>
 __device__ void store_tile(const Args& a, int t, int contributors,
-                           const float (&acc)[WarpTile<MB>::WMB][WarpTile<MB>::WNB][4]) {
+                           const float (&acc)[kAccSets<MB>][WarpTile<MB>::WMB][WarpTile<MB>::WNB][4]) {
   using W = WarpTile<MB>;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int nt = t / a.m_tiles, mt = t - nt * a.m_tiles;
@@ -252,8 +286,10 @@ __device__ void store_tile(const Args& a, int t, int contributors,
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int row = row0 + mb * 16 + (e >> 1) * 8, col = col0 + nb * 8 + (e & 1);
-          fn((mb * W::WNB + nb) * 4 + e, row < a.M && col < a.N ? row * a.N + col : -1,
-             acc[mb][nb][e]);
+          float v = acc[0][mb][nb][e];
+#pragma unroll
+          for (int set = 1; set < kAccSets<MB>; ++set) v += acc[set][mb][nb][e];
+          fn((mb * W::WNB + nb) * 4 + e, row < a.M && col < a.N ? row * a.N + col : -1, v);
         }
   };
   if (contributors == 1) {
@@ -272,15 +308,13 @@ __device__ void store_tile(const Args& a, int t, int contributors,
 }
 
 template <int K, int MB, typename T>
-__global__ void __launch_bounds__(Config::kThreads, 1)
+__global__ void __launch_bounds__(Config::kThreads, Layout<K, MB>::kBlocksPerSm)
     fetch_dequant_kernel(const __grid_constant__ Args a) {
   using L = Layout<K, MB>;
   using W = WarpTile<MB>;
   constexpr int S = L::kStages;
   extern __shared__ __align__(128) unsigned char smem[];
-  unsigned char* lut = smem;
   auto stage = [&](int i) { return smem + L::kRing + (i % S) * L::kStageBytes; };
-  auto b_tile = [&](int i) { return smem + L::kB + (i & 1) * Config::kBTileBytes; };
 
   const int u0 = blockIdx.x * a.per, n = min(a.units, u0 + a.per) - u0;
   Loader<K, MB, T> loader(a, u0);
@@ -294,20 +328,27 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
     __shared__ float s_cb[32];  // the codebook, copied once (see pair_lut::build)
     if (threadIdx.x < 32) s_cb[threadIdx.x] = a.cb[threadIdx.x];
     __syncthreads();
-    dev::pair_lut::build<K, T>(lut, s_cb, threadIdx.x, Config::kThreads);
+    dev::pair_lut::build<K, T>(smem, s_cb, threadIdx.x, Config::kThreads);
   }
   dev::cp_async_wait<S - 2>();  // unit 0 has landed (this thread's copies) ...
-  __syncthreads();              // ... every thread's, and the table is built
-  dequant_stage<K, MB, T>(stage(0), lut, b_tile(0));
+  __syncthreads();              // ... every thread's, and the table is built (B rows too)
+  {
+    const Dequant<K, MB, T> first(stage(0));
+    dev::pair_lut::for_each_index(std::make_integer_sequence<int, 4>{}, [&](auto c) {
+      first.template chunk<decltype(c)::value>(smem, 0);
+    });
+  }
 
-  float acc[W::WMB][W::WNB][4];
+  float acc[kAccSets<MB>][W::WMB][W::WNB][4];
   auto zero = [&] {
 #pragma unroll
-    for (int mb = 0; mb < W::WMB; ++mb)
+    for (int set = 0; set < kAccSets<MB>; ++set)
 #pragma unroll
-      for (int nb = 0; nb < W::WNB; ++nb)
+      for (int mb = 0; mb < W::WMB; ++mb)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[mb][nb][e] = 0.0f;
+        for (int nb = 0; nb < W::WNB; ++nb)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) acc[set][mb][nb][e] = 0.0f;
   };
   zero();
   int t = u0 / a.k_tiles, kt = u0 - t * a.k_tiles;  // the compute side's tile and k-tile
@@ -316,8 +357,12 @@ __global__ void __launch_bounds__(Config::kThreads, 1)
     __syncthreads();  // ... every thread's; B tile i is complete; stage i - 1 is free
     if (i + S - 1 < n) loader.load(a, stage(i + S - 1));
     dev::cp_async_commit();
-    mma_stage<MB, T>(stage(i), b_tile(i), acc);
-    if (i + 1 < n) dequant_stage<K, MB, T>(stage(i + 1), lut, b_tile(i + 1));
+    if (i + 1 < n) {
+      const Dequant<K, MB, T> next(stage(i + 1));
+      mma_stage<K, MB, T>(stage(i), smem, i & 1, &next, acc);
+    } else {
+      mma_stage<K, MB, T>(stage(i), smem, i & 1, nullptr, acc);
+    }
     if (++kt == a.k_tiles || i == n - 1) {  // the stripe's part of tile t ends
       // Stripes whose unit ranges meet tile t's k-tiles.
       const int contributors = ((t + 1) * a.k_tiles - 1) / a.per - (t * a.k_tiles) / a.per + 1;

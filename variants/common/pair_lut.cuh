@@ -136,43 +136,51 @@ struct Residues {
   }
 };
 
-// The 16 weight pairs of one block in natural k order, unscaled: pairs[j] = (element 2j,
+// The 16 weight pairs of one block in natural k order, unscaled: pair j = (element 2j,
 // element 2j + 1) as a T pair, the order an ldmatrix-ready tile or a k-major MMA fragment
 // stores them in (Residues pairs elements R + 8Q and R + 8Q + 4 instead). K <= 4: from the
-// residue nibbles w (w[r] nibble q = element 4q + r), two rounds of nibble merges build the
+// residue nibbles w (w[r] nibble q = element 4q + r), one round of nibble merges builds the
 // words v[s] whose byte Q holds elements 8Q + 2s (low nibble) and 8Q + 2s + 1 (high nibble):
 // 2 instructions a word, then one PRMT + LDS a pair. K = 5: bytes Q of the residue bytes
-// w[2s] and w[2s + 1] are the pair (two LDS and a PRMT). `column`: pair_column(lane).
+// w[2s] and w[2s + 1] are the pair (two LDS and a PRMT). chunk<C>() gives pairs 4C .. 4C + 3,
+// the 16-byte chunk of elements 8C .. 8C + 7, so a caller can spread a block's lookups over
+// other work. `column`: pair_column(lane).
 template <int K>
-__device__ __forceinline__ void natural_pairs(const uint32_t (&planes)[K], const unsigned char* lut,
-                                              uint32_t column, uint32_t (&pairs)[16]) {
-  if constexpr (K <= 4) {
-    uint32_t w[4];
-    if constexpr (K >= 3) {
-      residue_nibbles<K>(planes, w);
+struct NaturalPairs {
+  static constexpr int kWords = K <= 4 ? 4 : 8;
+  uint32_t v[kWords];
+  __device__ __forceinline__ explicit NaturalPairs(const uint32_t (&planes)[K]) {
+    if constexpr (K <= 4) {
+      uint32_t w[4];
+      if constexpr (K >= 3) {
+        residue_nibbles<K>(planes, w);
+      } else {
+        for_each_index(std::make_integer_sequence<int, 4>{}, [&](auto r_const) {
+          w[decltype(r_const)::value] = residue_fields<K, decltype(r_const)::value, 4>(planes);
+        });
+      }
+      v[0] = select_bits(0x0F0F0F0Fu, w[0], w[1] << 4);
+      v[1] = select_bits(0x0F0F0F0Fu, w[2], w[3] << 4);
+      v[2] = select_bits(0x0F0F0F0Fu, w[0] >> 4, w[1]);
+      v[3] = select_bits(0x0F0F0F0Fu, w[2] >> 4, w[3]);
     } else {
-      for_each_index(std::make_integer_sequence<int, 4>{}, [&](auto r_const) {
-        w[decltype(r_const)::value] = residue_fields<K, decltype(r_const)::value, 4>(planes);
+      for_each_index(std::make_integer_sequence<int, 8>{}, [&](auto r_const) {
+        v[decltype(r_const)::value] = residue_fields<K, decltype(r_const)::value, 8>(planes);
       });
     }
-    const uint32_t v[4] = {select_bits(0x0F0F0F0Fu, w[0], w[1] << 4),
-                           select_bits(0x0F0F0F0Fu, w[2], w[3] << 4),
-                           select_bits(0x0F0F0F0Fu, w[0] >> 4, w[1]),
-                           select_bits(0x0F0F0F0Fu, w[2] >> 4, w[3])};
-    for_each_index(std::make_integer_sequence<int, 16>{}, [&](auto j_const) {
-      constexpr int J = decltype(j_const)::value;
-      pairs[J] = pair<J / 4>(lut, v[J % 4], column);
-    });
-  } else {
-    uint32_t w[8];
-    for_each_index(std::make_integer_sequence<int, 8>{}, [&](auto r_const) {
-      w[decltype(r_const)::value] = residue_fields<K, decltype(r_const)::value, 8>(planes);
-    });
-    for_each_index(std::make_integer_sequence<int, 16>{}, [&](auto j_const) {
-      constexpr int J = decltype(j_const)::value;
-      pairs[J] = pair_split<J / 4>(lut, w[2 * (J % 4)], w[2 * (J % 4) + 1], column);
+  }
+  template <int C>
+  __device__ __forceinline__ void chunk(const unsigned char* lut, uint32_t column,
+                                        uint32_t (&out)[4]) const {
+    static_assert(C >= 0 && C < 4, "a block has 4 chunks of 8 elements");
+    for_each_index(std::make_integer_sequence<int, 4>{}, [&](auto s_const) {
+      constexpr int S = decltype(s_const)::value;
+      if constexpr (K <= 4)
+        out[S] = pair<C>(lut, v[S], column);
+      else
+        out[S] = pair_split<C>(lut, v[2 * S], v[2 * S + 1], column);
     });
   }
-}
+};
 
 }  // namespace kbit::dev::pair_lut
