@@ -90,6 +90,15 @@ def by_shape(rows):
     return shapes
 
 
+def line_style(rows, variant):
+    """Peers (family "peer": public kernels run beside ours, docs/peers.md) are drawn dashed with
+    hollow square markers, so a figure tells our rows from theirs at a glance."""
+    fam = next((r.get("family", "") for r in rows if r["variant"] == variant), "")
+    if fam == "peer":
+        return dict(ls="--", marker="s", ms=4, mfc="none")
+    return dict(marker="o", ms=3)
+
+
 def series(rows, shape, variant, y):
     pts = sorted((r["M"], r[y]) for r in rows if r["shape"] == shape and r["variant"] == variant)
     return [p[0] for p in pts], [p[1] for p in pts]
@@ -128,7 +137,7 @@ def plot_speedup(rows, run, key, out):
         for v in variants:
             x, y = series(rows, shape, v, "speedup_vs_baseline")
             if x:
-                ax.plot(x, y, marker="o", ms=3, label=v)
+                ax.plot(x, y, label=v, **line_style(rows, v))
         ax.axhline(1.0, color="gray", lw=0.8, ls="--")
         ax.set_xscale("log", base=2)
         ax.set_title(shape, fontsize=9)
@@ -147,7 +156,7 @@ def plot_time_vs_m(rows, run, key, out):
         for v in variant_order(rows, run):
             x, y = series(rows, shape, v, "median_us")
             if x:
-                ax.plot(x, y, marker="o", ms=3, label=v)
+                ax.plot(x, y, label=v, **line_style(rows, v))
         fx = sorted({r["M"] for r in rows if r["shape"] == shape})
         fy = [next(r["floor_us"] for r in rows if r["shape"] == shape and r["M"] == m) for m in fx]
         ax.plot(fx, fy, color="black", ls=":", label="floor")
@@ -173,8 +182,9 @@ def plot_roofline(rows, run, key, out):
         rs = [r for r in rows if r["variant"] == v]
         ai = [r["tflops"] * 1e12 / (r["gb_per_s"] * 1e9) for r in rs if r["gb_per_s"] > 0]
         tf = [r["tflops"] for r in rs if r["gb_per_s"] > 0]
-        ax.scatter(ai, tf, s=12, label=v)
-        ax2.scatter([r["M"] for r in rs], [r["frac_of_floor"] for r in rs], s=12, label=v)
+        mk = "s" if line_style(rows, v).get("ls") == "--" else "o"
+        ax.scatter(ai, tf, s=12, marker=mk, label=v)
+        ax2.scatter([r["M"] for r in rs], [r["frac_of_floor"] for r in rs], s=12, marker=mk, label=v)
     if bw > 0 and peak > 0:
         xs = [0.1 * 1.5 ** i for i in range(40)]
         ax.plot(xs, [min(peak, bw * x / 1e12) for x in xs], color="black", lw=1, label="roof (measured)")
