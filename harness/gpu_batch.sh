@@ -15,9 +15,9 @@
 # first and put on PYTHONPATH, so that the peers' runner finds them.
 # Each step runs under timeout $STEP_TIMEOUT (rc 124: it hung or ran long). Logs go to $LOGS
 # (default /tmp/gpu-logs). At the end the logs and the results/ folders the runs wrote are
-# packed into $DEST/batch.tar.gz (DEST: $OUT, the device tool's folder, or .), one file, so
-# that a tool that returns few files returns all of it; unpack it in the repo root.
-# The device tool carries at most 64 MiB, and results/ (figures included) grows with every run:
+# packed into $DEST/batch.tar.gz (DEST: $OUT where a remote runner collects its outputs, or .),
+# one file, so that a runner that returns few files returns all of it; unpack it in the repo root.
+# A tree copied to a remote GPU machine is best kept small (results/ grows with every run):
 # carry the header libraries as one archive (tar czf deps-carry.tgz .deps; ~2 MB, ignored by
 # git), which is unpacked here when .deps/ is missing (docs/harness.md, "A GPU machine without
 # our packages").

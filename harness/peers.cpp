@@ -1,11 +1,10 @@
 #include "harness/peers.hpp"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
 
+#include "harness/match_rows.hpp"
 #include "harness/results.hpp"
 #include "reference/error.hpp"
 
@@ -43,22 +42,11 @@ const std::vector<PeerRow>& peers() {
 }
 
 std::vector<const PeerRow*> match_peers(const std::vector<std::string>& patterns) {
-  std::vector<const PeerRow*> out;
-  for (const auto& p : patterns) {
-    bool any = false;
-    for (const auto& r : peers()) {
-      if (fnmatch(p.c_str(), std::string(r.name).c_str(), 0) != 0) continue;
-      any = true;
-      if (std::find(out.begin(), out.end(), &r) == out.end()) out.push_back(&r);
-    }
-    if (!any) {
-      std::string known;
-      for (const auto& r : peers()) known += (known.empty() ? "" : ", ") + std::string(r.name);
-      throw Error("peer '" + p + "' matches no peer (known: " + known + ")");
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
+  return match_rows(peers(), patterns, [](const std::string& p) {
+    std::string known;
+    for (const auto& r : peers()) known += (known.empty() ? "" : ", ") + std::string(r.name);
+    throw Error("peer '" + p + "' matches no peer (known: " + known + ")");
+  });
 }
 
 std::string peer_unsupported_reason(const PeerRow& p, int k_bits, DType dtype, bool moe) {

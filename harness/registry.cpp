@@ -1,12 +1,11 @@
 #include "harness/registry.hpp"
 
-#include <fnmatch.h>
-
 #include <algorithm>
 #include <utility>
 
 #include <cuda_runtime_api.h>
 
+#include "harness/match_rows.hpp"
 #include "reference/error.hpp"
 #include "variants/01_inline_dequant/inline_dequant.hpp"
 #include "variants/02_fetch_dequant/fetch_dequant.hpp"
@@ -172,18 +171,8 @@ const VariantRow& find_variant(std::string_view name) {
 }
 
 std::vector<const VariantRow*> match_variants(const std::vector<std::string>& patterns) {
-  std::vector<const VariantRow*> out;
-  for (const auto& p : patterns) {
-    bool any = false;
-    for (const auto& r : registry()) {
-      if (fnmatch(p.c_str(), std::string(r.name).c_str(), 0) != 0) continue;
-      any = true;
-      if (std::find(out.begin(), out.end(), &r) == out.end()) out.push_back(&r);
-    }
-    if (!any) find_variant(p);  // throws with the list of known names
-  }
-  std::sort(out.begin(), out.end());  // registry order (rows live in one vector)
-  return out;
+  // find_variant throws with the list of known names.
+  return match_rows(registry(), patterns, [](const std::string& p) { find_variant(p); });
 }
 
 std::string unsupported_reason(const VariantRow& row, const GemmDims& d) {

@@ -171,7 +171,7 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
       std::cerr << "\n" << row->name << " on " << L.name << " M=" << d.M << ": " << o.error << "\n";
     } else {
       r.check = o.checked              ? (o.check.pass ? "pass" : "fail")
-                : !computes_gemm(*row) ? "probe"
+                : !computes_gemm(*row) ? family_name(row->family)  // probe | diag
                                        : "skipped";
       r.max_err_over_bound = o.checked ? o.check.max_err_over_bound : 0;
       if (o.checked && !o.check.pass) {

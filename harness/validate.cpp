@@ -323,8 +323,8 @@ void check_case_patterns(const ValidateOptions& o) {
 int validate_variant(const ValidateOptions& o) {
   const VariantRow& row = find_variant(o.variant);
   if (!computes_gemm(row))
-    throw Error("variant '" + o.variant +
-                "' is a probe: it computes no GEMM, so there is nothing to validate");
+    throw Error("variant '" + o.variant + "' is a " + family_name(row.family) +
+                " row: it computes no GEMM by design, so there is nothing to validate");
   for (int k : o.k_bits) check_k_bits(k);
   check_case_patterns(o);
   const std::string options = resolve_options(row, o.given_options).describe();  // checks them

@@ -1,5 +1,7 @@
 #include "variants/variant_api.hpp"
 
+#include "reference/error.hpp"
+
 namespace kbit {
 
 const char* layout_kind_name(LayoutKind k) {
@@ -17,6 +19,15 @@ const char* layout_kind_name(LayoutKind k) {
 std::string layout_name(const WeightLayout& l) {
   if (l.kind != LayoutKind::tiled) return layout_kind_name(l.kind);
   return "tiled " + std::to_string(l.tiles.tile_k) + "x" + std::to_string(l.tiles.tile_n);
+}
+
+void require_tiled_args(const GemmArgs& g, const GemmDims& d, TileConfig tiles, const char* who) {
+  if (g.w.layout.kind != LayoutKind::tiled || !(g.w.layout.tiles == tiles))
+    throw Error(std::string(who) + ": needs the tiled " + std::to_string(tiles.tile_k) + "x" +
+                std::to_string(tiles.tile_n) + " layout, got " + layout_name(g.w.layout));
+  if (g.codebook.k_bits != d.k_bits)
+    throw Error(std::string(who) + ": codebook has K = " + std::to_string(g.codebook.k_bits) +
+                ", the problem K = " + std::to_string(d.k_bits));
 }
 
 std::int64_t VariantOptions::get(const OptionSpec& spec) const {

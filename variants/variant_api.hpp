@@ -108,6 +108,11 @@ class VariantState {
   virtual std::int64_t extra_additions() const { return 0; }
 };
 
+// The checks every tiled-layout variant makes at run time: the weights are in the tiled layout
+// with these tiles and the codebook has the problem's K. Throws kbit::Error naming `who`, what it
+// got and what it needs.
+void require_tiled_args(const GemmArgs& g, const GemmDims& d, TileConfig tiles, const char* who);
+
 using SetupFn = std::unique_ptr<VariantState> (*)(const GemmDims& dims, const VariantOptions& opts);
 using RunFn = void (*)(VariantState* state, const GemmDims& dims, const GemmArgs& args,
                        cudaStream_t stream);

@@ -347,10 +347,7 @@ std::unique_ptr<VariantState> setup(const GemmDims& d, const VariantOptions& o, 
 void run(VariantState* state, const GemmDims& d, const GemmArgs& g, cudaStream_t stream,
          const char* who) {
   auto* s = static_cast<InlineState*>(state);
-  if (g.w.layout.kind != LayoutKind::tiled ||
-      !(g.w.layout.tiles == TileConfig{Config::kTileK, Config::kTileN}))
-    throw Error(std::string(who) + ": needs the tiled 64x128 layout, got " +
-                layout_name(g.w.layout));
+  require_tiled_args(g, d, TileConfig{Config::kTileK, Config::kTileN}, who);
   Args a{};
   a.A = g.A;
   a.C = g.C;

@@ -537,12 +537,7 @@ std::unique_ptr<VariantState> fetch_dequant_setup(const GemmDims& d, const Varia
 void fetch_dequant_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
                        cudaStream_t stream) {
   auto* s = static_cast<FetchState*>(state);
-  if (g.w.layout.kind != LayoutKind::tiled ||
-      !(g.w.layout.tiles == TileConfig{Config::kTileK, Config::kTileN}))
-    throw Error("fetch_dequant: needs the tiled 64x128 layout, got " + layout_name(g.w.layout));
-  if (g.codebook.k_bits != d.k_bits)
-    throw Error("fetch_dequant: codebook has K = " + std::to_string(g.codebook.k_bits) +
-                ", the problem K = " + std::to_string(d.k_bits));
+  require_tiled_args(g, d, TileConfig{Config::kTileK, Config::kTileN}, "fetch_dequant");
   Args a{};
   a.A = g.A;
   a.C = g.C;

@@ -148,13 +148,7 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
 
 void launch(const GemvState& s, const GemmDims& d, const GemmArgs& g, cudaStream_t stream,
             const char* who) {
-  if (g.w.layout.kind != LayoutKind::tiled ||
-      !(g.w.layout.tiles == TileConfig{sg::kTileK, sg::kTileN}))
-    throw Error(std::string(who) + ": needs the tiled 64x128 layout, got " +
-                layout_name(g.w.layout));
-  if (g.codebook.k_bits != d.k_bits)
-    throw Error(std::string(who) + ": codebook has K = " + std::to_string(g.codebook.k_bits) +
-                ", the problem K = " + std::to_string(d.k_bits));
+  require_tiled_args(g, d, TileConfig{sg::kTileK, sg::kTileN}, who);
   if (s.launch.grid == 0) return;
   sg::launch(s.launch, d, g, stream);
 }
