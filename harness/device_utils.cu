@@ -1,12 +1,12 @@
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
+#include "harness/device_utils.hpp"
 #include "variants/common/clock.cuh"
 #include "variants/common/cublas_check.hpp"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/dtype.cuh"
-#include "harness/device_utils.hpp"
 
 namespace kbit::gpu {
 namespace {
@@ -78,11 +78,12 @@ double measure_tensor_tflops(int n, cudaStream_t stream) {
   KBIT_CUBLAS_CHECK(cublasSetWorkspace(h, ws.get(), ws.bytes()));
   KBIT_CUBLAS_CHECK(cublasSetStream(h, stream));
   const float alpha = 1.0f, beta = 0.0f;
-  const double med = 1e-3 * median_event_ms(stream, 3, 10, [&] {
-    KBIT_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, b.get(),
-                                   CUDA_R_16F, n, a.get(), CUDA_R_16F, n, &beta, c.get(),
-                                   CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-  });
+  const double med =
+      1e-3 * median_event_ms(stream, 3, 10, [&] {
+        KBIT_CUBLAS_CHECK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, n, n, n, &alpha, b.get(),
+                                       CUDA_R_16F, n, a.get(), CUDA_R_16F, n, &beta, c.get(),
+                                       CUDA_R_16F, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+      });
   return 2.0 * double(n) * n * n / med / 1e12;
 }
 

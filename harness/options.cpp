@@ -21,7 +21,8 @@ VariantOptions resolve_options(const VariantRow& row, const std::vector<GivenOpt
                                SplitMode split) {
   VariantOptions o;
   o.split_k = split;
-  for (const OptionSpec& s : row.options) o.values.emplace_back(std::string(s.name), s.default_value);
+  for (const OptionSpec& s : row.options)
+    o.values.emplace_back(std::string(s.name), s.default_value);
   for (const GivenOption& g : given) {
     const std::string at = g.where.empty() ? "" : g.where + ": ";
     auto spec = std::find_if(row.options.begin(), row.options.end(),
@@ -64,8 +65,8 @@ std::vector<std::string> describe_options(const VariantRow& row) {
   std::vector<std::string> out;
   for (const OptionSpec& s : row.options)
     out.push_back(std::string(s.name) + " (default " + std::to_string(s.default_value) + ", " +
-                  std::to_string(s.min) + ".." + std::to_string(s.max) + "): " +
-                  std::string(s.why));
+                  std::to_string(s.min) + ".." + std::to_string(s.max) +
+                  "): " + std::string(s.why));
   return out;
 }
 

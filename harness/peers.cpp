@@ -20,23 +20,55 @@ const std::vector<PeerRow>& peers() {
       {"humming_u4_g128",
        "humming-kernels (Hopper wgmma + TMA, warp-specialized, JIT): uint4 weights, fp16 scales "
        "per group of 128",
-       {4}, both, true, 4.125, "humming-kernels"},
-      {"humming_u4_g32", "humming-kernels: uint4 weights, fp16 scales per group of 32", {4}, both,
-       true, 4.5, "humming-kernels"},
-      {"humming_u2_g128", "humming-kernels: uint2 weights, fp16 scales per group of 128", {2},
-       both, true, 2.125, "humming-kernels"},
-      {"humming_u3_g128", "humming-kernels: uint3 weights, fp16 scales per group of 128", {3},
-       both, true, 3.125, "humming-kernels"},
-      {"humming_u5_g128", "humming-kernels: uint5 weights, fp16 scales per group of 128", {5},
-       both, true, 5.125, "humming-kernels"},
+       {4},
+       both,
+       true,
+       4.125,
+       "humming-kernels"},
+      {"humming_u4_g32",
+       "humming-kernels: uint4 weights, fp16 scales per group of 32",
+       {4},
+       both,
+       true,
+       4.5,
+       "humming-kernels"},
+      {"humming_u2_g128",
+       "humming-kernels: uint2 weights, fp16 scales per group of 128",
+       {2},
+       both,
+       true,
+       2.125,
+       "humming-kernels"},
+      {"humming_u3_g128",
+       "humming-kernels: uint3 weights, fp16 scales per group of 128",
+       {3},
+       both,
+       true,
+       3.125,
+       "humming-kernels"},
+      {"humming_u5_g128",
+       "humming-kernels: uint5 weights, fp16 scales per group of 128",
+       {5},
+       both,
+       true,
+       5.125,
+       "humming-kernels"},
       {"tinygemm_int4_g32",
        "torch's _weight_int4pack_mm (tinygemm): int4 with bf16 scales and zeros per group of 32, "
        "bf16 only",
-       {4}, {DType::bf16}, false, 5.0, "torch"},
+       {4},
+       {DType::bf16},
+       false,
+       5.0,
+       "torch"},
       {"tinygemm_int4_g128",
        "torch's _weight_int4pack_mm (tinygemm): int4 with bf16 scales and zeros per group of "
        "128, bf16 only",
-       {4}, {DType::bf16}, false, 4.25, "torch"},
+       {4},
+       {DType::bf16},
+       false,
+       4.25,
+       "torch"},
   };
   return rows;
 }
@@ -115,8 +147,8 @@ nlohmann::json run_peers(const PeerRequest& r, const std::string& python,
       status = {{"error", std::string("peers_status.json is not JSON: ") + e.what()}};
     }
   } else {
-    status = {{"error", "the peers' runner wrote no status (exit " + std::to_string(rc) +
-                            "): " + cmd}};
+    status = {
+        {"error", "the peers' runner wrote no status (exit " + std::to_string(rc) + "): " + cmd}};
   }
   status["runner_exit"] = rc;
   status["command"] = cmd;

@@ -115,8 +115,12 @@ const std::vector<VariantRow>& registry() {
       {"read_ldg",
        "probe: reads the tiled weights + A with 16-byte loads (8 in flight per thread), writes C "
        "= 0; the shape's streaming ceiling, no GEMM",
-       Family::probe, probe_support(0, false), kTiled64x128, variants::read_ldg_setup,
-       variants::read_probe_run, {}},
+       Family::probe,
+       probe_support(0, false),
+       kTiled64x128,
+       variants::read_ldg_setup,
+       variants::read_probe_run,
+       {}},
       {"read_bulk",
        "probe: streams the tiled weights + A by cp.async.bulk (16 KB chunks, 4-stage ring per "
        "block by default) into shared memory, writes C = 0; no GEMM",
@@ -132,32 +136,51 @@ const std::vector<VariantRow>& registry() {
        "Phase-1 fused MMA (m16n8k16): planes + E4M4 by cp.async, inline bit extraction + shfl "
        "codebook per "
        "fragment, padded B stride, persistent grid, two-tier split-K",
-       Family::gemm, gemm_support(), kTiled64x128, variants::inline_dequant_setup,
-       variants::inline_dequant_run, {}},
+       Family::gemm,
+       gemm_support(),
+       kTiled64x128,
+       variants::inline_dequant_setup,
+       variants::inline_dequant_run,
+       {}},
       {"inline_dequant_nopad",
        "inline_dequant with the seeds' unpadded B column stride (2K words: 2-way bank conflicts at "
        "K=4)",
-       Family::gemm, gemm_support(), kTiled64x128, variants::inline_dequant_nopad_setup,
-       variants::inline_dequant_nopad_run, {}},
+       Family::gemm,
+       gemm_support(),
+       kTiled64x128,
+       variants::inline_dequant_nopad_setup,
+       variants::inline_dequant_nopad_run,
+       {}},
       {"fetch_dequant",
        "variant 02: B dequantized during the fetch (pair table, one thread a block of 32) into a "
        "double-buffered ldmatrix-ready fp16/bf16 tile, pure ldmatrix + mma.sync loop, cp.async "
        "ring up to 8 k-tiles deep, stripes over the SMs with split-K",
-       Family::gemm, gemm_support(80), kTiled64x128, variants::fetch_dequant_setup,
-       variants::fetch_dequant_run, {}},
+       Family::gemm,
+       gemm_support(80),
+       kTiled64x128,
+       variants::fetch_dequant_setup,
+       variants::fetch_dequant_run,
+       {}},
       {"scalar_gemv",
        "GEMV, M=1..4 (sm_90): producer warp streams (n-tile, 4 k-tile) units by cp.async.bulk "
        "into a 2-stage mbarrier ring; residue-field index pairs -> 64 KB pair table (PRMT+LDS) -> "
        "mma.m16n8k16 with one block per MMA column (scale after the MMA); balanced stripes with "
        "split-K; M=3,4: a window warp stages A",
-       Family::gemv, gemv_support(false), kTiled64x128, variants::scalar_gemv_setup,
+       Family::gemv,
+       gemv_support(false),
+       kTiled64x128,
+       variants::scalar_gemv_setup,
        variants::scalar_gemv_run,
        {variants::kScalarGemvClusterEnd, variants::kScalarGemvTaggedEnd}},
       {"grouped_scalar_gemv",
        "scalar_gemv over host-computed (expert, <=4 rows, n-tile, k-range) stripes: MoE "
        "decode in one launch",
-       Family::grouped, gemv_support(true), kTiled64x128, variants::grouped_scalar_gemv_setup,
-       variants::grouped_scalar_gemv_run, {}},
+       Family::grouped,
+       gemv_support(true),
+       kTiled64x128,
+       variants::grouped_scalar_gemv_setup,
+       variants::grouped_scalar_gemv_run,
+       {}},
   };
   return rows;
 }

@@ -188,7 +188,8 @@ TEST_CASE("read probes write C = 0, read_ldg and read_slices read every word, re
           CHECK(
               std::all_of(words.begin(), words.end(), [&](std::uint32_t x) { return x == a_xor; }));
         }
-        CHECK_THROWS_WITH(with_options(row, {"a_each=2"}), Catch::Contains("a_each of read_bulk = 2"));
+        CHECK_THROWS_WITH(with_options(row, {"a_each=2"}),
+                          Catch::Contains("a_each of read_bulk = 2"));
         CHECK_THROWS_WITH(row.setup(p.d, with_options(row, {"chunk=1000"})),
                           Catch::Contains("chunk = 1000"));
         CHECK_THROWS_WITH(row.setup(p.d, with_options(row, {"hold=1"})), Catch::Contains("grid"));
@@ -213,18 +214,19 @@ TEST_CASE("read probes write C = 0, read_ldg and read_slices read every word, re
       CHECK(variants::read_slices_checksum(o.state.get()) == weights);
       // slice, kt, stages, blocks_per_sm, smem, bulk
       auto slices = [&](int slice, int kt, int stages, int per_sm, int smem, int bulk) {
-        const std::string f[] = {"slice=" + std::to_string(slice), "kt=" + std::to_string(kt),
-                                 "stages=" + std::to_string(stages),
-                                 "blocks_per_sm=" + std::to_string(per_sm),
-                                 "smem=" + std::to_string(smem), "bulk=" + std::to_string(bulk)};
+        const std::string f[] = {
+            "slice=" + std::to_string(slice),   "kt=" + std::to_string(kt),
+            "stages=" + std::to_string(stages), "blocks_per_sm=" + std::to_string(per_sm),
+            "smem=" + std::to_string(smem),     "bulk=" + std::to_string(bulk)};
         std::vector<GivenOption> given;
         for (const std::string& x : f) given.push_back(parse_option_flag(x));
         return resolve_options(row, given);
       };
       for (const VariantOptions& opts :
-           {slices(16, 5, 3, 0, 0, 0), slices(128, 3, 1, 1, 110592, 0), slices(64, 33, 2, 0, 110592, 0),
-            slices(128, 4, 2, 2, 0, 1), slices(32, 5, 3, 0, 0, 1), slices(512, 1, 2, 2, 0, 1),
-            slices(256, 3, 2, 2, 110592, 0), slices(512, 2, 2, 2, 0, 0)}) {
+           {slices(16, 5, 3, 0, 0, 0), slices(128, 3, 1, 1, 110592, 0),
+            slices(64, 33, 2, 0, 110592, 0), slices(128, 4, 2, 2, 0, 1), slices(32, 5, 3, 0, 0, 1),
+            slices(512, 1, 2, 2, 0, 1), slices(256, 3, 2, 2, 110592, 0),
+            slices(512, 2, 2, 2, 0, 0)}) {
         INFO("options " << opts.describe());
         const Outcome o2 = execute_and_check(row, opts, p.d, dp, nullptr, s.get());
         REQUIRE(o2.error.empty());

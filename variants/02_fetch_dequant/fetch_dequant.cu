@@ -54,8 +54,8 @@ struct Config {
   static constexpr int kTileK = 64;     // one tile of the tiled layout per k-step:
   static constexpr int kTileN = 128;    //   128 columns x 2 blocks of 32 = 256 blocks
   static constexpr int kKbPerTile = kTileK / 32;
-  static constexpr int kRowBytes = kTileK * 2;                // A and B rows: 8 chunks of 16 B
-  static constexpr int kCodeBytes = kTileN * kKbPerTile;      // 256 E4M4 codes per tile
+  static constexpr int kRowBytes = kTileK * 2;            // A and B rows: 8 chunks of 16 B
+  static constexpr int kCodeBytes = kTileN * kKbPerTile;  // 256 E4M4 codes per tile
   // The 64 KB pair table (rows of 256 bytes) uses bytes 0..127 of each row; the two B tiles
   // (128 rows of 128 bytes each) live in bytes 128..255 of rows 0..127 and 128..255, so table
   // and B buffers take 64 KB, not 96: what lets two blocks share an SM at M <= 64.
@@ -64,10 +64,10 @@ struct Config {
                 "a B row in the unused half of every table row");
   // Shared memory per block: two blocks per SM (16 warps to hide the dequantization's latency)
   // where the ring still gets 3 stages, else one with the H100's 227 KB (less 1 KB static).
-  static constexpr int kSmemPerSm = 233472;  // the H100's 228 KB per SM
+  static constexpr int kSmemPerSm = 233472;              // the H100's 228 KB per SM
   static constexpr int kReservedPerBlock = 1024 + 1024;  // the driver's 1 KB + static smem
-  static constexpr int kMaxStages = 8;  // 7 k-tiles in flight per block at most
-  static constexpr int kMinUnits = 4;   // k-tiles per stripe at least: a stripe pays one prologue
+  static constexpr int kMaxStages = 8;                   // 7 k-tiles in flight per block at most
+  static constexpr int kMinUnits = 4;  // k-tiles per stripe at least: a stripe pays one prologue
   static_assert(kTileN * kKbPerTile == kThreads, "one block of 32 per thread");
 };
 
@@ -132,12 +132,12 @@ struct Loader {
   static constexpr int kPChunks = L::kPlaneBytes / 16;
   static constexpr int kPIters = (kPChunks + Config::kThreads - 1) / Config::kThreads;
   static_assert(Config::kThreads % 8 == 0, "a thread keeps its chunk column in every A row");
-  int nt, mt, kt;        // the next unit to load
-  const T* a_row;        // A + (row of chunk 0 in m-tile 0) * K_dim + chunk column * 8
-  int a_row0, a_k0;      // that row and element column, for the bounds
+  int nt, mt, kt;               // the next unit to load
+  const T* a_row;               // A + (row of chunk 0 in m-tile 0) * K_dim + chunk column * 8
+  int a_row0, a_k0;             // that row and element column, for the bounds
   const unsigned char* planes;  // the next unit's raw tile + this thread's first chunk
   const uint8_t* codes;
-  long long tile_step;   // bytes of planes from one k-tile of an n-tile to the next k-tile
+  long long tile_step;  // bytes of planes from one k-tile of an n-tile to the next k-tile
   __device__ Loader(const Args& a, int u) {
     const int t = u / a.k_tiles;  // once per block
     kt = u - t * a.k_tiles;
@@ -151,8 +151,8 @@ struct Loader {
   }
   __device__ void set_tile(const Args& a) {
     const long long tile = (long long)kt * a.n_tiles + nt;
-    planes = reinterpret_cast<const unsigned char*>(a.packed) + tile * L::kPlaneBytes +
-             threadIdx.x * 16;
+    planes =
+        reinterpret_cast<const unsigned char*>(a.packed) + tile * L::kPlaneBytes + threadIdx.x * 16;
     codes = a.absmax + tile * Config::kCodeBytes + threadIdx.x * 16;
   }
   // Issues the copies of the next unit into `st`, then steps to the unit after it.
@@ -196,10 +196,10 @@ struct Loader {
 // k-tile at M = 16 (SASS and Nsight Compute of c8148dc: 7.3 instructions a weight).
 template <int MB>
 struct Lanes {
-  int a_row;        // A: row (16-row block 0, the lane's ldmatrix row) x 128
-  int a_x[4];       // A: the swizzled chunk of k16 step ks, x 16
-  int b_row;        // B: the lane's ldmatrix row n in buffer 0 (n8 pair 0)
-  int b_x[4];       // B: the swizzled chunk of k16 step ks, x 16
+  int a_row;          // A: row (16-row block 0, the lane's ldmatrix row) x 128
+  int a_x[4];         // A: the swizzled chunk of k16 step ks, x 16
+  int b_row;          // B: the lane's ldmatrix row n in buffer 0 (n8 pair 0)
+  int b_x[4];         // B: the swizzled chunk of k16 step ks, x 16
   int d_row, d_x[4];  // dequantization: this thread's B row and its 4 chunks (buffer 0)
   __device__ __forceinline__ Lanes() {
     using W = WarpTile<MB>;
@@ -240,8 +240,7 @@ struct Dequant {
     dev::load_planes<K>(reinterpret_cast<const uint32_t*>(st + L::kABytes) + threadIdx.x * K, p);
     return dev::pair_lut::NaturalPairs<K>(p);
   }
-  __device__ __forceinline__ Dequant(const unsigned char* st)
-      : words(planes_of(st)) {
+  __device__ __forceinline__ Dequant(const unsigned char* st) : words(planes_of(st)) {
     const float scale = dev::decode_e4m4(st[L::kABytes + L::kPlaneBytes + threadIdx.x]);
     scale2 = dev::pack2<T>(scale, scale);
   }
@@ -271,31 +270,36 @@ __device__ __forceinline__ void mma_stage(
   using W = WarpTile<MB>;
   const unsigned char* b_tile = smem + buf * kBufferStride + ln.b_row;
   const unsigned char* a_base = a_tile + ln.a_row;
-  dev::pair_lut::for_each_index(std::make_integer_sequence<int, Config::kTileK / 16>{}, [&](auto ks_c) {
-    constexpr int ks = decltype(ks_c)::value, set = ks % kAccSets<MB>;
-    uint32_t af[W::WMB][4], bf[W::WNB][2];
+  dev::pair_lut::for_each_index(
+      std::make_integer_sequence<int, Config::kTileK / 16>{}, [&](auto ks_c) {
+        constexpr int ks = decltype(ks_c)::value, set = ks % kAccSets<MB>;
+        uint32_t af[W::WMB][4], bf[W::WNB][2];
 #pragma unroll
-    for (int mb = 0; mb < W::WMB; ++mb)  // matrices: rows 0-7 / 8-15 x k 0-7 / 8-15
-      dev::ldmatrix_x4(af[mb], a_base + mb * 16 * Config::kRowBytes + ln.a_x[ks]);
+        for (int mb = 0; mb < W::WMB; ++mb)  // matrices: rows 0-7 / 8-15 x k 0-7 / 8-15
+          dev::ldmatrix_x4(af[mb], a_base + mb * 16 * Config::kRowBytes + ln.a_x[ks]);
 #pragma unroll
-    for (int np = 0; np < W::WNB / 2; ++np) {  // matrices: (n8 block 2np, 2np+1) x (k 0-7, 8-15)
-      uint32_t r[4];
-      dev::ldmatrix_x4(r, b_tile + np * 16 * dev::pair_lut::kRowBytes + ln.b_x[ks]);
-      bf[2 * np][0] = r[0], bf[2 * np][1] = r[1], bf[2 * np + 1][0] = r[2], bf[2 * np + 1][1] = r[3];
-    }
+        for (int np = 0; np < W::WNB / 2;
+             ++np) {  // matrices: (n8 block 2np, 2np+1) x (k 0-7, 8-15)
+          uint32_t r[4];
+          dev::ldmatrix_x4(r, b_tile + np * 16 * dev::pair_lut::kRowBytes + ln.b_x[ks]);
+          bf[2 * np][0] = r[0], bf[2 * np][1] = r[1], bf[2 * np + 1][0] = r[2],
+                 bf[2 * np + 1][1] = r[3];
+        }
 #pragma unroll
-    for (int mb = 0; mb < W::WMB; ++mb)
+        for (int mb = 0; mb < W::WMB; ++mb)
 #pragma unroll
-      for (int nb = 0; nb < W::WNB; ++nb) dev::mma_m16n8k16<T>(acc[set][mb][nb], af[mb], bf[nb]);
-    if (next) next->template chunk<ks>(smem, (buf ^ 1) * kBufferStride, ln);
-  });
+          for (int nb = 0; nb < W::WNB; ++nb)
+            dev::mma_m16n8k16<T>(acc[set][mb][nb], af[mb], bf[nb]);
+        if (next) next->template chunk<ks>(smem, (buf ^ 1) * kBufferStride, ln);
+      });
 }
 
 // Writes tile t's sums: straight to C when this stripe is its only contributor, else through the
 // workspace, whose last contributor converts them (one L2 round trip for all its sums).
 template <int MB, typename T>
-__device__ void store_tile(const Args& a, int t, int contributors,
-                           const float (&acc)[kAccSets<MB>][WarpTile<MB>::WMB][WarpTile<MB>::WNB][4]) {
+__device__ void store_tile(
+    const Args& a, int t, int contributors,
+    const float (&acc)[kAccSets<MB>][WarpTile<MB>::WMB][WarpTile<MB>::WNB][4]) {
   using W = WarpTile<MB>;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   const int nt = t / a.m_tiles, mt = t - nt * a.m_tiles;
@@ -380,7 +384,7 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, MB>::kBlocksPerSm)
   int t = u0 / a.k_tiles, kt = u0 - t * a.k_tiles;  // the compute side's tile and k-tile
   for (int i = 0; i < n; ++i) {
     dev::cp_async_wait<S - 3>();  // unit i + 1 has landed (this thread's copies) ...
-    __syncthreads();  // ... every thread's; B tile i is complete; stage i - 1 is free
+    __syncthreads();              // ... every thread's; B tile i is complete; stage i - 1 is free
     if (i + S - 1 < n) loader.load(a, stage(i + S - 1));
     dev::cp_async_commit();
     if (i + 1 < n) {
@@ -478,8 +482,8 @@ std::unique_ptr<VariantState> fetch_dequant_setup(const GemmDims& d, const Varia
   if (d.dtype == DType::f32)
     throw Error(std::string(who) + ": dtype fp32 is not supported (fp16, bf16)");
   if (d.M < 1 || d.N < 1)
-    throw Error(std::string(who) + ": M = " + std::to_string(d.M) + ", N = " +
-                std::to_string(d.N) + ": both must be at least 1");
+    throw Error(std::string(who) + ": M = " + std::to_string(d.M) + ", N = " + std::to_string(d.N) +
+                ": both must be at least 1");
   if (d.K_dim < 32 || d.K_dim % 32 != 0)
     throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) +
                 " must be a positive multiple of 32");

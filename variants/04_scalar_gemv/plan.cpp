@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "reference/error.hpp"
+#include "variants/04_scalar_gemv/kernels.hpp"
+#include "variants/04_scalar_gemv/scalar_gemv.hpp"
+#include "variants/04_scalar_gemv/stripes.hpp"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/launch.hpp"
-#include "variants/04_scalar_gemv/stripes.hpp"
-#include "variants/04_scalar_gemv/scalar_gemv.hpp"
-#include "variants/04_scalar_gemv/kernels.hpp"
 
 namespace kbit::variants {
 namespace {
@@ -26,7 +26,7 @@ using gemv::OutTile;
 struct GemvState : VariantState {
   GemmDims dims;
   bool cluster_end = true, tagged_end = true;  // the row's options
-  sg::Launch launch;  // the kernel, its grid and the device pointers below
+  sg::Launch launch;                           // the kernel, its grid and the device pointers below
   int k_units = 0, units_per_block = 0, split_tiles = 0;  // n_tiles, k_tiles: in launch
   int blocks_per_sm = 0;
   DeviceBuffer<gemv::Segment> segs;
@@ -135,7 +135,8 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   if (tiles.empty()) return;  // grouped problem with no rows at all: nothing to launch
   const long long units = (long long)tiles.size() * s.k_units;
   const int slots = per_sm * sms;
-  const int per = gemv::stripe_units(units, s.k_units, slots, o.split_k, sg::Config::kAlignSlackPct);
+  const int per =
+      gemv::stripe_units(units, s.k_units, slots, o.split_k, sg::Config::kAlignSlackPct);
   const gemv::Stripes st = gemv::cut_stripes(tiles, s.k_units, per);
   const auto [cluster, tagged] = choose_end(s, st, base, slots);
   // Same registers and shared memory: the occupancy above holds for it.

@@ -32,6 +32,9 @@
 
 #include <utility>
 
+#include "variants/04_scalar_gemv/kernels.hpp"
+#include "variants/04_scalar_gemv/stream.cuh"
+#include "variants/04_scalar_gemv/stripes.hpp"
 #include "variants/common/barrier.cuh"
 #include "variants/common/bitplane.cuh"
 #include "variants/common/bulk_copy.cuh"
@@ -46,9 +49,6 @@
 #include "variants/common/pdl.cuh"
 #include "variants/common/splitk.cuh"
 #include "variants/common/stage_ring.cuh"
-#include "variants/04_scalar_gemv/stripes.hpp"
-#include "variants/04_scalar_gemv/kernels.hpp"
-#include "variants/04_scalar_gemv/stream.cuh"
 
 namespace kbit::variants {
 namespace {
@@ -261,13 +261,13 @@ struct Smem {
   static __device__ unsigned char* s_a() { return g_smem + kA; }
 };
 
-// The end of a split tile whose contributors form one cluster (KernelArgs::cluster, F-020): no L2 round trip. Once every block of the cluster has started (phase 0 of the cluster
-// barrier), ranks 1.. push their [rows x 128] sums into rank 0's receive area with st.async,
-// each store completing 4 bytes on rank 0's receive barrier, and exit; rank 0 waits there for
-// all (c - 1) x rows x 512 bytes (start_block set them), adds the sums to its own in rank order
-// (deterministic) and writes C. Through the workspace the same end took three L2 round trips;
-// plain DSMEM stores published by a second cluster barrier phase were 0.4-0.7 us slower on 8B
-// gate/up (F-020).
+// The end of a split tile whose contributors form one cluster (KernelArgs::cluster, F-020): no L2
+// round trip. Once every block of the cluster has started (phase 0 of the cluster barrier),
+// ranks 1.. push their [rows x 128] sums into rank 0's receive area with st.async, each store
+// completing 4 bytes on rank 0's receive barrier, and exit; rank 0 waits there for all (c - 1) x
+// rows x 512 bytes (start_block set them), adds the sums to its own in rank order (deterministic)
+// and writes C. Through the workspace the same end took three L2 round trips; plain DSMEM stores
+// published by a second cluster barrier phase were 0.4-0.7 us slower on 8B gate/up (F-020).
 template <int K, int MV, typename T>
 __device__ void combine_in_cluster(const KernelArgs& a, const Lane& l, const Segment g,
                                    float (&acc)[(MV + 1) / 2][2]) {
@@ -312,11 +312,12 @@ static_assert((Config::kMaxCluster - 1) * kTaggedMaxRows * Config::kTileN * 4 <=
                   Config::kStages * stage_bytes<2>(),
               "the other ranks' sums fit in the drained ring (the smallest: K = 2)");
 
-// The end of a split tile whose contributors are its k-bands but cannot form a cluster (F-021): ranks 1.. (block index mod c) store their sums, each with a tag in one 64-bit word, into
-// their slots in L2 and leave at once: no fence, no counter. Rank 0's consumer threads load the
-// slots kTaggedLoads at a time each, re-read those not there yet, clear them and put the sums
-// into the drained ring; then the holders add them to their own in rank order (deterministic)
-// and write C. Every contributor is resident at once (one stripe per slot), so the wait ends.
+// The end of a split tile whose contributors are its k-bands but cannot form a cluster (F-021):
+// ranks 1.. (block index mod c) store their sums, each with a tag in one 64-bit word, into their
+// slots in L2 and leave at once: no fence, no counter. Rank 0's consumer threads load the slots
+// kTaggedLoads at a time each, re-read those not there yet, clear them and put the sums into the
+// drained ring; then the holders add them to their own in rank order (deterministic) and write C.
+// Every contributor is resident at once (one stripe per slot), so the wait ends.
 template <int K, int MV, typename T>
 __device__ void combine_through_tags(const KernelArgs& a, const Lane& l, const Segment g,
                                      float (&acc)[(MV + 1) / 2][2]) {

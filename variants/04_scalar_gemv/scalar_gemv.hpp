@@ -9,10 +9,18 @@ namespace kbit::variants {
 // configuration; racecheck cannot follow either end (it hangs on st.async and on the tagged
 // wait), so it checks those problems with both off: the workspace end.
 inline constexpr OptionSpec kScalarGemvClusterEnd{
-    "cluster_end", 1, 0, 1, true,
+    "cluster_end",
+    1,
+    0,
+    1,
+    true,
     "1: split tiles whose k-bands form a cluster end in it (st.async into rank 0); 0: never"};
 inline constexpr OptionSpec kScalarGemvTaggedEnd{
-    "tagged_end", 1, 0, 1, true,
+    "tagged_end",
+    1,
+    0,
+    1,
+    true,
     "1: other split tiles end through tagged L2 slots where every contributor is resident; 0: "
     "never (the workspace and its counter)"};
 

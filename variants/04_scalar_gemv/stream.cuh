@@ -8,14 +8,14 @@
 
 #include <cstdint>
 
+#include "variants/04_scalar_gemv/kernels.hpp"
+#include "variants/04_scalar_gemv/stripes.hpp"
 #include "variants/common/barrier.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/cp_async.cuh"
 #include "variants/common/pair_lut.cuh"
 #include "variants/common/pdl.cuh"
 #include "variants/common/stage_ring.cuh"
-#include "variants/04_scalar_gemv/stripes.hpp"
-#include "variants/04_scalar_gemv/kernels.hpp"
 
 namespace kbit::variants {
 namespace {

@@ -69,7 +69,8 @@ template <typename T>
 __device__ __forceinline__ uint32_t mul2(uint32_t a, uint32_t b);
 template <>
 __device__ __forceinline__ uint32_t mul2<__half>(uint32_t a, uint32_t b) {
-  const __half2 r = __hmul2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
+  const __half2 r =
+      __hmul2(*reinterpret_cast<const __half2*>(&a), *reinterpret_cast<const __half2*>(&b));
   return *reinterpret_cast<const uint32_t*>(&r);
 }
 template <>

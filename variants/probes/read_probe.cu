@@ -21,7 +21,6 @@
 #include <vector>
 
 #include "reference/error.hpp"
-#include "variants/probes/probes.hpp"
 #include "variants/common/barrier.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/cuda_check.hpp"
@@ -29,6 +28,7 @@
 #include "variants/common/launch.hpp"
 #include "variants/common/pdl.cuh"
 #include "variants/probes/probe.cuh"
+#include "variants/probes/probes.hpp"
 
 namespace kbit::variants {
 namespace {
@@ -271,8 +271,8 @@ std::unique_ptr<VariantState> probe_setup(const GemmDims& d, const VariantOption
                 " blocks per SM asked, at most " + std::to_string(per_sm) + " fit");
   if (blocks_per_sm > 0) per_sm = blocks_per_sm;
   if (grid > sms * per_sm)
-    throw Error(std::string(name) + ": option grid = " + std::to_string(grid) + " blocks, at most " +
-                std::to_string(sms * per_sm) + " fit at once");
+    throw Error(std::string(name) + ": option grid = " + std::to_string(grid) +
+                " blocks, at most " + std::to_string(sms * per_sm) + " fit at once");
   s->grid = grid > 0 && !hold ? grid : sms * per_sm;
   s->work = grid > 0 ? grid : s->grid;
   s->done = DeviceBuffer<unsigned>(1);

@@ -29,16 +29,16 @@
 #include <vector>
 
 #include "reference/error.hpp"
-#include "variants/probes/probes.hpp"
 #include "variants/common/barrier.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/launch.hpp"
 #include "variants/common/pdl.cuh"
-#include "variants/probes/probe.cuh"
 #include "variants/common/tensor_map.hpp"
 #include "variants/common/tma_tensor.cuh"
+#include "variants/probes/probe.cuh"
+#include "variants/probes/probes.hpp"
 
 namespace kbit::variants {
 namespace {
@@ -53,7 +53,7 @@ struct SliceConfig {
   // warp 0 reads and frees the stages; warps 1-4 read the stripe's A first (the GEMV's
   // consumers would stage it before their first unit); warp 5 issues the copies
   static constexpr int kThreads = 192;
-  static constexpr int kReaders = 160;     // warps 0-4: the named barrier after the A
+  static constexpr int kReaders = 160;  // warps 0-4: the named barrier after the A
   // The defaults (kReadSlicesOptions): 32 columns x 16 k-tiles (8B down's tiles would end in
   // pairs; 17 KB at K = 4), scalar_gemv's ring depth 2, occupancy 2 and footprint 108 KB.
   static constexpr int kMaxSmem = 232448;  // the H100's 227 KB per block
