@@ -348,10 +348,16 @@ void read_peer_rows(const std::string& csv, Context& c) {
     const std::vector<std::string> v = csv_split(line);
     if (v.size() != cols.size() || v[col("family")] != "peer") continue;
     ResultRow r;
+    try {
+      r.M = std::stoll(v[col("M")]);
+      r.N = std::stoll(v[col("N")]);
+      r.k_bits = std::stoi(v[col("k_bits")]);
+    } catch (const std::exception&) {  // kept in the CSV; counted as an error, not summarized
+      std::cerr << "peers: a row of " << csv << " does not parse: " << line << "\n";
+      ++c.errors;
+      continue;
+    }
     r.shape = v[col("shape")];
-    r.M = std::stoll(v[col("M")]);
-    r.N = std::stoll(v[col("N")]);
-    r.k_bits = std::stoi(v[col("k_bits")]);
     r.dtype = v[col("dtype")];
     r.variant = v[col("variant")];
     r.median_us = std::atof(v[col("median_us")].c_str());

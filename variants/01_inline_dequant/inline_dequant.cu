@@ -22,6 +22,7 @@
 #include <string>
 
 #include "reference/error.hpp"
+#include "variants/01_inline_dequant/inline_dequant.hpp"
 #include "variants/common/bitplane.cuh"
 #include "variants/common/cp_async.cuh"
 #include "variants/common/cuda_check.hpp"
@@ -31,7 +32,6 @@
 #include "variants/common/e4m4.cuh"
 #include "variants/common/mma.cuh"
 #include "variants/common/splitk.cuh"
-#include "variants/01_inline_dequant/inline_dequant.hpp"
 
 namespace kbit::variants {
 namespace {
@@ -197,19 +197,8 @@ __device__ void store_tile(const Args& a, int mt, int nt, int tile, int contribu
              acc[mb][nb][e]);
         }
   };
-  if (contributors == 1) {
-    for_each([&](int, int i, float v) {
-      if (i >= 0) C[i] = dev::from_float<T>(v);
-    });
-    return;
-  }
-  for_each([&](int, int i, float v) {
-    if (i >= 0) dev::splitk::add(a.ws, i, v);
-  });
-  if (!dev::splitk::arrive_is_last(a.counters + tile, contributors)) return;
-  int idx[MB * Config::kNBlocks * 4];
-  for_each([&](int r, int i, float) { idx[r] = i; });
-  dev::splitk::take_all(a.ws, idx, [&](int r, float sum) { C[idx[r]] = dev::from_float<T>(sum); });
+  dev::splitk::store_tile<MB * Config::kNBlocks * 4>(C, a.ws, a.counters + tile, contributors,
+                                                     for_each);
 }
 
 template <int K, int MB, typename T>
@@ -234,8 +223,7 @@ __global__ void __launch_bounds__(Config::kThreads)
         for (int e = 0; e < 4; ++e) acc[mb][nb][e] = 0.0f;
     mainloop<K, MB, T>(a, smem, mt, nt, kt0, kt1, cb_lane, acc);
     // Blocks whose item ranges meet this tile's k_chunks items.
-    const int contributors = ((tile + 1) * a.k_chunks - 1) / a.items_per_block -
-                             (tile * a.k_chunks) / a.items_per_block + 1;
+    const int contributors = dev::splitk::stripe_contributors(tile, a.k_chunks, a.items_per_block);
     store_tile<MB, T>(a, mt, nt, tile, contributors, acc);
     item = end;
   }

@@ -321,19 +321,7 @@ __device__ void store_tile(
           fn((mb * W::WNB + nb) * 4 + e, row < a.M && col < a.N ? row * a.N + col : -1, v);
         }
   };
-  if (contributors == 1) {
-    for_each([&](int, int i, float v) {
-      if (i >= 0) C[i] = dev::from_float<T>(v);
-    });
-    return;
-  }
-  for_each([&](int, int i, float v) {
-    if (i >= 0) dev::splitk::add(a.ws, i, v);
-  });
-  if (!dev::splitk::arrive_is_last(a.counters + t, contributors)) return;
-  int idx[W::WMB * W::WNB * 4];
-  for_each([&](int r, int i, float) { idx[r] = i; });
-  dev::splitk::take_all(a.ws, idx, [&](int r, float sum) { C[idx[r]] = dev::from_float<T>(sum); });
+  dev::splitk::store_tile<W::WMB * W::WNB * 4>(C, a.ws, a.counters + t, contributors, for_each);
 }
 
 template <int K, int MB, typename T>
@@ -395,7 +383,7 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, MB>::kBlocksPerSm)
     }
     if (++kt == a.k_tiles || i == n - 1) {  // the stripe's part of tile t ends
       // Stripes whose unit ranges meet tile t's k-tiles.
-      const int contributors = ((t + 1) * a.k_tiles - 1) / a.per - (t * a.k_tiles) / a.per + 1;
+      const int contributors = dev::splitk::stripe_contributors(t, a.k_tiles, a.per);
       store_tile<MB, T>(a, t, contributors, acc);
       zero();
       ++t, kt = 0;
@@ -523,8 +511,7 @@ std::unique_ptr<VariantState> fetch_dequant_setup(const GemmDims& d, const Varia
   s->per = stripe_units(tiles, s->k_tiles, sms * per_sm, o.split_k);
   s->grid = int((units + s->per - 1) / s->per);
   for (int t = 0; t < tiles; ++t) {
-    const int c = int(((long long)(t + 1) * s->k_tiles - 1) / s->per -
-                      ((long long)t * s->k_tiles) / s->per + 1);
+    const int c = dev::splitk::stripe_contributors(t, s->k_tiles, s->per);
     s->split_tiles += c > 1;
     s->max_contributors = std::max(s->max_contributors, c);
   }

@@ -10,6 +10,7 @@
 #include <cstdint>
 
 #include "variants/common/barrier.cuh"
+#include "variants/common/dtype.cuh"
 
 namespace kbit::dev::splitk {
 
@@ -71,6 +72,34 @@ __device__ __forceinline__ void take_all(float* ws, const Index (&idx)[N], Use&&
       use(r, v[r]);
       clear(ws, idx[r]);
     }
+}
+
+// Blocks that own contiguous runs of `per` work items (block b: items [b * per, (b + 1) * per))
+// and meet tile t, whose items are [t * items, (t + 1) * items): the tile's contributor count.
+__host__ __device__ constexpr int stripe_contributors(long long t, long long items, long long per) {
+  return int(((t + 1) * items - 1) / per - (t * items) / per + 1);
+}
+
+// A block's share of one output tile, N outputs a thread: written straight to C when the block
+// is the tile's only contributor, else added into the workspace, whose last contributor converts
+// every sum in one L2 round trip (take_all). for_each(fn) calls fn(r, index into C and the
+// workspace or -1 outside C, sum) for r = 0 .. N - 1; every thread of the block calls this.
+template <int N, typename T, typename ForEach>
+__device__ __forceinline__ void store_tile(T* C, float* ws, int* counter, int contributors,
+                                           ForEach&& for_each) {
+  if (contributors == 1) {
+    for_each([&](int, int i, float v) {
+      if (i >= 0) C[i] = from_float<T>(v);
+    });
+    return;
+  }
+  for_each([&](int, int i, float v) {
+    if (i >= 0) add(ws, i, v);
+  });
+  if (!arrive_is_last(counter, contributors)) return;
+  int idx[N];
+  for_each([&](int r, int i, float) { idx[r] = i; });
+  take_all(ws, idx, [&](int r, float sum) { C[idx[r]] = from_float<T>(sum); });
 }
 
 // Tagged slots (F-021), for contributors that are k-bands of one tile: each sum travels
