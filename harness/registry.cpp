@@ -9,6 +9,7 @@
 #include "reference/error.hpp"
 #include "variants/01_inline_dequant/inline_dequant.hpp"
 #include "variants/02_fetch_dequant/fetch_dequant.hpp"
+#include "variants/03_warp_specialized/warp_specialized.hpp"
 #include "variants/04_scalar_gemv/scalar_gemv.hpp"
 #include "variants/baselines/baselines.hpp"
 #include "variants/common/cuda_check.hpp"
@@ -72,6 +73,13 @@ Support gemm_support(int min_sm = 0) {
   Support s;  // any M >= 1, any N >= 1, K_dim % 32
   s.split_k = true;
   s.min_sm = min_sm;
+  return s;
+}
+
+// sm_90a kernels that launch with programmatic dependent launch when asked.
+Support hopper_gemm_support() {
+  Support s = gemm_support(90);
+  s.pdl = true;
   return s;
 }
 
@@ -161,6 +169,16 @@ const std::vector<VariantRow>& registry() {
        variants::fetch_dequant_setup,
        variants::fetch_dequant_run,
        {}},
+      {"warp_specialized",
+       "variant 03 (sm_90a): TMA producer warpgroup + 2 consumer warpgroups; weights decoded "
+       "from the planes straight into wgmma's register A operand (C^T = W A^T, activations as "
+       "the swizzled shared-memory B operand, token tile 16..256); whole tiles then stream-K",
+       Family::gemm,
+       hopper_gemm_support(),
+       kTiled64x128,
+       variants::warp_specialized_setup,
+       variants::warp_specialized_run,
+       {variants::kWarpSpecializedTokenTile}},
       {"scalar_gemv",
        "GEMV, M=1..4 (sm_90): producer warp streams (n-tile, 4 k-tile) units by cp.async.bulk "
        "into a 2-stage mbarrier ring; residue-field index pairs -> 64 KB pair table (PRMT+LDS) -> "

@@ -1,0 +1,19 @@
+// Variant 03 (warp_specialized.cu): warp-specialized Hopper kernel, TMA producer warpgroup and
+// two consumer warpgroups issuing wgmma with the dequantized weights as the register operand.
+// Host entry points and options for the registry.
+#pragma once
+#include "variants/variant_api.hpp"
+
+namespace kbit::variants {
+
+// Tokens per tile (wgmma's N). 0 picks by M: the smallest of 16, 32, 64, 128 that holds M,
+// 256 above 128 (README.md has the measured choice).
+inline constexpr OptionSpec kWarpSpecializedTokenTile{
+    "token_tile", 0, 0, 256, false, "tokens per tile (wgmma N): 16, 32, 64, 128 or 256; 0 = by M"};
+
+std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& dims,
+                                                     const VariantOptions& opts);
+void warp_specialized_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
+                          cudaStream_t stream);
+
+}  // namespace kbit::variants
