@@ -6,20 +6,24 @@
 // token tile (16 .. 256). README.md beside this file has the picture, the register budget and
 // what each step bought.
 //
-// * One producer warpgroup (threads 256..383; one thread works, all give registers back with
-//   setmaxnreg) fills a ring of kStages stages, each one k-tile (64) of one 128-row weight tile:
-//   the tiled layout's plane tile and code tile by cp.async.bulk, the A box (token tile x 64) by
-//   a TMA tensor copy with the 128-byte swizzle, all completing on the stage's `full` mbarrier.
+// * One producer warpgroup (threads 256..383; one thread works) fills a ring of kStages stages,
+//   each KT k-tiles (64 each) of one 128-row weight tile: the tiled layout's plane and code tiles
+//   by cp.async.bulk, the activation boxes (token tile x 64) by TMA tensor copies with the
+//   128-byte swizzle, all completing on the stage's `full` mbarrier.
 // * Two consumer warpgroups (threads 0..255, rows 0..63 and 64..127 of the weight tile) wait on
-//   `full`, decode their A fragments for the 4 k16 steps of the stage, issue 4 wgmma into one
+//   `full`, decode their A fragments for the stage's 4 KT k16 steps, issue them as one wgmma
 //   commit group and, once the previous group has completed (wgmma.wait_group 1), free the
-//   previous stage (one `empty` arrival per warp). The fragments are double-buffered in
-//   registers (even and odd steps), so the decode of stage i overlaps the tensor work of i - 1.
-// * Work: (m-tile, n-tile) output tiles of token tile x 128 over K_dim in k-tiles of 64, on one
-//   block per SM. Whole tiles round-robin over the blocks while at least two waves remain, then
-//   the rest split into equal stripes of (tile, k-tile) units (stream-K), ended through the
-//   self-cleaning split-K workspace (variants/common/splitk.cuh). Tiles are numbered in groups
-//   of m-tiles (n-tiles outer inside a group), so a wave shares its activations in L2.
+//   previous stage (one `empty` arrival per consumer thread). The fragments are double-buffered
+//   in registers (even and odd stages), so the decode of stage i overlaps the tensor work of
+//   stage i - 1.
+// * Per token tile (Layout): two blocks per SM without setmaxnreg at 16 and 32 tokens (K <= 4),
+//   else one block per SM whose producer gives registers to the consumers (setmaxnreg 56 / 224).
+// * Work: (m-tile, n-tile) output tiles of token tile x 128 over K_dim in k-steps of 64 KT.
+//   Whole tiles round-robin over the blocks when the last wave is nearly full or two waves or
+//   more remain; the rest split into equal stripes of (tile, k-step) units (stream-K), ended
+//   through the self-cleaning split-K workspace (variants/common/splitk.cuh). Tiles are
+//   numbered in groups of m-tiles (n-tiles outer inside a group), so a wave shares its
+//   activations in L2.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -50,7 +54,6 @@ struct Config {
   static constexpr int kConsumerWarpgroups = 2;                 // 64 weight rows each (wgmma's M)
   static constexpr int kConsumers = 128 * kConsumerWarpgroups;  // threads 0..255
   static constexpr int kThreads = kConsumers + 128;             // + the producer warpgroup 256..383
-  static constexpr int kConsumerWarps = kConsumers / 32;
   static constexpr int kTileN = 128;  // weight rows per tile: the tiled layout's tile_n
   static constexpr int kTileK = 64;   // k per stage: the tiled layout's tile_k, and 128-byte A
                                       // rows (the widest the 128-byte swizzle allows)
@@ -181,7 +184,7 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
   if (threadIdx.x == 0) {
     for (int s = 0; s < S; ++s) {
       dev::mbar_init(full(s), 1);
-      dev::mbar_init(empty(s), Config::kConsumerWarps);
+      dev::mbar_init(empty(s), Config::kConsumers);
     }
     dev::fence_barrier_init();
   }
@@ -235,10 +238,9 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
   int pending = -1;                     // the stage to free once its wgmma group has completed
   bool first = true;                    // the next wgmma starts a tile (overwrites acc)
 
-  auto free_stage = [&](int s) {
-    __syncwarp();
-    if (lane == 0) dev::mbar_arrive(empty(s));
-  };
+  // Every consumer thread arrives once it has read a stage (racecheck cannot follow one
+  // arrival per warp after __syncwarp: F-001).
+  auto free_stage = [&](int s) { dev::mbar_arrive(empty(s)); };
 
   // Decodes k-tile j of stage s into f: rows row0 and row0 + 8, blocks kb = 0, 1; k16 step
   // 4j + 2kb + h takes pairs Q = 2h (k 2c..) and 2h + 1 (k 2c + 8 ..).
