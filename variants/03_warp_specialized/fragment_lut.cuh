@@ -5,7 +5,7 @@
 // same two adjacent bits of every plane, 8 bits apart. So the thread rotates plane p left by
 // 2p, keeps the two bits of each pair (one LOP3 with a per-thread mask) and rotates the merged
 // word right by 2c: byte Q of the result is the pair's *interleaved code*, bit 2p = plane p of
-// the first element, bit 2p + 1 = plane p of the second (2K - 1 instructions for 4 pairs, K <= 4).
+// the first element, bit 2p + 1 = plane p of the second (2K instructions for 4 pairs, K <= 4).
 // One table load turns the code into the two dequantized weights as a half2 / bfloat162, the
 // register wgmma reads, and one HMUL2 applies the block's scale.
 //
@@ -19,7 +19,6 @@
 
 #include "variants/common/dtype.cuh"
 #include "variants/common/e4m4.cuh"
-#include "variants/common/load.cuh"
 
 namespace kbit::dev::fragment_lut {
 

@@ -59,7 +59,12 @@ struct Config {
                                       // rows (the widest the 128-byte swizzle allows)
   static constexpr int kKbPerTile = kTileK / 32;
   static constexpr int kCodeBytes = kTileN * kKbPerTile;  // 256 E4M4 codes per tile
-  static constexpr int kMaxStages = 12;      // enough bytes in flight at the smallest tile
+  static constexpr int kMaxStages = 12;  // enough bytes in flight at the smallest tile
+  // setmaxnreg at one block per SM: ptxas allocates 168 registers a thread (65536 / 384), and
+  // 384 x 168 = 128 x 56 + 256 x 224: the producer gives back, the consumers take.
+  static constexpr int kProducerRegs = 56, kConsumerRegs = 224;
+  static constexpr int kRegisterPool = 128 * kProducerRegs + 256 * kConsumerRegs;
+  static_assert(kRegisterPool <= kThreads * 168, "the block's registers");
   static constexpr int kSmemOptin = 232448;  // the H100's 227 KB per block
   static constexpr int kSmemPerSm = 233472;  // and 228 KB per SM
   static constexpr int kAlignSlack = 1024;   // dynamic smem rounded up to the swizzle's 1024 B
@@ -71,9 +76,6 @@ struct Config {
 // plane tiles, then KT code tiles.
 template <int K, int TT>
 struct Layout {
-  // k-tiles per stage: 2 for the small token tiles, whose stages are short (twice the
-  // independent decode work between two barrier waits), 1 from 128 tokens (tensor-bound, and
-  // the activation boxes would leave room for too few stages).
   // Blocks per SM: two at the smallest token tiles, where a block's 8 consumer warps cannot
   // hide the decode's latency (latency-bound at ~50% issue, F-033); the budgets below follow.
   static constexpr int kBlocksPerSm = TT <= 32 && K <= 4 ? 2 : 1;  // K = 5: a 128 KB table
@@ -81,29 +83,32 @@ struct Layout {
   // 256 x 224). Two blocks get 80 a thread from the launch bounds, enough for the small tiles'
   // consumers: no setmaxnreg there (an .inc past the block's pool waits forever).
   static constexpr bool kSetMaxNreg = kBlocksPerSm == 1;
-  static constexpr int kProducerRegs = 56, kConsumerRegs = 224;
-  static_assert(128 * kProducerRegs + 256 * kConsumerRegs <= 384 * 168, "registers");
+  static constexpr int kProducerRegs = Config::kProducerRegs;
+  static constexpr int kConsumerRegs = Config::kConsumerRegs;
   static constexpr int kSmemBudget = Config::kSmemPerSm / kBlocksPerSm - 1024;  // less 1 KB each
+  // k-tiles per stage: 2 at 64 tokens, whose stages are short (twice the independent decode
+  // work between two barrier waits); 1 at 16 and 32 (two blocks share the SM's shared memory)
+  // and from 128 tokens (tensor-bound, and the activation boxes leave room for few stages).
   static constexpr int KT = TT <= 64 && kBlocksPerSm == 1 ? 2 : 1;
   // Accumulator sets, k16 step q adding into set q % kAccSets: at small token tiles a wgmma is
   // a few cycles of tensor work, and one chain of dependent wgmmas would run at its latency.
-  static constexpr int kAccSets = TT <= 32 ? 2 : TT == 64 ? 2 : 1;
+  static constexpr int kAccSets = TT <= 64 ? 2 : 1;
   static constexpr int kStepK = KT * Config::kTileK;
   static constexpr int kLutBytes = dev::fragment_lut::Table<K>::kBytes;
   static constexpr int kABytes = TT * Config::kTileK * 2;  // one box: TT rows of 128 B, swizzled
   static constexpr int kPlaneBytes = Config::kTileN * Config::kKbPerTile * K * 4;
-  static constexpr int kPlanes = KT * kABytes;               // offset of the plane tiles
-  static constexpr int kCodes = kPlanes + KT * kPlaneBytes;  // offset of the code tiles
-  static constexpr int kCopyBytes = kCodes + KT * Config::kCodeBytes;
+  static constexpr int kPlanesAt = KT * kABytes;                 // offset of the plane tiles
+  static constexpr int kCodesAt = kPlanesAt + KT * kPlaneBytes;  // offset of the code tiles
+  static constexpr int kCopyBytes = kCodesAt + KT * Config::kCodeBytes;
   static constexpr int kStageBytes = (kCopyBytes + 1023) / 1024 * 1024;  // boxes at 1024 B
   static constexpr int kBarrierBytes = 1024;
   static constexpr int kStages = std::min(
       Config::kMaxStages, (std::min(Config::kSmemOptin, kSmemBudget) - Config::kAlignSlack -
                            kLutBytes - kBarrierBytes - 1024 /* static */) /
                               kStageBytes);
-  static constexpr int kRing = kLutBytes;
-  static constexpr int kBars = kRing + kStages * kStageBytes;
-  static constexpr int kBytes = kBars + kBarrierBytes;
+  static constexpr int kRingAt = kLutBytes;
+  static constexpr int kBarriersAt = kRingAt + kStages * kStageBytes;
+  static constexpr int kBytes = kBarriersAt + kBarrierBytes;
   static_assert(kStages >= 2, "the consumers free stage i - 1 after issuing stage i");
   static_assert(kLutBytes % 1024 == 0 && kABytes % 1024 == 0, "boxes start 1024-byte aligned");
 };
@@ -170,14 +175,15 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
   using L = Layout<K, TT>;
   constexpr int S = L::kStages;
   extern __shared__ __align__(16) unsigned char smem[];
-  // The table at the start of shared memory, whose address the compiler knows (a table load is
-  // LDS [register + constant]); the ring after it on a 1024-byte boundary, where the 128-byte
-  // swizzle repeats (its offset is a runtime value, used only for the stage base addresses).
+  // The table at the start of shared memory; the ring after it on a 1024-byte boundary, where
+  // the 128-byte swizzle repeats (the dynamic base need not be 1024-aligned: the offset is a
+  // runtime value). ptxas still adds the table's base to every table address (IMAD.IADD, 0.36
+  // instructions a weight; README.md).
   const uint32_t base = uint32_t(__cvta_generic_to_shared(smem));
-  const uint32_t ring_off = ((base + L::kRing + 1023) & ~1023u) - base;
+  const uint32_t ring_off = ((base + L::kRingAt + 1023) & ~1023u) - base;
   auto stage_a = [&](int s) { return base + ring_off + s * L::kStageBytes; };
-  auto full = [&](int s) { return base + ring_off + L::kBars - L::kRing + 8 * s; };
-  auto empty = [&](int s) { return base + ring_off + L::kBars - L::kRing + 8 * (S + s); };
+  auto full = [&](int s) { return base + ring_off + L::kBarriersAt - L::kRingAt + 8 * s; };
+  auto empty = [&](int s) { return base + ring_off + L::kBarriersAt - L::kRingAt + 8 * (S + s); };
 
   __shared__ float s_cb[32];
   if (threadIdx.x < 32) s_cb[threadIdx.x] = a.cb[threadIdx.x];
@@ -212,10 +218,10 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
         dev::tma_load_2d(st + j * L::kABytes, &amap, (kt0 + j) * Config::kTileK, mt * TT, full(s));
       for (int j = 0; j < n_kt; ++j) {
         const long long tile = (long long)(kt0 + j) * a.n_tiles + nt;
-        dev::bulk_copy_g2s(st + L::kPlanes + j * L::kPlaneBytes,
+        dev::bulk_copy_g2s(st + L::kPlanesAt + j * L::kPlaneBytes,
                            reinterpret_cast<const unsigned char*>(a.packed) + tile * L::kPlaneBytes,
                            L::kPlaneBytes, full(s));
-        dev::bulk_copy_g2s(st + L::kCodes + j * Config::kCodeBytes,
+        dev::bulk_copy_g2s(st + L::kCodesAt + j * Config::kCodeBytes,
                            a.absmax + tile * Config::kCodeBytes, Config::kCodeBytes, full(s));
       }
     }
@@ -247,8 +253,8 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
   auto decode = [&](int s, int j, uint32_t(&f)[kSteps16 * 4]) {
     const unsigned char* st = smem + ring_off + s * L::kStageBytes;
     const uint32_t* planes =
-        reinterpret_cast<const uint32_t*>(st + L::kPlanes + j * L::kPlaneBytes);
-    const unsigned char* codes = st + L::kCodes + j * Config::kCodeBytes;
+        reinterpret_cast<const uint32_t*>(st + L::kPlanesAt + j * L::kPlaneBytes);
+    const unsigned char* codes = st + L::kCodesAt + j * Config::kCodeBytes;
 #pragma unroll
     for (int rr = 0; rr < 2; ++rr) {
       const int r = row0 + 8 * rr;
@@ -387,13 +393,36 @@ decltype(auto) with_token_tile(int tt, Fn&& fn) {
       return fn(std::integral_constant<int, 256>{});
   }
   throw Error("warp_specialized: token_tile = " + std::to_string(tt) +
-              " is not one of 16, 32, 64, 128, 256");
+              " is not one of 16, 32, 64, 128, 256 (or 0: by M)");
 }
 
 struct Kernel {
   const void* fn;
   int smem_bytes, stages, k_tiles_per_stage;
+  bool set_max_nreg;  // the block's warpgroups trade registers (one block per SM)
 };
+
+// 1 where the device code was compiled for sm_90a (wgmma, setmaxnreg), 0 for a plain sm_90
+// build, whose wrappers trap: setup refuses that build instead of losing the context.
+__global__ void wgmma_compiled_probe(int* out) {
+#ifdef KBIT_NO_WGMMA
+  *out = 0;
+#else
+  *out = 1;
+#endif
+}
+
+bool wgmma_compiled() {
+  static const bool compiled = [] {
+    DeviceBuffer<int> flag(1);
+    flag.fill_bytes(0);
+    wgmma_compiled_probe<<<1, 1>>>(flag.get());
+    KBIT_CUDA_CHECK(cudaGetLastError());
+    KBIT_CUDA_CHECK(cudaDeviceSynchronize());
+    return flag.download()[0] == 1;
+  }();
+  return compiled;
+}
 
 template <typename T>
 Kernel kernel_for(int k, int tt) {
@@ -403,7 +432,7 @@ Kernel kernel_for(int k, int tt) {
       constexpr int TT = decltype(tt_const)::value;
       using L = Layout<KB, TT>;
       return Kernel{reinterpret_cast<const void*>(warp_specialized_kernel<KB, TT, T>),
-                    L::kBytes + Config::kAlignSlack, L::kStages, L::KT};
+                    L::kBytes + Config::kAlignSlack, L::kStages, L::KT, L::kSetMaxNreg};
     });
   });
 }
@@ -433,7 +462,7 @@ struct WarpSpecializedState : VariantState {
            std::to_string(group_m);
   }
   // Split-K partial sums and the accumulator sets' sum on top of the K_dim additions.
-  std::int64_t extra_additions() const override { return max_contributors + 1 + 4; }
+  std::int64_t extra_additions() const override { return max_contributors + 2; }
 };
 
 }  // namespace
@@ -449,15 +478,22 @@ std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const Va
   if (d.K_dim < 32 || d.K_dim % 32 != 0)
     throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) +
                 " must be a positive multiple of 32");
-  if (d.M * d.N >= (1ll << 31) || d.K_dim >= (1 << 30))
+  if (d.M * d.N >= (1ll << 31))
     throw Error(std::string(who) + ": M*N = " + std::to_string(d.M * d.N) +
                 " reaches the 32-bit indexing limit 2^31");
+  if (d.K_dim >= (1 << 30))
+    throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) +
+                " reaches the limit 2^30");
   const int sm = current_device_sm();
   if (sm != 90)
     throw Error(
         std::string(who) + ": needs compute capability 9.0 (wgmma, setmaxnreg: sm_90a); " +
         (sm == 0 ? std::string("no CUDA device")
                  : "this device is " + std::to_string(sm / 10) + "." + std::to_string(sm % 10)));
+  if (!wgmma_compiled())
+    throw Error(std::string(who) +
+                ": this build's device code is not sm_90a (CMAKE_CUDA_ARCHITECTURES must include "
+                "90a): wgmma and setmaxnreg are missing");
   auto s = std::make_unique<WarpSpecializedState>();
   const std::int64_t tt_opt = o.get(kWarpSpecializedTokenTile);
   s->token_tile = tt_opt == 0 ? token_tile_for(d.M) : int(tt_opt);
@@ -484,6 +520,14 @@ std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const Va
                 " bytes of shared memory per block, this device offers " + std::to_string(optin));
   KBIT_CUDA_CHECK(cudaFuncSetAttribute(s->kernel.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        s->kernel.smem_bytes));
+  // setmaxnreg.inc waits until the block's pool holds what it asks: a pool smaller than
+  // 128 x 56 + 256 x 224 registers (a toolchain allocating fewer than 168 a thread) would hang.
+  cudaFuncAttributes attr{};
+  KBIT_CUDA_CHECK(cudaFuncGetAttributes(&attr, s->kernel.fn));
+  if (s->kernel.set_max_nreg && attr.numRegs * Config::kThreads < Config::kRegisterPool)
+    throw Error(std::string(who) + ": the kernel has " + std::to_string(attr.numRegs) +
+                " registers a thread; its warpgroups' setmaxnreg needs " +
+                std::to_string(Config::kRegisterPool / Config::kThreads));
   KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   KBIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
       &per_sm, s->kernel.fn, Config::kThreads, s->kernel.smem_bytes));
@@ -493,17 +537,18 @@ std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const Va
   const int slots = sms * per_sm;
   // Whole tiles while two waves or more remain (or all of them when they fill whole waves, or
   // split-K is forced off), the rest in equal stripes of units.
-  // Whole tiles everywhere when the last wave is nearly full (>= 90% of the slots busy on
-  // average): the blocks of a wave then walk K in step and share the activations' k-slices in
-  // L2, which stripes starting at scattered k-offsets do not (F-033: Llama3-70B down at
-  // M = 1024, 58 MB of activations).
+  // Whole tiles everywhere when they keep >= 90% of the slots busy on average over all waves
+  // (tiles >= 0.9 x waves x slots): the blocks of a wave then walk K in step and share the
+  // activations' k-slices in L2, which stripes starting at scattered k-offsets do not (F-033:
+  // Llama3-70B down at M = 1024, 58 MB of activations). Else whole tiles for all but the last
+  // two waves (the last full one and the partial one), which are split into stripes.
   const int waves = s->tiles / slots;
   const int all_waves = (s->tiles + slots - 1) / slots;
-  if (o.split_k == SplitMode::force_off || s->tiles % slots == 0 ||
-      (o.split_k == SplitMode::automatic && waves >= 1 && 10 * s->tiles >= 9 * all_waves * slots))
-    s->dp_tiles = s->tiles;
-  else if (o.split_k == SplitMode::force_on)
+  if (o.split_k == SplitMode::force_on)
     s->dp_tiles = 0;
+  else if (o.split_k == SplitMode::force_off || s->tiles % slots == 0 ||
+           (waves >= 1 && 10 * s->tiles >= 9 * all_waves * slots))
+    s->dp_tiles = s->tiles;
   else
     s->dp_tiles = waves >= 2 ? (waves - 1) * slots : 0;
   const int rest = (s->tiles - s->dp_tiles) * s->k_steps;

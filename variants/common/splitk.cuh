@@ -83,9 +83,8 @@ __host__ __device__ constexpr int stripe_contributors(long long t, long long ite
 // A block's share of one output tile, N outputs a thread: written straight to C when the block
 // is the tile's only contributor, else added into the workspace, whose last contributor converts
 // every sum in one L2 round trip (take_all). for_each(fn) calls fn(r, index into C and the
-// workspace or -1 outside C, sum) for r = 0 .. N - 1; every thread of the block calls this
-// (Threads > 0: the first Threads threads, those that hold the tile, as in arrive_is_last).
-template <int N, int Threads = 0, typename T, typename ForEach>
+// workspace or -1 outside C, sum) for r = 0 .. N - 1; every thread of the block calls this.
+template <int N, typename T, typename ForEach>
 __device__ __forceinline__ void store_tile(T* C, float* ws, int* counter, int contributors,
                                            ForEach&& for_each) {
   if (contributors == 1) {
@@ -97,7 +96,7 @@ __device__ __forceinline__ void store_tile(T* C, float* ws, int* counter, int co
   for_each([&](int, int i, float v) {
     if (i >= 0) add(ws, i, v);
   });
-  if (!arrive_is_last<Threads>(counter, contributors)) return;
+  if (!arrive_is_last(counter, contributors)) return;
   int idx[N];
   for_each([&](int r, int i, float) { idx[r] = i; });
   take_all(ws, idx, [&](int r, float sum) { C[idx[r]] = from_float<T>(sum); });
