@@ -51,4 +51,12 @@ struct FormatOptions {
 int format_check(const FormatOptions& opts);
 int print_codebook(const std::string& name, int k);
 
+struct DispatchOptions {
+  std::string results_root;  // build reads <root>/*/CURRENT; default <source>/results
+  std::string out_dir;       // the tables' folder; default <results_root>/dispatch
+  std::string gpu;           // show: this GPU's table (default: the device's, else the only one)
+};
+int dispatch_build(const DispatchOptions& opts);  // harness/dispatch.cpp
+int dispatch_show(const DispatchOptions& opts);
+
 }  // namespace kbit

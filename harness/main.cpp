@@ -65,6 +65,22 @@ int main(int argc, char** argv) {
   codebook->add_option("name", cb_name, "nf | nf_expected | uniform");
   codebook->add_option("--k", cb_k, "bits (2..5)");
 
+  kbit::DispatchOptions disp;
+  auto* dispatch = app.add_subcommand(
+      "dispatch", "the fastest checked variant per problem, from the CURRENT runs (auto rows)");
+  dispatch->require_subcommand(1);
+  auto* dispatch_build = dispatch->add_subcommand(
+      "build", "read every results/<experiment>/CURRENT run; write one table per GPU");
+  dispatch_build->add_option("--results", disp.results_root,
+                             "results root to read (default: <source>/results)");
+  dispatch_build->add_option("--out", disp.out_dir,
+                             "folder for the tables (default: <results root>/dispatch)");
+  auto* dispatch_show = dispatch->add_subcommand(
+      "show", "print a table: --gpu's, else the device's, else the only one there is");
+  dispatch_show->add_option("--gpu", disp.gpu, "GPU name as run.json records it");
+  dispatch_show->add_option("--out", disp.out_dir,
+                            "folder of the tables (default: <source>/results/dispatch)");
+
   run_opts.argv.assign(argv, argv + argc);
   // The first word that is no option must be a subcommand: name a wrong one and list them (CLI11
   // itself only says that a subcommand is required).
@@ -97,6 +113,8 @@ int main(int argc, char** argv) {
     }
     if (*format) return kbit::format_check(fmt);
     if (*codebook) return kbit::print_codebook(cb_name, cb_k);
+    if (*dispatch_build) return kbit::dispatch_build(disp);
+    if (*dispatch_show) return kbit::dispatch_show(disp);
   } catch (const kbit::Error& e) {
     std::cerr << "kbit-harness: " << e.what() << "\n";
     return kbit::kExitBadInput;

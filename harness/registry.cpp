@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include "harness/dispatch.hpp"
 #include "harness/match_rows.hpp"
 #include "reference/error.hpp"
 #include "variants/01_inline_dequant/inline_dequant.hpp"
@@ -80,6 +81,20 @@ Support gemm_support(int min_sm = 0) {
 Support hopper_gemm_support() {
   Support s = gemm_support(90);
   s.pdl = true;
+  return s;
+}
+
+// The dispatch rows: dense or grouped problems, any M. split_k: the split mode is handed to the
+// chosen row (every row they may pick splits K), so that validate and the GPU tests force it on
+// and off as for that row, and compare bits only where nothing splits. Launched plainly (the
+// table's timings are of plain launches). min_sm is that of the last row their fixed rule falls
+// to (fetch_dequant 8.0; grouped_scalar_gemv 9.0), which covers every problem of the class.
+Support auto_support(bool grouped) {
+  Support s;
+  s.dense = !grouped;
+  s.grouped = grouped;
+  s.split_k = true;
+  s.min_sm = grouped ? 90 : 80;
   return s;
 }
 
@@ -198,6 +213,28 @@ const std::vector<VariantRow>& registry() {
        kTiled64x128,
        variants::grouped_scalar_gemv_setup,
        variants::grouped_scalar_gemv_run,
+       {}},
+      // Each problem runs the row the committed results measured fastest on this GPU
+      // (results/dispatch/, harness/dispatch.hpp). The harness builds the one layout a row names
+      // before its setup, so these may pick only rows that read theirs, kTiled64x128 (variants
+      // 01, 02, 03 and 04 all do).
+      {"auto",
+       "dispatch: the fastest checked variant of ours for the problem on this GPU "
+       "(results/dispatch/<gpu>.toml: exact, nearest M, nearest shape, else a fixed rule)",
+       Family::gemm,
+       auto_support(false),
+       kTiled64x128,
+       auto_setup,
+       auto_run,
+       {}},
+      {"grouped_auto",
+       "dispatch for MoE problems: the fastest checked grouped variant on this GPU "
+       "(results/dispatch/<gpu>.toml), else grouped_scalar_gemv",
+       Family::grouped,
+       auto_support(true),
+       kTiled64x128,
+       grouped_auto_setup,
+       auto_run,
        {}},
   };
   return rows;

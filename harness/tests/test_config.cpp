@@ -62,7 +62,7 @@ TEST_CASE("every shipped experiment config parses", "[config]") {
   const std::string dir = source_dir() + "/experiments";
   int n = 0;
   for (const char* f : {"smoke", "baselines", "gemv", "gemv_hot", "gemv_goal", "moe_decode",
-                        "phase1", "phase1_hot"}) {
+                        "phase1", "phase1_hot", "envelope"}) {
     INFO(f);
     const auto c = load_experiment(dir + "/" + f + ".toml");
     CHECK(c.name == f);
@@ -72,6 +72,23 @@ TEST_CASE("every shipped experiment config parses", "[config]") {
   CHECK(n > 0);
   CHECK(load_experiment(dir + "/baselines.toml").shapes.size() == 15);
   CHECK(load_experiment(dir + "/moe_decode.toml").moe.size() == 4);
+}
+
+TEST_CASE("the envelope config parses: auto and cuBLAS, K = 2..5, M = 1..4096, the peers",
+          "[config]") {
+  const auto c = load_experiment(source_dir() + "/experiments/envelope.toml");
+  CHECK(c.name == "envelope");
+  REQUIRE(c.shapes.size() == 8);  // Llama3-8B and -70B (2 each), Qwen3 and GLM dense (2 each)
+  CHECK(c.shapes[0].name == "llama3_8b.gate_up");
+  CHECK(c.shapes[7].name == "glm47.shared_down");
+  CHECK(c.m == std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096});
+  CHECK(c.k_bits == std::vector<int>{2, 3, 4, 5});
+  CHECK(c.dtypes == std::vector<DType>{DType::f16});
+  CHECK(c.variants == std::vector<std::string>{"auto", "cublas_fp16"});
+  CHECK(c.baseline == "cublas_fp16");
+  CHECK(c.peers.size() == 5);
+  CHECK(c.timing.cold);
+  CHECK_FALSE(c.timing.pdl);
 }
 
 TEST_CASE("unknown and mistyped keys name the file, line and key", "[config]") {

@@ -1,0 +1,445 @@
+// kbit-harness dispatch build / show: the tables of the fastest checked variant per problem, read
+// from the CURRENT runs under results/ (the lookup and the auto rows: dispatch_lookup.cpp).
+#include "harness/dispatch.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
+
+#include "harness/commands.hpp"
+#include "harness/device_info.hpp"
+#include "harness/options.hpp"
+#include "harness/results.hpp"
+#include "reference/error.hpp"
+#include "variants/common/cuda_check.hpp"
+
+namespace kbit {
+
+const char* const kDispatchFallbackRule =
+    "a problem without an entry takes the same shape's (N, K_dim, experts) nearest measured M at "
+    "or above its M, else the largest below; else the nearest shape of the same class, K and "
+    "dtype by |log(N*K_dim) difference|, by the same M rule; else the fixed rule: dense M <= 4 "
+    "scalar_gemv, dense M >= 5 warp_specialized on compute capability 9.0 else fetch_dequant, "
+    "grouped grouped_scalar_gemv. An entry whose variant does not cover the problem (K, dtype, M "
+    "range, dense or grouped, compute capability) is passed over for the next.";
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot open '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  std::size_t b = 0;
+  while (b < s.size() && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
+  return s.substr(b);
+}
+
+std::string count_of(std::size_t n, const char* one, const char* many) {
+  return std::to_string(n) + " " + (n == 1 ? one : many);
+}
+
+bool is_auto_row(std::string_view name) {
+  return name == "auto" || name == "grouped_auto";
+}
+
+// A row timed with options other than its defaults is not what an auto row runs (it sets the
+// chosen row up at its defaults). Rows from runs before options were recorded carry no
+// "[...]" prefix and are taken as they are.
+bool timed_at_defaults(const VariantRow& row, const std::string& config) {
+  if (config.empty() || config[0] != '[') return true;
+  const auto end = config.find(']');
+  if (end == std::string::npos) return false;
+  return config.substr(1, end - 1) == resolve_options(row, {}).describe();
+}
+
+// The columns of one results.csv by name: runs before a column existed lack it (pdl).
+class Columns {
+ public:
+  Columns(const std::string& header, std::string path) : path_(std::move(path)) {
+    const std::vector<std::string> names = csv_split(header);
+    for (std::size_t i = 0; i < names.size(); ++i) index_[trimmed(names[i])] = i;
+    count_ = names.size();
+  }
+  std::size_t need(const std::string& name) const {
+    const auto it = index_.find(name);
+    if (it == index_.end())
+      throw Error(path_ + ": the header has no column '" + name + "' (a results.csv of `run`)");
+    return it->second;
+  }
+  std::optional<std::size_t> find(const std::string& name) const {
+    const auto it = index_.find(name);
+    return it == index_.end() ? std::nullopt : std::optional<std::size_t>(it->second);
+  }
+  std::size_t count() const { return count_; }
+
+ private:
+  std::string path_;
+  std::map<std::string, std::size_t> index_;
+  std::size_t count_ = 0;
+};
+
+std::int64_t to_int(const std::string& v, const std::string& where, const char* column) {
+  errno = 0;
+  char* end = nullptr;
+  const long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || errno != 0 || *end != '\0')
+    throw Error(where + ": column " + column + " = '" + v + "' is not an integer");
+  return x;
+}
+
+// One point of a table: what must agree for two rows to measure the same problem.
+using PointKey =
+    std::tuple<int, std::string, bool, std::string, std::int64_t, std::int64_t, int, std::int64_t>;
+
+PointKey key_of(const DispatchEntry& e) {
+  return {e.k_bits, e.dtype, e.grouped, e.shape, e.N, e.K_dim, e.experts, e.M};
+}
+
+// Adds the candidate rows of one run's results.csv to `points`.
+void read_run_rows(const std::string& csv_path, const std::string& run,
+                   std::map<PointKey, DispatchEntry>& points) {
+  std::ifstream f(csv_path);
+  if (!f) throw Error("cannot open '" + csv_path + "'");
+  std::string line;
+  if (!std::getline(f, line)) throw Error(csv_path + " is empty (no header)");
+  const Columns cols(line, csv_path);
+  const std::size_t c_shape = cols.need("shape"), c_m = cols.need("M"), c_n = cols.need("N"),
+                    c_kd = cols.need("K_dim"), c_k = cols.need("k_bits"),
+                    c_dtype = cols.need("dtype"), c_var = cols.need("variant"),
+                    c_med = cols.need("median_us"), c_check = cols.need("check"),
+                    c_fam = cols.need("family"), c_l2 = cols.need("l2"),
+                    c_exp = cols.need("experts"), c_cfg = cols.need("config");
+  const std::optional<std::size_t> c_pdl = cols.find("pdl");
+  std::int64_t number = 1;
+  while (std::getline(f, line)) {
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (line.empty()) continue;
+    const std::string where = csv_path + ":" + std::to_string(number);
+    const std::vector<std::string> v = csv_split(line);
+    if (v.size() != cols.count())
+      throw Error(where + ": " + std::to_string(v.size()) + " fields, the header has " +
+                  std::to_string(cols.count()));
+    const std::string& family = v[c_fam];
+    if (family != "gemm" && family != "gemv" && family != "grouped") continue;
+    if (v[c_check] != "pass" || v[c_l2] != "cold") continue;
+    if (c_pdl && v[*c_pdl] != "0" && !v[*c_pdl].empty()) continue;
+    if (is_auto_row(v[c_var])) continue;
+    const VariantRow* row = nullptr;
+    for (const VariantRow& r : registry())
+      if (r.name == v[c_var]) row = &r;
+    if (!row || !timed_at_defaults(*row, v[c_cfg])) continue;
+    char* end = nullptr;
+    const double median = std::strtod(v[c_med].c_str(), &end);
+    if (v[c_med].empty() || *end != '\0' || !std::isfinite(median) || median <= 0) continue;
+    DispatchEntry e;
+    e.k_bits = int(to_int(v[c_k], where, "k_bits"));
+    e.dtype = v[c_dtype];
+    e.experts = int(to_int(v[c_exp], where, "experts"));
+    e.grouped = e.experts > 0;
+    e.shape = v[c_shape];
+    e.N = to_int(v[c_n], where, "N");
+    e.K_dim = to_int(v[c_kd], where, "K_dim");
+    e.M = to_int(v[c_m], where, "M");
+    e.variant = v[c_var];
+    e.config = v[c_cfg];
+    e.median_us = median;
+    e.run = run;
+    e.line = number;
+    // The fastest over every run; on a tie the first read (experiments in name order) stays.
+    auto [it, fresh] = points.emplace(key_of(e), e);
+    if (!fresh && e.median_us < it->second.median_us) it->second = e;
+  }
+}
+
+std::string toml_string(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+// Always a TOML float (a bare "42" would read back as an integer).
+std::string toml_float(double v) {
+  std::ostringstream s;
+  s << std::setprecision(9) << v;
+  std::string r = s.str();
+  if (r.find_first_of(".eE") == std::string::npos) r += ".0";
+  return r;
+}
+
+// Errors name the table's file, the line and the key.
+class TableReader {
+ public:
+  explicit TableReader(std::string path) : path_(std::move(path)) {}
+  [[noreturn]] void fail(const toml::node& n, const std::string& what) const {
+    throw Error(path_ + ":" + std::to_string(n.source().begin.line) + ": " + what);
+  }
+  const toml::node& need(const toml::table& t, const char* key) const {
+    const toml::node* n = t.get(key);
+    if (!n)
+      throw Error(path_ + ":" + std::to_string(t.source().begin.line) + ": key '" + key +
+                  "' is missing");
+    return *n;
+  }
+  std::string str(const toml::table& t, const char* key) const {
+    const toml::node& n = need(t, key);
+    if (!n.is_string()) fail(n, std::string("key '") + key + "' is not a string");
+    return n.as_string()->get();
+  }
+  std::int64_t integer(const toml::table& t, const char* key) const {
+    const toml::node& n = need(t, key);
+    if (!n.is_integer()) fail(n, std::string("key '") + key + "' is not an integer");
+    return n.as_integer()->get();
+  }
+  double number(const toml::table& t, const char* key) const {
+    const toml::node& n = need(t, key);
+    if (n.is_floating_point()) return n.as_floating_point()->get();
+    if (n.is_integer()) return double(n.as_integer()->get());
+    fail(n, std::string("key '") + key + "' is not a number");
+  }
+  const toml::array& array(const toml::table& t, const char* key) const {
+    const toml::node& n = need(t, key);
+    if (!n.is_array()) fail(n, std::string("key '") + key + "' is not an array");
+    return *n.as_array();
+  }
+
+ private:
+  std::string path_;
+};
+
+}  // namespace
+
+std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root) {
+  if (!fs::is_directory(results_root))
+    throw Error("results root '" + results_root + "' is not a folder");
+  std::vector<std::string> experiments;
+  for (const auto& d : fs::directory_iterator(results_root))
+    if (d.is_directory() && fs::exists(d.path() / "CURRENT"))
+      experiments.push_back(d.path().filename().string());
+  if (experiments.empty())
+    throw Error("no results/<experiment>/CURRENT under '" + results_root + "': nothing to read");
+  std::sort(experiments.begin(), experiments.end());
+  std::map<std::string, DispatchTable> tables;  // by GPU name
+  std::map<std::string, std::map<PointKey, DispatchEntry>> points;
+  for (const std::string& exp : experiments) {
+    const std::string current = results_root + "/" + exp + "/CURRENT";
+    const std::string run = trimmed(read_text(current));
+    if (run.empty() || run.find('/') != std::string::npos)
+      throw Error(current + " holds '" + run + "', not the name of a run folder");
+    const std::string dir = results_root + "/" + exp + "/" + run;
+    if (!fs::is_directory(dir))
+      throw Error(current + " names '" + run + "', which is not in " + results_root + "/" + exp);
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(read_text(dir + "/run.json"));
+    } catch (const nlohmann::json::exception& e) {
+      throw Error(dir + "/run.json does not parse: " + e.what());
+    }
+    const nlohmann::json* name = nullptr;
+    if (j.contains("device") && j["device"].is_object() && j["device"].contains("name"))
+      name = &j["device"]["name"];
+    if (!name || !name->is_string() || name->get<std::string>().empty())
+      throw Error(dir + "/run.json has no device.name (the GPU the run was timed on)");
+    const std::string gpu = name->get<std::string>();
+    tables[gpu].gpu = gpu;
+    tables[gpu].runs.push_back(exp + "/" + run);
+    read_run_rows(dir + "/results.csv", exp + "/" + run, points[gpu]);
+  }
+  std::vector<DispatchTable> out;
+  for (auto& [gpu, t] : tables) {
+    for (auto& [key, e] : points[gpu]) t.entries.push_back(std::move(e));
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::string dispatch_file_name(const std::string& gpu) {
+  std::string r;
+  for (char ch : gpu) r += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+  return r + ".toml";
+}
+
+void write_dispatch_table(const DispatchTable& t, const std::string& path) {
+  const fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  std::ostringstream s;
+  s << "# The fastest checked variant of ours per problem on one GPU, from the CURRENT runs below\n"
+       "# (check = pass, l2 = cold, plain launches, default options). Written by `kbit-harness\n"
+       "# dispatch build`; the auto and grouped_auto rows choose by it (docs/harness.md,\n"
+       "# \"Dispatch\"). Edit the runs, not this file.\n";
+  s << "gpu = " << toml_string(t.gpu) << "\n";
+  s << "fallback = " << toml_string(kDispatchFallbackRule) << "\n";
+  s << "runs = [\n";
+  for (const std::string& r : t.runs) s << "  " << toml_string(r) << ",\n";
+  s << "]\n";
+  s << "# One entry per (k_bits, dtype, problem, shape, M); run and line name the results.csv row\n"
+       "# it came from (the header is line 1).\n";
+  s << "entries = [\n";
+  for (const DispatchEntry& e : t.entries)
+    s << "  { k_bits = " << e.k_bits << ", dtype = " << toml_string(e.dtype)
+      << ", problem = " << (e.grouped ? "\"grouped\"" : "\"dense\"")
+      << ", shape = " << toml_string(e.shape) << ", N = " << e.N << ", K_dim = " << e.K_dim
+      << ", experts = " << e.experts << ", M = " << e.M << ", variant = " << toml_string(e.variant)
+      << ", median_us = " << toml_float(e.median_us) << ", run = " << toml_string(e.run)
+      << ", line = " << e.line << ", config = " << toml_string(e.config) << " },\n";
+  s << "]\n";
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    if (!f) throw Error("cannot write '" + tmp + "'");
+    f << s.str();
+    if (!f.flush()) throw Error("cannot write '" + tmp + "'");
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    throw Error("cannot rename '" + tmp + "' to '" + path + "'");
+}
+
+DispatchTable read_dispatch_table(const std::string& path) {
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    throw Error(path + ":" + std::to_string(e.source().begin.line) +
+                ": not a dispatch table: " + std::string(e.description()));
+  }
+  const TableReader r(path);
+  DispatchTable t;
+  t.gpu = r.str(root, "gpu");
+  for (const toml::node& n : r.array(root, "runs")) {
+    if (!n.is_string()) r.fail(n, "an element of 'runs' is not a string");
+    t.runs.push_back(n.as_string()->get());
+  }
+  for (const toml::node& n : r.array(root, "entries")) {
+    if (!n.is_table()) r.fail(n, "an element of 'entries' is not a table");
+    const toml::table& x = *n.as_table();
+    DispatchEntry e;
+    e.k_bits = int(r.integer(x, "k_bits"));
+    e.dtype = r.str(x, "dtype");
+    const std::string problem = r.str(x, "problem");
+    if (problem != "dense" && problem != "grouped")
+      r.fail(*x.get("problem"), "problem = '" + problem + "' is not dense or grouped");
+    e.grouped = problem == "grouped";
+    e.shape = r.str(x, "shape");
+    e.N = r.integer(x, "N");
+    e.K_dim = r.integer(x, "K_dim");
+    e.experts = int(r.integer(x, "experts"));
+    e.M = r.integer(x, "M");
+    e.variant = r.str(x, "variant");
+    e.median_us = r.number(x, "median_us");
+    e.run = r.str(x, "run");
+    e.line = r.integer(x, "line");
+    e.config = r.str(x, "config");
+    if (e.N < 1 || e.K_dim < 1 || e.M < 1)
+      r.fail(n, "N, K_dim and M must be at least 1 (N = " + std::to_string(e.N) +
+                    ", K_dim = " + std::to_string(e.K_dim) + ", M = " + std::to_string(e.M) + ")");
+    t.entries.push_back(std::move(e));
+  }
+  return t;
+}
+
+void print_dispatch_table(const DispatchTable& t, const std::string& path, std::ostream& out) {
+  out << "dispatch table " << path << "\n"
+      << "gpu: " << t.gpu << "; " << count_of(t.entries.size(), "entry", "entries") << " from "
+      << count_of(t.runs.size(), "run", "runs") << ":\n";
+  for (const std::string& r : t.runs) out << "  " << r << "\n";
+  out << "fallback: " << kDispatchFallbackRule << "\n\n";
+  char buf[512];
+  std::snprintf(buf, sizeof buf, "%2s %-5s %-7s %-28s %7s %7s %7s %6s  %-20s %10s  %s\n", "K",
+                "dtype", "problem", "shape", "N", "K_dim", "experts", "M", "variant", "median_us",
+                "from (run: results.csv line)");
+  out << buf;
+  for (const DispatchEntry& e : t.entries) {
+    std::snprintf(buf, sizeof buf, "%2d %-5s %-7s %-28s %7lld %7lld %7d %6lld  %-20s %10.2f  ",
+                  e.k_bits, e.dtype.c_str(), e.grouped ? "grouped" : "dense", e.shape.c_str(),
+                  (long long)e.N, (long long)e.K_dim, e.experts, (long long)e.M, e.variant.c_str(),
+                  e.median_us);
+    out << buf << e.run << ":" << e.line << "\n";
+  }
+}
+
+int dispatch_build(const DispatchOptions& o) {
+  const std::string root = o.results_root.empty() ? source_dir() + "/results" : o.results_root;
+  const std::string dir = o.out_dir.empty() ? root + "/dispatch" : o.out_dir;
+  const std::vector<DispatchTable> tables = build_dispatch_tables(root);
+  for (const DispatchTable& t : tables) {
+    const std::string path = dir + "/" + dispatch_file_name(t.gpu);
+    write_dispatch_table(t, path);
+    std::cout << path << ": " << count_of(t.entries.size(), "entry", "entries") << " from "
+              << count_of(t.runs.size(), "run", "runs") << " on " << t.gpu << "\n";
+  }
+  return kExitOk;
+}
+
+int dispatch_show(const DispatchOptions& o) {
+  const std::string dir =
+      o.out_dir.empty()
+          ? (o.results_root.empty() ? source_dir() + "/results" : o.results_root) + "/dispatch"
+          : o.out_dir;
+  std::vector<std::string> present;
+  if (fs::is_directory(dir))
+    for (const auto& f : fs::directory_iterator(dir))
+      if (f.is_regular_file() && f.path().extension() == ".toml")
+        present.push_back(f.path().filename().string());
+  std::sort(present.begin(), present.end());
+  std::string list;
+  for (const std::string& p : present) list += (list.empty() ? "" : ", ") + p;
+  if (list.empty()) list = "none";
+  // An explicit --gpu wins; then the device's own table; then the only one there is.
+  std::string gpu = o.gpu;
+  if (gpu.empty() && cuda_device_available()) gpu = query_device().name;
+  std::string path;
+  if (!gpu.empty()) {
+    path = dir + "/" + dispatch_file_name(gpu);
+    if (!fs::exists(path))
+      throw Error("no dispatch table for GPU '" + gpu + "' in " + dir + " (tables there: " + list +
+                  "; `kbit-harness dispatch build` writes them)");
+  } else if (present.size() == 1) {
+    path = dir + "/" + present.front();
+  } else {
+    throw Error(std::string(present.empty() ? "no dispatch table" : "several dispatch tables") +
+                " in " + dir + " and no CUDA device: name one with --gpu (tables there: " + list +
+                ")");
+  }
+  const DispatchTable t = read_dispatch_table(path);
+  if (!gpu.empty() && t.gpu != gpu)
+    throw Error(path + " holds the table of GPU '" + t.gpu + "', not of '" + gpu + "'");
+  print_dispatch_table(t, path, std::cout);
+  return kExitOk;
+}
+
+}  // namespace kbit

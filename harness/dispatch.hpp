@@ -1,0 +1,145 @@
+// The dispatch table: per problem, the fastest checked variant of ours that the CURRENT runs under
+// results/ measured on one GPU (`kbit-harness dispatch build` writes one table per GPU name to
+// results/dispatch/, `dispatch show` prints one), and the lookup by which the `auto` and
+// `grouped_auto` registry rows pick the variant they run (docs/harness.md, "Dispatch").
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "harness/registry.hpp"
+#include "variants/variant_api.hpp"
+
+namespace kbit {
+
+// One problem point of a table: the fastest candidate row over every CURRENT run of the GPU.
+struct DispatchEntry {
+  int k_bits = 0;
+  std::string dtype;     // fp16 | bf16
+  bool grouped = false;  // the problem class: dense (C = A W^T) or grouped (MoE)
+  std::string shape;     // the layer's name in the run
+  std::int64_t N = 0, K_dim = 0;
+  int experts = 0;  // 0 for dense problems
+  std::int64_t M = 0;
+  std::string variant, config;  // the CSV's variant and config columns
+  double median_us = 0;
+  std::string run;        // <experiment>/<run folder>
+  std::int64_t line = 0;  // the row's line in that run's results.csv (the header is line 1)
+};
+
+struct DispatchTable {
+  std::string gpu;                     // run.json's device.name of every run below
+  std::vector<std::string> runs;       // <experiment>/<run folder>: every CURRENT run of the GPU
+  std::vector<DispatchEntry> entries;  // sorted by (k_bits, dtype, class, shape, M)
+};
+
+// How a problem without an entry is answered, in words (written into every table).
+extern const char* const kDispatchFallbackRule;
+
+// Reads every <results_root>/<experiment>/CURRENT, the run it names (results.csv, run.json) and
+// returns one table per GPU name, sorted by name. Candidates: check = pass, l2 = cold, a median,
+// pdl = 0 (plain launches: what the auto rows are timed as), family gemm / gemv / grouped, a
+// variant still in the registry (not an auto row) and timed at its default options (the auto
+// rows run a row at its defaults). Throws kbit::Error naming the file (and line) that is
+// missing or does not parse, or the root when no CURRENT run is there.
+std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root);
+
+// "NVIDIA H100 80GB HBM3" -> "NVIDIA_H100_80GB_HBM3.toml": every non-alphanumeric becomes '_'.
+std::string dispatch_file_name(const std::string& gpu);
+// Writes the table as TOML (one inline table per entry, one line each).
+void write_dispatch_table(const DispatchTable& t, const std::string& path);
+// Throws kbit::Error naming the file, the line and the key that is missing or mistyped.
+DispatchTable read_dispatch_table(const std::string& path);
+// One line per entry, with a header (what `dispatch show` prints).
+void print_dispatch_table(const DispatchTable& t, const std::string& path, std::ostream& out);
+
+struct DispatchProblem {
+  int k_bits = 4;
+  DType dtype = DType::f16;
+  bool grouped = false;
+  std::int64_t N = 0, K_dim = 0;
+  int experts = 0;
+  std::int64_t M = 0;  // rows of A (grouped: all experts' rows, tokens x top_k)
+};
+DispatchProblem dispatch_problem(const GemmDims& d);
+
+struct DispatchChoice {
+  std::string variant;
+  std::string reason;  // which rule chose it: "exact: ...", "nearest M: ...", "fixed rule: ..."
+};
+
+// True for the rows an auto row may run: family gemm, gemv or grouped, not an auto row, and the
+// auto rows' weight layout (the harness builds one layout per row before setup, so the chosen
+// row must read the weights the auto row was handed).
+bool auto_may_pick(const VariantRow& row);
+
+// The lookup. `table` may be null (no table for this GPU: `no_table` says why, for the reason).
+// Rules, in order, each skipping an entry whose variant is not one auto_may_pick allows or whose
+// Support does not cover the problem on a device of compute capability device_sm / 10 (0: not
+// checked): the exact (shape, M) entry; the same shape's nearest measured M at or above M, then
+// those below (largest first); the other shapes of the same class, K and dtype by
+// |log(N*K_dim) difference| (then the experts'), each by the M rule; then the fixed rule: dense
+// M <= 4 scalar_gemv, dense M >= 5 warp_specialized on compute capability 9.0 else
+// fetch_dequant, grouped grouped_scalar_gemv (each falling to the next that covers the problem).
+// A shape is its (N, K_dim, experts). Throws kbit::Error when no row of ours covers the problem.
+DispatchChoice choose_variant(const DispatchTable* table, const DispatchProblem& p, int device_sm,
+                              const std::string& no_table = "no table");
+
+// The tables of one folder, each read once, keyed by GPU name. A table whose recorded GPU name
+// differs from the one asked for is refused; a missing one answers by the fixed rule and says so
+// once, in one line on `notes`.
+class DispatchTables {
+ public:
+  DispatchTables(std::string dir, std::ostream& notes) : dir_(std::move(dir)), notes_(notes) {}
+  DispatchChoice choose(const DispatchProblem& p, const std::string& gpu, int device_sm);
+  const std::string& dir() const { return dir_; }
+
+ private:
+  std::string dir_;
+  std::ostream& notes_;
+  std::mutex mu_;
+  std::map<std::string, std::optional<DispatchTable>> tables_;  // nullopt: no file
+  bool noted_missing_ = false;
+};
+
+// The process's tables (<source>/results/dispatch, notes on stderr): what the auto rows read.
+DispatchTables& process_dispatch_tables();
+
+// The auto rows' state: the chosen row and its state. describe() is
+// "<auto row> -> <variant> (<reason>): [<its options>] <its describe()>"; extra_additions()
+// forwards, so that the check's bound is the chosen row's.
+class AutoState : public VariantState {
+ public:
+  AutoState(std::string auto_name, const VariantRow& chosen, DispatchChoice choice,
+            VariantOptions options, std::unique_ptr<VariantState> inner)
+      : auto_name_(std::move(auto_name)),
+        chosen_(chosen),
+        choice_(std::move(choice)),
+        options_(std::move(options)),
+        inner_(std::move(inner)) {}
+  std::string describe() const override;
+  std::int64_t extra_additions() const override { return inner_->extra_additions(); }
+  const VariantRow& chosen() const { return chosen_; }
+  VariantState* inner() const { return inner_.get(); }
+
+ private:
+  std::string auto_name_;
+  const VariantRow& chosen_;
+  DispatchChoice choice_;
+  VariantOptions options_;
+  std::unique_ptr<VariantState> inner_;
+};
+
+// The registry rows `auto` (dense) and `grouped_auto` (grouped): setup looks the problem up for
+// the current device (its name and compute capability) and sets the chosen row up at its default
+// options with the split mode it was given; run forwards.
+std::unique_ptr<VariantState> auto_setup(const GemmDims& dims, const VariantOptions& opts);
+std::unique_ptr<VariantState> grouped_auto_setup(const GemmDims& dims, const VariantOptions& opts);
+void auto_run(VariantState* state, const GemmDims& dims, const GemmArgs& args, cudaStream_t stream);
+
+}  // namespace kbit

@@ -1,0 +1,233 @@
+// The lookup the auto rows choose by (rules: harness/dispatch.hpp, choose_variant), the tables of
+// one folder as the process reads them, and the `auto` / `grouped_auto` registry rows.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <sstream>
+#include <tuple>
+
+#include "harness/device_info.hpp"
+#include "harness/dispatch.hpp"
+#include "harness/options.hpp"
+#include "reference/error.hpp"
+#include "variants/common/cuda_check.hpp"
+
+namespace kbit {
+namespace {
+
+bool is_auto_row(std::string_view name) {
+  return name == "auto" || name == "grouped_auto";
+}
+
+GemmDims dims_of(const DispatchProblem& p) {
+  GemmDims d;
+  d.M = p.M, d.N = p.N, d.K_dim = p.K_dim, d.k_bits = p.k_bits, d.dtype = p.dtype;
+  d.num_experts = p.grouped ? std::max(p.experts, 1) : 0;
+  return d;
+}
+
+// The row named `name` when an auto row may run it on this problem, else null.
+const VariantRow* pickable(const std::string& name, const GemmDims& d, int device_sm) {
+  for (const VariantRow& r : registry())
+    if (r.name == name)
+      return auto_may_pick(r) && unsupported_reason(r, d, device_sm).empty() ? &r : nullptr;
+  return nullptr;  // a row the table names that the registry no longer has
+}
+
+std::string problem_words(const DispatchProblem& p) {
+  std::string s = "K = " + std::to_string(p.k_bits) + " " + dtype_name(p.dtype) + " " +
+                  (p.grouped ? "grouped" : "dense") + " N = " + std::to_string(p.N) +
+                  " K_dim = " + std::to_string(p.K_dim);
+  if (p.grouped) s += " experts = " + std::to_string(p.experts);
+  return s + " M = " + std::to_string(p.M);
+}
+
+std::string us(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f us", v);
+  return buf;
+}
+
+using ShapeKey = std::tuple<std::int64_t, std::int64_t, int>;  // N, K_dim, experts
+
+// Entries of one shape in the order the M rule tries them: M' >= M ascending, then M' < M
+// descending; at the same M' (two shape names of the same dimensions) the faster first.
+std::vector<const DispatchEntry*> by_m_rule(std::vector<const DispatchEntry*> es, std::int64_t m) {
+  std::sort(es.begin(), es.end(), [m](const DispatchEntry* a, const DispatchEntry* b) {
+    const bool a_up = a->M >= m, b_up = b->M >= m;
+    if (a_up != b_up) return a_up;
+    if (a->M != b->M) return a_up ? a->M < b->M : a->M > b->M;
+    return a->median_us < b->median_us;
+  });
+  return es;
+}
+
+}  // namespace
+
+bool auto_may_pick(const VariantRow& row) {
+  if (is_auto_row(row.name)) return false;
+  if (row.family != Family::gemm && row.family != Family::gemv && row.family != Family::grouped)
+    return false;
+  // The harness builds the weights in the layout the auto row names, before its setup: the
+  // chosen row must read that same layout.
+  return row.layout == find_variant("auto").layout;
+}
+
+DispatchProblem dispatch_problem(const GemmDims& d) {
+  DispatchProblem p;
+  p.k_bits = d.k_bits;
+  p.dtype = d.dtype;
+  p.grouped = d.grouped();
+  p.N = d.N;
+  p.K_dim = d.K_dim;
+  p.experts = d.grouped() ? d.num_experts : 0;
+  p.M = d.M;
+  return p;
+}
+
+DispatchChoice choose_variant(const DispatchTable* table, const DispatchProblem& p, int device_sm,
+                              const std::string& no_table) {
+  const GemmDims d = dims_of(p);
+  std::string why = no_table;
+  if (table) {
+    std::map<ShapeKey, std::vector<const DispatchEntry*>> shapes;
+    for (const DispatchEntry& e : table->entries)
+      if (e.k_bits == p.k_bits && e.dtype == dtype_name(p.dtype) && e.grouped == p.grouped)
+        shapes[{e.N, e.K_dim, e.experts}].push_back(&e);
+    if (shapes.empty()) {
+      why = std::string("the table has no K = ") + std::to_string(p.k_bits) + " " +
+            dtype_name(p.dtype) + " " + (p.grouped ? "grouped" : "dense") + " entry";
+    } else {
+      // The problem's own shape first (distance -1), then the others by |log(N*K_dim)
+      // difference|, then by the experts' (grouped), then by dimensions (a fixed order).
+      const ShapeKey own{p.N, p.K_dim, p.experts};
+      const double own_size = std::log(double(p.N) * double(p.K_dim));
+      auto distance = [&](const ShapeKey& s) {
+        if (s == own) return std::make_tuple(-1.0, 0.0, s);
+        const auto [n, k, e] = s;
+        return std::make_tuple(std::fabs(std::log(double(n) * double(k)) - own_size),
+                               std::fabs(std::log((e + 1.0) / (p.experts + 1.0))), s);
+      };
+      std::vector<ShapeKey> order;
+      for (const auto& [s, es] : shapes) order.push_back(s);
+      std::sort(order.begin(), order.end(),
+                [&](const ShapeKey& a, const ShapeKey& b) { return distance(a) < distance(b); });
+      for (const ShapeKey& s : order) {
+        for (const DispatchEntry* e : by_m_rule(shapes[s], p.M)) {
+          if (!pickable(e->variant, d, device_sm)) continue;
+          const std::string at = e->shape + " M = " + std::to_string(e->M);
+          if (s != own)
+            return {e->variant, "nearest shape: " + at + " (N = " + std::to_string(e->N) +
+                                    ", K_dim = " + std::to_string(e->K_dim) + "), " +
+                                    us(e->median_us)};
+          if (e->M == p.M) return {e->variant, "exact: " + at + ", " + us(e->median_us)};
+          return {e->variant,
+                  "nearest M: " + at + " for M = " + std::to_string(p.M) + ", " + us(e->median_us)};
+        }
+      }
+      why = "no entry's variant covers the problem";
+    }
+  }
+  // The fixed rule, each name falling to the next that covers the problem (scalar_gemv and
+  // warp_specialized need compute capability 9.0).
+  std::vector<const char*> fixed;
+  if (p.grouped) {
+    fixed = {"grouped_scalar_gemv"};
+  } else {
+    if (p.M <= 4) fixed.push_back("scalar_gemv");
+    if (device_sm == 90) fixed.push_back("warp_specialized");
+    fixed.push_back("fetch_dequant");
+  }
+  for (const char* name : fixed)
+    if (pickable(name, d, device_sm)) return {name, "fixed rule: " + why};
+  throw Error("no variant an auto row may run covers " + problem_words(p) +
+              (device_sm ? " on compute capability " + std::to_string(device_sm / 10) + "." +
+                               std::to_string(device_sm % 10)
+                         : std::string()) +
+              " (" + why + ")");
+}
+
+DispatchChoice DispatchTables::choose(const DispatchProblem& p, const std::string& gpu,
+                                      int device_sm) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  const std::string path = dir_ + "/" + dispatch_file_name(gpu);
+  auto it = tables_.find(gpu);
+  if (it == tables_.end()) {
+    std::optional<DispatchTable> t;
+    if (std::filesystem::exists(path)) t = read_dispatch_table(path);
+    it = tables_.emplace(gpu, std::move(t)).first;
+  }
+  if (it->second) {
+    if (it->second->gpu != gpu)
+      throw Error(path + " is the dispatch table of GPU '" + it->second->gpu +
+                  "', not of this device's '" + gpu +
+                  "': rebuild it with `kbit-harness dispatch build` from runs on this GPU");
+    return choose_variant(&*it->second, p, device_sm);
+  }
+  if (!noted_missing_) {
+    notes_ << "dispatch: no table for GPU '" << gpu << "' (" << path
+           << "); the auto rows take the fixed rule (dense M <= 4 scalar_gemv, M >= 5 "
+              "warp_specialized on compute capability 9.0 else fetch_dequant; grouped "
+              "grouped_scalar_gemv)"
+           << std::endl;
+    noted_missing_ = true;
+  }
+  return choose_variant(nullptr, p, device_sm, "no table for GPU '" + gpu + "'");
+}
+
+DispatchTables& process_dispatch_tables() {
+  static DispatchTables tables(source_dir() + "/results/dispatch", std::cerr);
+  return tables;
+}
+
+std::string AutoState::describe() const {
+  const std::string set = options_.describe();
+  return auto_name_ + " -> " + std::string(chosen_.name) + " (" + choice_.reason +
+         "): " + (set.empty() ? "" : "[" + set + "] ") + inner_->describe();
+}
+
+namespace {
+
+const std::string& device_name() {
+  static const std::string name = query_device().name;
+  return name;
+}
+
+std::unique_ptr<VariantState> setup_as(const char* auto_name, const GemmDims& d, SplitMode split) {
+  const DispatchChoice c =
+      process_dispatch_tables().choose(dispatch_problem(d), device_name(), current_device_sm());
+  const VariantRow& row = find_variant(c.variant);
+  // The chosen row's defaults (what the table's rows were timed at) and the split mode the
+  // harness gave the auto row (validate forces it on and off).
+  VariantOptions o = resolve_options(row, {}, split);
+  std::unique_ptr<VariantState> inner;
+  try {
+    inner = row.setup(d, o);
+  } catch (const CudaError&) {
+    throw;  // names the call and the line already
+  } catch (const Error& e) {
+    throw Error(std::string(auto_name) + " -> " + c.variant + " (" + c.reason + "): " + e.what());
+  }
+  return std::make_unique<AutoState>(auto_name, row, c, std::move(o), std::move(inner));
+}
+
+}  // namespace
+
+std::unique_ptr<VariantState> auto_setup(const GemmDims& dims, const VariantOptions& opts) {
+  return setup_as("auto", dims, opts.split_k);
+}
+
+std::unique_ptr<VariantState> grouped_auto_setup(const GemmDims& dims, const VariantOptions& opts) {
+  return setup_as("grouped_auto", dims, opts.split_k);
+}
+
+void auto_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
+              cudaStream_t stream) {
+  auto* s = dynamic_cast<AutoState*>(state);
+  if (!s) throw Error("auto_run: the state was not made by an auto row's setup");
+  s->chosen().run(s->inner(), dims, args, stream);
+}
+
+}  // namespace kbit

@@ -1,0 +1,334 @@
+// The dispatch table (harness/dispatch.hpp) on the fixture results tree
+// harness/tests/fixtures/dispatch/: alpha and beta are CURRENT runs on "Test GPU A100-X" (beta's
+// CSV predates the pdl column), gamma one on "Test GPU B"; alpha's older run and delta (no
+// CURRENT) hold faster rows that must not be read. Alpha's results.csv also holds faster rows
+// each filter must drop: a baseline (line 2), a peer (4), a probe (5), a PDL-timed row (6), rows
+// at non-default options (7, 12), a failed check (10), an L2-hot row (11), a variant the registry
+// does not have (14), an auto row (15) and a row without a median (17); beta's has an L2-hot row
+// (6). The expected table is in the first test.
+#include <catch2/catch.hpp>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "harness/device_info.hpp"
+#include "harness/dispatch.hpp"
+#include "harness/options.hpp"
+#include "reference/error.hpp"
+
+using namespace kbit;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const std::string kFixtures = source_dir() + "/harness/tests/fixtures/dispatch";
+const std::string kGpuA = "Test GPU A100-X";
+const std::string kGpuB = "Test GPU B";
+const std::string kAlpha = "alpha/20260101T000000Z_Test_GPU_A100-X_aaaaaaa";
+const std::string kBeta = "beta/20260102T000000Z_Test_GPU_A100-X_bbbbbbb";
+
+// A fresh folder under the system's temporary folder, removed at the end of the test.
+struct TempDir {
+  TempDir() {
+    static int n = 0;
+    path = (fs::temp_directory_path() /
+            ("kbit_dispatch_" + std::to_string(::getpid()) + "_" + std::to_string(n++)))
+               .string();
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() { fs::remove_all(path); }
+  std::string path;
+};
+
+const DispatchTable& table_a() {
+  static const DispatchTable t = [] {
+    const std::vector<DispatchTable> ts = build_dispatch_tables(kFixtures);
+    REQUIRE(ts.size() == 2);
+    return ts[0];
+  }();
+  return t;
+}
+
+DispatchProblem dense(std::int64_t n, std::int64_t k_dim, std::int64_t m, int k_bits = 4,
+                      DType t = DType::f16) {
+  DispatchProblem p;
+  p.k_bits = k_bits, p.dtype = t, p.N = n, p.K_dim = k_dim, p.M = m;
+  return p;
+}
+
+DispatchProblem moe(std::int64_t n, std::int64_t k_dim, int experts, std::int64_t m,
+                    int k_bits = 4) {
+  DispatchProblem p = dense(n, k_dim, m, k_bits);
+  p.grouped = true;
+  p.experts = experts;
+  return p;
+}
+
+struct FakeState : VariantState {
+  std::string describe() const override { return "tile 1"; }
+  std::int64_t extra_additions() const override { return 7; }
+};
+
+}  // namespace
+
+TEST_CASE("dispatch build keeps the fastest checked candidate per point of each GPU",
+          "[dispatch]") {
+  const std::vector<DispatchTable> ts = build_dispatch_tables(kFixtures);
+  REQUIRE(ts.size() == 2);
+  const DispatchTable& a = ts[0];
+  CHECK(a.gpu == kGpuA);
+  CHECK(a.runs == std::vector<std::string>{kAlpha, kBeta});
+  struct Want {
+    std::string shape, variant, run;
+    std::int64_t M;
+    double median_us;
+    std::int64_t line;
+    bool grouped;
+  };
+  const std::vector<Want> want = {
+      {"test.big", "scalar_gemv", kAlpha, 1, 10.0, 3, false},        // beta's 11.0 is slower
+      {"test.big", "warp_specialized", kBeta, 16, 25.0, 3, false},   // beats alpha's 30.0
+      {"test.big", "fetch_dequant", kAlpha, 64, 50.0, 13, false},    // token_tile=64 ignored
+      {"test.big", "fetch_dequant", kAlpha, 256, 100.0, 16, false},  // auto and no median ignored
+      {"test.small", "scalar_gemv", kBeta, 1, 3.0, 4, false},
+      {"test.small", "scalar_gemv", kBeta, 4, 4.0, 5, false},  // fetch_dequant at l2 hot ignored
+      {"test.moe", "grouped_scalar_gemv", kAlpha, 8, 12.0, 19, true},
+  };
+  REQUIRE(a.entries.size() == want.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    const DispatchEntry& e = a.entries[i];
+    INFO(i << ": " << e.shape << " M = " << e.M << " " << e.variant);
+    CHECK(e.shape == want[i].shape);
+    CHECK(e.M == want[i].M);
+    CHECK(e.variant == want[i].variant);
+    CHECK(e.median_us == want[i].median_us);
+    CHECK(e.run == want[i].run);
+    CHECK(e.line == want[i].line);
+    CHECK(e.grouped == want[i].grouped);
+    CHECK(e.k_bits == 4);
+    CHECK(e.dtype == "fp16");
+  }
+  CHECK(a.entries[0].config == "[cluster_end=1 tagged_end=1] stripes of 4 k-tiles");
+  CHECK(a.entries[3].config == "tile 64, x");  // a quoted CSV field
+  CHECK(a.entries[6].experts == 64);
+  CHECK(a.entries[6].N == 512);
+  CHECK(a.entries[6].K_dim == 2048);
+
+  const DispatchTable& b = ts[1];
+  CHECK(b.gpu == kGpuB);
+  REQUIRE(b.entries.size() == 1);
+  CHECK(b.entries[0].variant == "fetch_dequant");
+  CHECK(b.entries[0].median_us == 20.0);
+}
+
+TEST_CASE("dispatch tables round-trip through their TOML file", "[dispatch]") {
+  TempDir tmp;
+  CHECK(dispatch_file_name(kGpuA) == "Test_GPU_A100_X.toml");
+  CHECK(dispatch_file_name("NVIDIA H100 80GB HBM3") == "NVIDIA_H100_80GB_HBM3.toml");
+  const std::string path = tmp.path + "/sub/" + dispatch_file_name(kGpuA);
+  write_dispatch_table(table_a(), path);
+  const DispatchTable t = read_dispatch_table(path);
+  CHECK(t.gpu == kGpuA);
+  CHECK(t.runs == table_a().runs);
+  REQUIRE(t.entries.size() == table_a().entries.size());
+  for (std::size_t i = 0; i < t.entries.size(); ++i) {
+    const DispatchEntry &x = t.entries[i], &y = table_a().entries[i];
+    INFO(i);
+    CHECK(x.shape == y.shape);
+    CHECK(x.M == y.M);
+    CHECK(x.N == y.N);
+    CHECK(x.K_dim == y.K_dim);
+    CHECK(x.experts == y.experts);
+    CHECK(x.grouped == y.grouped);
+    CHECK(x.variant == y.variant);
+    CHECK(x.config == y.config);
+    CHECK(x.median_us == y.median_us);
+    CHECK(x.run == y.run);
+    CHECK(x.line == y.line);
+  }
+  std::ostringstream shown;
+  print_dispatch_table(t, path, shown);
+  CHECK_THAT(shown.str(), Catch::Contains("gpu: Test GPU A100-X; 7 entries from 2 runs"));
+  CHECK_THAT(shown.str(), Catch::Contains(kBeta + ":3"));
+  CHECK_THAT(shown.str(), Catch::Contains("fallback: "));
+
+  std::ofstream(tmp.path + "/bad.toml")
+      << "gpu = \"x\"\nruns = []\nentries = [\n  { k_bits = 4 },\n]\n";
+  CHECK_THROWS_WITH(read_dispatch_table(tmp.path + "/bad.toml"),
+                    Catch::Contains("bad.toml:4") && Catch::Contains("'dtype' is missing"));
+}
+
+TEST_CASE("dispatch build refuses a CURRENT that names no run folder", "[dispatch]") {
+  TempDir tmp;
+  CHECK_THROWS_WITH(build_dispatch_tables(tmp.path),
+                    Catch::Contains("no results/<experiment>/CURRENT"));
+  fs::create_directories(tmp.path + "/exp");
+  std::ofstream(tmp.path + "/exp/CURRENT") << "20260101T000000Z_missing\n";
+  CHECK_THROWS_WITH(build_dispatch_tables(tmp.path),
+                    Catch::Contains("20260101T000000Z_missing") && Catch::Contains("exp/CURRENT"));
+}
+
+TEST_CASE("dispatch lookup: exact entry, then the nearest measured M above, then below",
+          "[dispatch]") {
+  const DispatchTable& t = table_a();
+  DispatchChoice c = choose_variant(&t, dense(4096, 4096, 16), 90);
+  CHECK(c.variant == "warp_specialized");
+  CHECK_THAT(c.reason, Catch::StartsWith("exact: test.big M = 16"));
+
+  c = choose_variant(&t, dense(4096, 4096, 20), 90);
+  CHECK(c.variant == "fetch_dequant");
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest M: test.big M = 64 for M = 20"));
+
+  c = choose_variant(&t, dense(4096, 4096, 2), 90);
+  CHECK(c.variant == "warp_specialized");  // M = 16 is the nearest at or above 2
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest M: test.big M = 16"));
+
+  c = choose_variant(&t, dense(4096, 4096, 1000), 90);
+  CHECK(c.variant == "fetch_dequant");  // nothing at or above: the largest below
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest M: test.big M = 256 for M = 1000"));
+
+  c = choose_variant(&t, moe(512, 2048, 64, 8), 90);
+  CHECK(c.variant == "grouped_scalar_gemv");
+  CHECK_THAT(c.reason, Catch::StartsWith("exact: test.moe M = 8"));
+}
+
+TEST_CASE("dispatch lookup: the nearest shape by log(N*K_dim), then the M rule", "[dispatch]") {
+  const DispatchTable& t = table_a();
+  // 3000 x 4096 is nearer 4096 x 4096 than 1024 x 1024.
+  DispatchChoice c = choose_variant(&t, dense(3000, 4096, 1), 90);
+  CHECK(c.variant == "scalar_gemv");
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest shape: test.big M = 1 (N = 4096"));
+  // 1024 x 2048 is nearer 1024 x 1024; its M = 4 entry is the nearest at or above 3.
+  c = choose_variant(&t, dense(1024, 2048, 3), 90);
+  CHECK(c.variant == "scalar_gemv");
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest shape: test.small M = 4"));
+  // A grouped problem takes only grouped entries.
+  c = choose_variant(&t, moe(4096, 4096, 8, 1), 90);
+  CHECK(c.variant == "grouped_scalar_gemv");
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest shape: test.moe M = 8"));
+}
+
+TEST_CASE("dispatch lookup: a choice whose Support does not cover the problem falls through",
+          "[dispatch]") {
+  const DispatchTable& t = table_a();
+  // test.small has only scalar_gemv at M = 1 and 4, which does not cover M = 8: the nearest
+  // shape, test.big, answers by its M rule.
+  DispatchChoice c = choose_variant(&t, dense(1024, 1024, 8), 90);
+  CHECK(c.variant == "warp_specialized");
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest shape: test.big M = 16"));
+  // warp_specialized needs compute capability 9.0: on 8.0 the exact entry is passed over.
+  c = choose_variant(&t, dense(4096, 4096, 16), 80);
+  CHECK(c.variant == "fetch_dequant");
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest M: test.big M = 64"));
+  // Rows an auto row may not run (a baseline, a probe, a row the registry lost) are passed over.
+  DispatchTable odd;
+  odd.gpu = kGpuA;
+  for (const char* v : {"cublas_fp16", "read_bulk", "gone_variant", "auto"}) {
+    DispatchEntry e;
+    e.k_bits = 4, e.dtype = "fp16", e.shape = "x", e.N = 256, e.K_dim = 256, e.M = 1;
+    e.variant = v;
+    e.median_us = 1;
+    odd.entries.push_back(e);
+  }
+  c = choose_variant(&odd, dense(256, 256, 1), 90);
+  CHECK(c.variant == "scalar_gemv");
+  CHECK(c.reason == "fixed rule: no entry's variant covers the problem");
+}
+
+TEST_CASE("dispatch lookup: the fixed rule without a table or an entry of the K and dtype",
+          "[dispatch]") {
+  const DispatchTable& t = table_a();
+  DispatchChoice c = choose_variant(&t, dense(4096, 4096, 1, 2), 90);
+  CHECK(c.variant == "scalar_gemv");
+  CHECK(c.reason == "fixed rule: the table has no K = 2 fp16 dense entry");
+  CHECK(choose_variant(&t, dense(4096, 4096, 64, 2), 90).variant == "warp_specialized");
+  CHECK(choose_variant(&t, dense(4096, 4096, 64, 2), 80).variant == "fetch_dequant");
+  CHECK(choose_variant(&t, dense(4096, 4096, 4, 2), 80).variant == "fetch_dequant");
+  CHECK(choose_variant(&t, dense(4096, 4096, 5, 4, DType::bf16), 90).variant == "warp_specialized");
+  CHECK(choose_variant(&t, moe(512, 2048, 64, 8, 3), 90).variant == "grouped_scalar_gemv");
+  c = choose_variant(nullptr, dense(4096, 4096, 4), 90, "no table for GPU 'X'");
+  CHECK(c.variant == "scalar_gemv");
+  CHECK(c.reason == "fixed rule: no table for GPU 'X'");
+  CHECK(choose_variant(nullptr, dense(4096, 4096, 5), 90).variant == "warp_specialized");
+  CHECK_THROWS_WITH(choose_variant(nullptr, moe(512, 2048, 64, 8), 80),
+                    Catch::Contains("no variant an auto row may run") &&
+                        Catch::Contains("compute capability 8.0"));
+}
+
+TEST_CASE("dispatch refuses a table recorded for another GPU, naming both", "[dispatch]") {
+  TempDir tmp;
+  write_dispatch_table(table_a(), tmp.path + "/" + dispatch_file_name(kGpuB));
+  std::ostringstream notes;
+  DispatchTables tables(tmp.path, notes);
+  CHECK_THROWS_WITH(tables.choose(dense(4096, 4096, 16), kGpuB, 90),
+                    Catch::Contains("'" + kGpuA + "'") && Catch::Contains("'" + kGpuB + "'"));
+  CHECK(notes.str().empty());
+}
+
+TEST_CASE("dispatch without a table takes the fixed rule and says so once", "[dispatch]") {
+  TempDir tmp;
+  write_dispatch_table(table_a(), tmp.path + "/" + dispatch_file_name(kGpuA));
+  std::ostringstream notes;
+  DispatchTables tables(tmp.path, notes);
+  DispatchChoice c = tables.choose(dense(4096, 4096, 16), kGpuA, 90);
+  CHECK(c.variant == "warp_specialized");
+  CHECK(notes.str().empty());
+  c = tables.choose(dense(4096, 4096, 16), "Test GPU C", 90);
+  CHECK(c.variant == "warp_specialized");
+  CHECK(c.reason == "fixed rule: no table for GPU 'Test GPU C'");
+  c = tables.choose(dense(4096, 4096, 1), "Test GPU C", 90);
+  CHECK(c.variant == "scalar_gemv");
+  c = tables.choose(moe(512, 2048, 64, 8), "Test GPU D", 90);
+  CHECK(c.variant == "grouped_scalar_gemv");
+  const std::string n = notes.str();
+  CHECK(std::count(n.begin(), n.end(), '\n') == 1);
+  CHECK_THAT(n, Catch::StartsWith("dispatch: no table for GPU 'Test GPU C' (" + tmp.path + "/" +
+                                  dispatch_file_name("Test GPU C") + ")"));
+}
+
+TEST_CASE("dispatch rows: auto and grouped_auto pick only rows that read their layout",
+          "[dispatch]") {
+  const VariantRow& a = find_variant("auto");
+  const VariantRow& g = find_variant("grouped_auto");
+  CHECK(a.support.dense);
+  CHECK_FALSE(a.support.grouped);
+  CHECK_FALSE(g.support.dense);
+  CHECK(g.support.grouped);
+  CHECK_FALSE(a.support.pdl);  // the table's rows were timed with plain launches
+  for (const VariantRow* r : {&a, &g}) {
+    INFO(r->name);
+    // The split mode is forwarded: every row an auto row may pick must honour it, or validate's
+    // bit comparison with split-K "off" would see a splitting row's atomics.
+    CHECK(r->support.split_k);
+    for (const VariantRow& x : registry())
+      if (auto_may_pick(x) && (x.support.grouped == r->support.grouped)) CHECK(x.support.split_k);
+  }
+  for (const char* name :
+       {"scalar_gemv", "fetch_dequant", "warp_specialized", "grouped_scalar_gemv"}) {
+    INFO(name);
+    CHECK(auto_may_pick(find_variant(name)));
+    CHECK(find_variant(name).layout == a.layout);
+    CHECK(find_variant(name).layout == g.layout);
+  }
+  for (const char* name : {"auto", "grouped_auto", "cublas_fp16", "read_bulk", "cublas_grouped"}) {
+    INFO(name);
+    CHECK_FALSE(auto_may_pick(find_variant(name)));
+  }
+}
+
+TEST_CASE("dispatch rows: the state describes the choice and forwards the chosen row's",
+          "[dispatch]") {
+  const VariantRow& row = find_variant("scalar_gemv");
+  AutoState s("auto", row, {"scalar_gemv", "exact: x M = 1, 2.00 us"}, resolve_options(row, {}),
+              std::make_unique<FakeState>());
+  CHECK(s.describe() ==
+        "auto -> scalar_gemv (exact: x M = 1, 2.00 us): [cluster_end=1 tagged_end=1] tile 1");
+  CHECK(s.extra_additions() == 7);
+  CHECK(&s.chosen() == &row);
+}
