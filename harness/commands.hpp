@@ -47,8 +47,11 @@ struct FormatOptions {
   std::vector<int> k_bits{2, 3, 4, 5};
   std::string codebook = "nf";
   std::uint64_t seed = 1;
+  bool awq = false;  // the AWQ int4 quantizers instead (docs/awq_format.md)
+  int group = 128;   // AWQ group size along K_dim: 32, 64 or 128
 };
 int format_check(const FormatOptions& opts);
+int format_awq(const FormatOptions& opts);  // format --awq
 int print_codebook(const std::string& name, int k);
 
 struct DispatchOptions {

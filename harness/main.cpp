@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
   format->add_option("--k-bits", fmt.k_bits, "bit widths");
   format->add_option("--codebook", fmt.codebook, "nf | nf_expected | uniform");
   format->add_option("--seed", fmt.seed, "data seed");
+  format->add_flag("--awq", fmt.awq,
+                   "the AWQ int4 quantizers (fused and multi-pass GPU against the CPU reference, "
+                   "with throughput) instead of kbit");
+  format->add_option("--group", fmt.group, "--awq: group size along K_dim (32, 64, 128)");
 
   std::string cb_name = "nf";
   int cb_k = 4;
@@ -111,7 +115,7 @@ int main(int argc, char** argv) {
         val.given_options.push_back(kbit::parse_option_flag(f));
       return kbit::validate_variant(val);
     }
-    if (*format) return kbit::format_check(fmt);
+    if (*format) return fmt.awq ? kbit::format_awq(fmt) : kbit::format_check(fmt);
     if (*codebook) return kbit::print_codebook(cb_name, cb_k);
     if (*dispatch_build) return kbit::dispatch_build(disp);
     if (*dispatch_show) return kbit::dispatch_show(disp);
