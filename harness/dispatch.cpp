@@ -16,6 +16,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -118,9 +119,12 @@ PointKey key_of(const DispatchEntry& e) {
   return {e.k_bits, e.dtype, e.grouped, e.shape, e.N, e.K_dim, e.experts, e.M};
 }
 
-// Adds the candidate rows of one run's results.csv to `points`.
+// The variants a GPU's runs timed at each point (candidates only).
+using Measured = std::map<PointKey, std::set<std::string>>;
+
+// Adds the candidate rows of one run's results.csv to `points` and their names to `measured`.
 void read_run_rows(const std::string& csv_path, const std::string& run,
-                   std::map<PointKey, DispatchEntry>& points) {
+                   std::map<PointKey, DispatchEntry>& points, Measured& measured) {
   std::ifstream f(csv_path);
   if (!f) throw Error("cannot open '" + csv_path + "'");
   std::string line;
@@ -145,6 +149,17 @@ void read_run_rows(const std::string& csv_path, const std::string& run,
                   std::to_string(cols.count()));
     const std::string& family = v[c_fam];
     if (family != "gemm" && family != "gemv" && family != "grouped") continue;
+    if (v[c_l2] == "cold") {  // timed at this point, whatever its check said
+      PointKey k{int(to_int(v[c_k], where, "k_bits")),
+                 v[c_dtype],
+                 to_int(v[c_exp], where, "experts") > 0,
+                 v[c_shape],
+                 to_int(v[c_n], where, "N"),
+                 to_int(v[c_kd], where, "K_dim"),
+                 int(to_int(v[c_exp], where, "experts")),
+                 to_int(v[c_m], where, "M")};
+      measured[k].insert(v[c_var]);
+    }
     if (v[c_check] != "pass" || v[c_l2] != "cold") continue;
     if (c_pdl && v[*c_pdl] != "0" && !v[*c_pdl].empty()) continue;
     if (is_auto_row(v[c_var])) continue;
@@ -173,6 +188,28 @@ void read_run_rows(const std::string& csv_path, const std::string& run,
     auto [it, fresh] = points.emplace(key_of(e), e);
     if (!fresh && e.median_us < it->second.median_us) it->second = e;
   }
+}
+
+// A point counts only where its runs timed the row the fixed rule would pick there (dense
+// M <= 4: scalar_gemv; M >= 5: warp_specialized on 9.0, else fetch_dequant) when that row
+// supports the problem: a point timed before that row existed (an old run of variant 01, bf16
+// before warp_specialized was timed in it) would otherwise name a slower row as the fastest.
+// Grouped points have one grouped row of ours to compare and always count.
+bool reference_row_timed(const DispatchEntry& e, const std::set<std::string>& timed, int sm) {
+  if (e.grouped) return true;
+  const char* ref = e.M <= 4 ? "scalar_gemv" : sm == 90 ? "warp_specialized" : "fetch_dequant";
+  if (timed.count(ref)) return true;
+  for (const VariantRow& r : registry()) {
+    if (r.name != ref) continue;
+    const Support& su = r.support;
+    const bool k_ok = std::find(su.k_bits.begin(), su.k_bits.end(), e.k_bits) != su.k_bits.end();
+    bool dtype_ok = false;
+    for (DType t : su.dtypes) dtype_ok = dtype_ok || e.dtype == dtype_name(t);
+    const bool covers = k_ok && dtype_ok && e.M >= su.m_min && e.M <= su.m_max && su.dense &&
+                        (sm == 0 || sm >= su.min_sm);
+    return !covers;  // a row that cannot run there is no missing comparison
+  }
+  return true;
 }
 
 std::string toml_string(const std::string& s) {
@@ -256,6 +293,8 @@ std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root
   std::sort(experiments.begin(), experiments.end());
   std::map<std::string, DispatchTable> tables;  // by GPU name
   std::map<std::string, std::map<PointKey, DispatchEntry>> points;
+  std::map<std::string, Measured> measured;
+  std::map<std::string, int> sm_of;  // compute capability x 10 of each GPU name
   for (const std::string& exp : experiments) {
     const std::string current = results_root + "/" + exp + "/CURRENT";
     const std::string run = trimmed(read_text(current));
@@ -278,11 +317,17 @@ std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root
     const std::string gpu = name->get<std::string>();
     tables[gpu].gpu = gpu;
     tables[gpu].runs.push_back(exp + "/" + run);
-    read_run_rows(dir + "/results.csv", exp + "/" + run, points[gpu]);
+    if (j["device"].contains("compute_capability") &&
+        j["device"]["compute_capability"].is_string()) {
+      const std::string cc = j["device"]["compute_capability"].get<std::string>();
+      if (cc.size() >= 3 && cc[1] == '.') sm_of[gpu] = (cc[0] - '0') * 10 + (cc[2] - '0');
+    }
+    read_run_rows(dir + "/results.csv", exp + "/" + run, points[gpu], measured[gpu]);
   }
   std::vector<DispatchTable> out;
   for (auto& [gpu, t] : tables) {
-    for (auto& [key, e] : points[gpu]) t.entries.push_back(std::move(e));
+    for (auto& [key, e] : points[gpu])
+      if (reference_row_timed(e, measured[gpu][key], sm_of[gpu])) t.entries.push_back(std::move(e));
     out.push_back(std::move(t));
   }
   return out;

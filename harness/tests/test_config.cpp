@@ -89,7 +89,8 @@ TEST_CASE("the envelope config parses: auto and cuBLAS, K = 2..5, M = 1..4096, t
   CHECK(c.m == std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096});
   CHECK(c.k_bits == std::vector<int>{2, 3, 4, 5});
   CHECK(c.dtypes == std::vector<DType>{DType::f16});
-  CHECK(c.variants == std::vector<std::string>{"auto", "cublas_fp16"});
+  CHECK(c.variants ==
+        std::vector<std::string>{"auto", "scalar_gemv", "warp_specialized", "cublas_fp16"});
   CHECK(c.baseline == "cublas_fp16");
   CHECK(c.peers.size() == 5);
   CHECK(c.timing.cold);

@@ -98,6 +98,8 @@ TEST_CASE("dispatch build keeps the fastest checked candidate per point of each 
       {"test.big", "fetch_dequant", kAlpha, 256, 100.0, 16, false},  // auto and no median ignored
       {"test.small", "scalar_gemv", kBeta, 1, 3.0, 4, false},
       {"test.small", "scalar_gemv", kBeta, 4, 4.0, 5, false},  // fetch_dequant at l2 hot ignored
+      // test.small M = 16: fetch_dequant alone, where warp_specialized (the fixed rule's row on
+      // 9.0) was never timed: no entry
       {"test.moe", "grouped_scalar_gemv", kAlpha, 8, 12.0, 19, true},
   };
   REQUIRE(a.entries.size() == want.size());

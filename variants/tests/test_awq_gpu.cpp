@@ -17,8 +17,10 @@ using namespace kbit;
 
 namespace {
 
-// Normal data with per-row spreads, one constant group (the 1e-5 clamp) and exact ties (x = 0.5
-// scale steps) where the row is a ramp.
+// Normal data with per-row spreads, one constant group (the 1e-5 clamp), rows of sigma 1e-5
+// (subnormal fp16 scales) and ramp rows whose every value is a tie: the ramp spans
+// -1.875 .. 1.875, so the scale is 3.75 / 15 = 0.25 exactly, -min / s = 7.5 and each x / s is
+// k - 7.5 (rintf and roundf differ on all of them).
 std::vector<float> awq_test_data(std::int64_t n, std::int64_t k_dim, int group,
                                  std::uint64_t seed) {
   auto x = random_normal(n * k_dim, seed);
@@ -26,8 +28,9 @@ std::vector<float> awq_test_data(std::int64_t n, std::int64_t k_dim, int group,
     for (std::int64_t k = 0; k < k_dim; ++k) {
       float& v = x[std::size_t(c * k_dim + k)];
       if (c % 5 == 1) v *= 0.01f;
+      if (c % 13 == 4) v *= 1e-5f;                          // subnormal scales
       if (c % 7 == 3 && k < group) v = 0.25f;               // a constant group
-      if (c % 11 == 6) v = float(k % group) * 0.5f - 3.0f;  // a ramp: ties at .5 steps
+      if (c % 11 == 6) v = float(k % 16) * 0.25f - 1.875f;  // every value a tie
     }
   return x;
 }
