@@ -30,6 +30,21 @@ void require_tiled_args(const GemmArgs& g, const GemmDims& d, TileConfig tiles, 
                 ", the problem K = " + std::to_string(d.k_bits));
 }
 
+void require_dense_gemm_dims(const GemmDims& d, const char* who) {
+  const std::string w(who);
+  if (d.grouped()) throw Error(w + ": grouped problems are not supported");
+  if (d.dtype == DType::f32) throw Error(w + ": dtype fp32 is not supported (fp16, bf16)");
+  if (d.M < 1) throw Error(w + ": M = " + std::to_string(d.M) + " must be at least 1");
+  if (d.N < 1) throw Error(w + ": N = " + std::to_string(d.N) + " must be at least 1");
+  if (d.K_dim < 32 || d.K_dim % 32 != 0)
+    throw Error(w + ": K_dim = " + std::to_string(d.K_dim) + " must be a positive multiple of 32");
+  if (d.M * d.N >= (1ll << 31))
+    throw Error(w + ": M*N = " + std::to_string(d.M * d.N) +
+                " reaches the 32-bit indexing limit 2^31");
+  if (d.K_dim >= (1 << 30))
+    throw Error(w + ": K_dim = " + std::to_string(d.K_dim) + " reaches the limit 2^30");
+}
+
 std::int64_t VariantOptions::get(const OptionSpec& spec) const {
   for (const auto& [n, v] : values)
     if (n == spec.name) return v;

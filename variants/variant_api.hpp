@@ -113,6 +113,12 @@ class VariantState {
 // got and what it needs.
 void require_tiled_args(const GemmArgs& g, const GemmDims& d, TileConfig tiles, const char* who);
 
+// The checks every dense fp16/bf16 GEMM variant of the tiled layout makes in its setup: a dense
+// problem, dtype fp16 or bf16, M and N at least 1, K_dim a positive multiple of 32, M * N below
+// 2^31 (32-bit output indices) and K_dim below 2^30. Throws kbit::Error naming `who`, the value
+// and the limit.
+void require_dense_gemm_dims(const GemmDims& d, const char* who);
+
 using SetupFn = std::unique_ptr<VariantState> (*)(const GemmDims& dims, const VariantOptions& opts);
 using RunFn = void (*)(VariantState* state, const GemmDims& dims, const GemmArgs& args,
                        cudaStream_t stream);

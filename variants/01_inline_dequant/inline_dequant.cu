@@ -32,6 +32,7 @@
 #include "variants/common/e4m4.cuh"
 #include "variants/common/mma.cuh"
 #include "variants/common/splitk.cuh"
+#include "variants/common/splitk_workspace.hpp"
 
 namespace kbit::variants {
 namespace {
@@ -256,8 +257,7 @@ struct InlineState : VariantState {
       items_per_block = 1;
   int grid = 0, smem_bytes = 0;
   const void* kernel = nullptr;
-  DeviceBuffer<float> ws;
-  DeviceBuffer<int> counters;
+  SplitKWorkspace split;  // allocated when a tile is split
   std::string describe() const override {
     return "TILE_M " + std::to_string(16 * m_blocks) + " x 128 x 64, " +
            std::to_string(Config::kStages) + " stages, B stride " + (padded ? "2K+1" : "2K") +
@@ -284,19 +284,7 @@ int choose_k_chunks(const GemmDims& d, int mn_tiles, int k_tiles, int sms, std::
 
 std::unique_ptr<VariantState> setup(const GemmDims& d, const VariantOptions& o, bool padded,
                                     const char* who) {
-  if (d.grouped()) throw Error(std::string(who) + ": grouped problems are not supported");
-  if (d.dtype == DType::f32)
-    throw Error(std::string(who) + ": dtype fp32 is not supported (fp16, bf16)");
-  if (d.M < 1)
-    throw Error(std::string(who) + ": M = " + std::to_string(d.M) + " must be at least 1");
-  if (d.N < 1)
-    throw Error(std::string(who) + ": N = " + std::to_string(d.N) + " must be at least 1");
-  if (d.K_dim < 32 || d.K_dim % 32 != 0)
-    throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) +
-                " must be a positive multiple of 32");
-  if (d.M * d.N > (1ll << 31) || d.K_dim > (1 << 30))
-    throw Error(std::string(who) + ": M*N = " + std::to_string(d.M * d.N) +
-                " exceeds the 32-bit indexing limit 2^31");
+  require_dense_gemm_dims(d, who);
   auto s = std::make_unique<InlineState>();
   s->dims = d;
   s->padded = padded;
@@ -323,11 +311,7 @@ std::unique_ptr<VariantState> setup(const GemmDims& d, const VariantOptions& o, 
   KBIT_CUDA_CHECK(
       cudaFuncSetAttribute(s->kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem_bytes));
   if (s->k_chunks > 1) {  // a tile may be split across blocks: the workspace, zeroed once
-    s->ws = DeviceBuffer<float>(std::size_t(d.M * d.N));
-    s->counters = DeviceBuffer<int>(std::size_t(mn));
-    s->ws.fill_bytes(0);
-    s->counters.fill_bytes(0);
-    KBIT_CUDA_CHECK(cudaDeviceSynchronize());
+    s->split.allocate(d.M * d.N, mn);
   }
   return s;
 }
@@ -351,8 +335,8 @@ void run(VariantState* state, const GemmDims& d, const GemmArgs& g, cudaStream_t
   a.chunk_tiles = s->chunk_tiles;
   a.items_per_block = s->items_per_block;
   a.b_stride = Config::kKbPerTile * d.k_bits + (s->padded ? 1 : 0);
-  a.ws = s->ws.get();
-  a.counters = s->counters.get();
+  a.ws = s->split.sums.get();
+  a.counters = s->split.counters.get();
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
   a.k_bits = g.codebook.k_bits;
   void* params[] = {&a};

@@ -45,6 +45,7 @@
 #include "variants/common/mma.cuh"
 #include "variants/common/pair_lut.cuh"
 #include "variants/common/splitk.cuh"
+#include "variants/common/splitk_workspace.hpp"
 
 namespace kbit::variants {
 namespace {
@@ -433,8 +434,7 @@ struct FetchState : VariantState {
   int m_blocks = 1, m_tiles = 0, n_tiles = 0, k_tiles = 0, units = 0, per = 0, grid = 0;
   int stages = 0, smem_bytes = 0, split_tiles = 0, max_contributors = 1;
   const void* kernel = nullptr;
-  DeviceBuffer<float> ws;
-  DeviceBuffer<int> counters;
+  SplitKWorkspace split;  // allocated when a tile is split
   std::string describe() const override {
     return "tile " + std::to_string(16 * m_blocks) + " x 128 x 64, " + std::to_string(stages) +
            "-stage cp.async ring, B dequantized by pair table into 2 ldmatrix-ready buffers, "
@@ -466,18 +466,7 @@ int stripe_units(int tiles, int k_tiles, int slots, SplitMode mode) {
 
 std::unique_ptr<VariantState> fetch_dequant_setup(const GemmDims& d, const VariantOptions& o) {
   const char* who = "fetch_dequant";
-  if (d.grouped()) throw Error(std::string(who) + ": grouped problems are not supported");
-  if (d.dtype == DType::f32)
-    throw Error(std::string(who) + ": dtype fp32 is not supported (fp16, bf16)");
-  if (d.M < 1 || d.N < 1)
-    throw Error(std::string(who) + ": M = " + std::to_string(d.M) + ", N = " + std::to_string(d.N) +
-                ": both must be at least 1");
-  if (d.K_dim < 32 || d.K_dim % 32 != 0)
-    throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) +
-                " must be a positive multiple of 32");
-  if (d.M * d.N >= (1ll << 31) || d.K_dim >= (1 << 30))
-    throw Error(std::string(who) + ": M*N = " + std::to_string(d.M * d.N) +
-                " reaches the 32-bit indexing limit 2^31");
+  require_dense_gemm_dims(d, who);
   require_compute_capability(8, who, "cp.async, ldmatrix and bf16 mma.sync");
   auto s = std::make_unique<FetchState>();
   s->dims = d;
@@ -516,11 +505,7 @@ std::unique_ptr<VariantState> fetch_dequant_setup(const GemmDims& d, const Varia
     s->max_contributors = std::max(s->max_contributors, c);
   }
   if (s->split_tiles > 0) {  // the workspace and counters, zeroed once; each call leaves them so
-    s->ws = DeviceBuffer<float>(std::size_t(d.M * d.N));
-    s->counters = DeviceBuffer<int>(std::size_t(tiles));
-    s->ws.fill_bytes(0);
-    s->counters.fill_bytes(0);
-    KBIT_CUDA_CHECK(cudaDeviceSynchronize());
+    s->split.allocate(d.M * d.N, tiles);
   }
   return s;
 }
@@ -542,8 +527,8 @@ void fetch_dequant_run(VariantState* state, const GemmDims& d, const GemmArgs& g
   a.k_tiles = s->k_tiles;
   a.units = s->units;
   a.per = s->per;
-  a.ws = s->ws.get();
-  a.counters = s->counters.get();
+  a.ws = s->split.sums.get();
+  a.counters = s->split.counters.get();
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
   void* params[] = {&a};
   KBIT_CUDA_CHECK(cudaLaunchKernel(s->kernel, dim3(s->grid), dim3(Config::kThreads), params,

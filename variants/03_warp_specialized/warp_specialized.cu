@@ -43,6 +43,7 @@
 #include "variants/common/load.cuh"
 #include "variants/common/pdl.cuh"
 #include "variants/common/splitk.cuh"
+#include "variants/common/splitk_workspace.hpp"
 #include "variants/common/tensor_map.hpp"
 #include "variants/common/tma_tensor.cuh"
 #include "variants/common/wgmma.cuh"
@@ -450,8 +451,7 @@ struct WarpSpecializedState : VariantState {
   int token_tile = 16, m_tiles = 0, n_tiles = 0, k_tiles = 0, k_steps = 0, group_m = 1, tiles = 0;
   int dp_tiles = 0, units = 0, per = 0, grid = 0, split_tiles = 0, max_contributors = 1;
   Kernel kernel{};
-  DeviceBuffer<float> ws;
-  DeviceBuffer<int> counters;
+  SplitKWorkspace split;  // allocated when a tile is split
   std::string describe() const override {
     return "tile " + std::to_string(token_tile) + " tokens x 128 weight rows x " +
            std::to_string(64 * kernel.k_tiles_per_stage) + " k, " + std::to_string(kernel.stages) +
@@ -469,21 +469,7 @@ struct WarpSpecializedState : VariantState {
 
 std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const VariantOptions& o) {
   const char* who = "warp_specialized";
-  if (d.grouped()) throw Error(std::string(who) + ": grouped problems are not supported");
-  if (d.dtype == DType::f32)
-    throw Error(std::string(who) + ": dtype fp32 is not supported (fp16, bf16)");
-  if (d.M < 1 || d.N < 1)
-    throw Error(std::string(who) + ": M = " + std::to_string(d.M) + ", N = " + std::to_string(d.N) +
-                ": both must be at least 1");
-  if (d.K_dim < 32 || d.K_dim % 32 != 0)
-    throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) +
-                " must be a positive multiple of 32");
-  if (d.M * d.N >= (1ll << 31))
-    throw Error(std::string(who) + ": M*N = " + std::to_string(d.M * d.N) +
-                " reaches the 32-bit indexing limit 2^31");
-  if (d.K_dim >= (1 << 30))
-    throw Error(std::string(who) + ": K_dim = " + std::to_string(d.K_dim) +
-                " reaches the limit 2^30");
+  require_dense_gemm_dims(d, who);
   const int sm = current_device_sm();
   if (sm != 90)
     throw Error(
@@ -566,11 +552,7 @@ std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const Va
     s->max_contributors = std::max(s->max_contributors, c);
   }
   if (s->split_tiles > 0) {  // the workspace and counters, zeroed once; each call leaves them so
-    s->ws = DeviceBuffer<float>(std::size_t(d.M * d.N));
-    s->counters = DeviceBuffer<int>(std::size_t(s->tiles));
-    s->ws.fill_bytes(0);
-    s->counters.fill_bytes(0);
-    KBIT_CUDA_CHECK(cudaDeviceSynchronize());
+    s->split.allocate(d.M * d.N, s->tiles);
   }
   return s;
 }
@@ -593,8 +575,8 @@ void warp_specialized_run(VariantState* state, const GemmDims& d, const GemmArgs
   a.dp_tiles = s->dp_tiles;
   a.units = s->units;
   a.per = s->per;
-  a.ws = s->ws.get();
-  a.counters = s->counters.get();
+  a.ws = s->split.sums.get();
+  a.counters = s->split.counters.get();
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
   // The activations as a [M][K_dim] tensor, boxes of token_tile rows x 64 elements (128 B, the
   // 128-byte swizzle wgmma's descriptor names); rows past M and k past K_dim land as zeros.
