@@ -18,6 +18,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "variants/common/cuda_check.hpp"
 #include "variants/format/awq_launch.hpp"
@@ -190,15 +191,23 @@ __global__ void awq_pack_kernel(const uint8_t* q, const uint8_t* zeros, int64_t 
   (zero_word ? out.qzeros : out.qweight)[wi] = pack_word(v);
 }
 
+// fn(integral_constant<G>, typed weight pointer) for the runtime group size and input dtype
+// (fp16 or fp32; the host entry points refuse the others first).
 template <typename Fn>
-void with_group(int group, Fn&& fn) {
+void with_group_and_type(int group, DType in, const void* w, Fn&& fn) {
+  auto typed = [&](auto g_const) {
+    if (in == DType::f16)
+      fn(g_const, static_cast<const __half*>(w));
+    else
+      fn(g_const, static_cast<const float*>(w));
+  };
   switch (group) {
     case 32:
-      return fn(std::integral_constant<int, 32>{});
+      return typed(std::integral_constant<int, 32>{});
     case 64:
-      return fn(std::integral_constant<int, 64>{});
+      return typed(std::integral_constant<int, 64>{});
     default:
-      return fn(std::integral_constant<int, 128>{});
+      return typed(std::integral_constant<int, 128>{});
   }
 }
 
@@ -206,15 +215,11 @@ void with_group(int group, Fn&& fn) {
 
 void launch_awq_fused(DType in, const void* w, std::int64_t n, std::int64_t k_dim, int group,
                       const AwqOutputs& out, unsigned long long* errors, cudaStream_t stream) {
-  with_group(group, [&](auto g_const) {
+  with_group_and_type(group, in, w, [&](auto g_const, const auto* wp) {
     constexpr int G = decltype(g_const)::value;
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(wp)>>;
     const dim3 grid(unsigned((n + kCols - 1) / kCols), unsigned(k_dim / G));
-    if (in == DType::f16)
-      awq_fused_kernel<__half, G>
-          <<<grid, kThreads, 0, stream>>>(static_cast<const __half*>(w), n, k_dim, out, errors);
-    else
-      awq_fused_kernel<float, G>
-          <<<grid, kThreads, 0, stream>>>(static_cast<const float*>(w), n, k_dim, out, errors);
+    awq_fused_kernel<T, G><<<grid, kThreads, 0, stream>>>(wp, n, k_dim, out, errors);
     KBIT_CUDA_CHECK(cudaGetLastError());
   });
 }
@@ -222,29 +227,19 @@ void launch_awq_fused(DType in, const void* w, std::int64_t n, std::int64_t k_di
 void launch_awq_multipass(DType in, const void* w, std::int64_t n, std::int64_t k_dim, int group,
                           const AwqOutputs& out, std::uint8_t* scratch, unsigned long long* errors,
                           cudaStream_t stream) {
-  with_group(group, [&](auto g_const) {
+  with_group_and_type(group, in, w, [&](auto g_const, const auto* wp) {
     constexpr int G = decltype(g_const)::value;
+    using T = std::remove_cv_t<std::remove_pointer_t<decltype(wp)>>;
     const std::int64_t groups = k_dim / G;
     std::uint8_t* q = scratch;
     std::uint8_t* zeros = scratch + n * k_dim;
     const unsigned items_blocks = unsigned((groups * n * 32 + 255) / 256);
     const unsigned elem_blocks = unsigned((n * k_dim + 255) / 256);
     const unsigned word_blocks = unsigned((k_dim * (n / 8) + groups * (n / 8) + 255) / 256);
-    if (in == DType::f16) {
-      const auto* wp = static_cast<const __half*>(w);
-      awq_scales_kernel<__half, G>
-          <<<items_blocks, 256, 0, stream>>>(wp, n, k_dim, out.scales, zeros, errors);
-      KBIT_CUDA_CHECK(cudaGetLastError());
-      awq_values_kernel<__half, G>
-          <<<elem_blocks, 256, 0, stream>>>(wp, n, k_dim, out.scales, zeros, q);
-    } else {
-      const auto* wp = static_cast<const float*>(w);
-      awq_scales_kernel<float, G>
-          <<<items_blocks, 256, 0, stream>>>(wp, n, k_dim, out.scales, zeros, errors);
-      KBIT_CUDA_CHECK(cudaGetLastError());
-      awq_values_kernel<float, G>
-          <<<elem_blocks, 256, 0, stream>>>(wp, n, k_dim, out.scales, zeros, q);
-    }
+    awq_scales_kernel<T, G>
+        <<<items_blocks, 256, 0, stream>>>(wp, n, k_dim, out.scales, zeros, errors);
+    KBIT_CUDA_CHECK(cudaGetLastError());
+    awq_values_kernel<T, G><<<elem_blocks, 256, 0, stream>>>(wp, n, k_dim, out.scales, zeros, q);
     KBIT_CUDA_CHECK(cudaGetLastError());
     awq_pack_kernel<<<word_blocks, 256, 0, stream>>>(q, zeros, n, k_dim, groups, out);
     KBIT_CUDA_CHECK(cudaGetLastError());
