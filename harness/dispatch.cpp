@@ -190,26 +190,20 @@ void read_run_rows(const std::string& csv_path, const std::string& run,
   }
 }
 
-// A point counts only where its runs timed the row the fixed rule would pick there (dense
-// M <= 4: scalar_gemv; M >= 5: warp_specialized on 9.0, else fetch_dequant) when that row
-// supports the problem: a point timed before that row existed (an old run of variant 01, bf16
-// before warp_specialized was timed in it) would otherwise name a slower row as the fastest.
-// Grouped points have one grouped row of ours to compare and always count.
+// A point counts only where its runs also timed the row the fixed rule would pick there (the
+// lookup without a table), when some row covers the problem: a point timed before that row
+// existed (an old run of variant 01, bf16 before warp_specialized was timed in it) would
+// otherwise name a slower row as the fastest. Grouped points have one grouped row of ours to
+// compare and always count.
 bool reference_row_timed(const DispatchEntry& e, const std::set<std::string>& timed, int sm) {
   if (e.grouped) return true;
-  const char* ref = e.M <= 4 ? "scalar_gemv" : sm == 90 ? "warp_specialized" : "fetch_dequant";
-  if (timed.count(ref)) return true;
-  for (const VariantRow& r : registry()) {
-    if (r.name != ref) continue;
-    const Support& su = r.support;
-    const bool k_ok = std::find(su.k_bits.begin(), su.k_bits.end(), e.k_bits) != su.k_bits.end();
-    bool dtype_ok = false;
-    for (DType t : su.dtypes) dtype_ok = dtype_ok || e.dtype == dtype_name(t);
-    const bool covers = k_ok && dtype_ok && e.M >= su.m_min && e.M <= su.m_max && su.dense &&
-                        (sm == 0 || sm >= su.min_sm);
-    return !covers;  // a row that cannot run there is no missing comparison
+  DispatchProblem p;
+  p.k_bits = e.k_bits, p.dtype = parse_dtype(e.dtype), p.N = e.N, p.K_dim = e.K_dim, p.M = e.M;
+  try {
+    return timed.count(choose_variant(nullptr, p, sm).variant) > 0;
+  } catch (const Error&) {
+    return true;  // no row of ours covers it: nothing is missing
   }
-  return true;
 }
 
 std::string toml_string(const std::string& s) {
