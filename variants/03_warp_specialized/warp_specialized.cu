@@ -84,8 +84,6 @@ struct Layout {
   // 256 x 224). Two blocks get 80 a thread from the launch bounds, enough for the small tiles'
   // consumers: no setmaxnreg there (an .inc past the block's pool waits forever).
   static constexpr bool kSetMaxNreg = kBlocksPerSm == 1;
-  static constexpr int kProducerRegs = Config::kProducerRegs;
-  static constexpr int kConsumerRegs = Config::kConsumerRegs;
   static constexpr int kSmemBudget = Config::kSmemPerSm / kBlocksPerSm - 1024;  // less 1 KB each
   // k-tiles per stage: 2 at 64 tokens, whose stages are short (twice the independent decode
   // work between two barrier waits); 1 at 16 and 32 (two blocks share the SM's shared memory)
@@ -94,7 +92,6 @@ struct Layout {
   // Accumulator sets, k16 step q adding into set q % kAccSets: at small token tiles a wgmma is
   // a few cycles of tensor work, and one chain of dependent wgmmas would run at its latency.
   static constexpr int kAccSets = TT <= 64 ? 2 : 1;
-  static constexpr int kStepK = KT * Config::kTileK;
   static constexpr int kLutBytes = dev::fragment_lut::Table<K>::kBytes;
   static constexpr int kABytes = TT * Config::kTileK * 2;  // one box: TT rows of 128 B, swizzled
   static constexpr int kPlaneBytes = Config::kTileN * Config::kKbPerTile * K * 4;
@@ -198,7 +195,7 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
   __syncthreads();
 
   if (threadIdx.x >= Config::kConsumers) {  // the producer warpgroup
-    if constexpr (L::kSetMaxNreg) dev::wgmma::release_registers<L::kProducerRegs>();
+    if constexpr (L::kSetMaxNreg) dev::wgmma::release_registers<Config::kProducerRegs>();
     if (threadIdx.x != Config::kConsumers) return;
     dev::pdl::wait();  // A is the previous kernel's output
     for (Walk w(a); w.i < w.steps; w.advance()) {
@@ -230,7 +227,7 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
   }
 
   // ------------------------------------------------------------------ consumers
-  if constexpr (L::kSetMaxNreg) dev::wgmma::claim_registers<L::kConsumerRegs>();
+  if constexpr (L::kSetMaxNreg) dev::wgmma::claim_registers<Config::kConsumerRegs>();
   dev::fragment_lut::build<K, T>(smem, s_cb, int(threadIdx.x), Config::kConsumers);
   dev::sync_threads<Config::kConsumers>();
   dev::pdl::wait();  // C and the workspace: the previous kernel may still use them
