@@ -196,7 +196,8 @@ const std::vector<VariantRow>& registry() {
        {variants::kWarpSpecializedTokenTile}},
       {"scalar_gemv",
        "GEMV, M=1..4 (sm_90): producer warp streams (n-tile, 4 k-tile) units by cp.async.bulk "
-       "into a 2-stage mbarrier ring; residue-field index pairs -> 64 KB pair table (PRMT+LDS) -> "
+       "into a 2-stage mbarrier ring; index pairs (K=2: quads, K=5: 10-bit pairs) -> 64 KB table "
+       "(PRMT+LDS) -> "
        "mma.m16n8k16 with one block per MMA column (scale after the MMA); balanced stripes with "
        "split-K; M=3,4: a window warp stages A",
        Family::gemv,

@@ -14,12 +14,18 @@ struct Config {
   static constexpr int kConsumers = 256;  // 8 warps x 16 columns = one n-tile
   static constexpr int kWarpThreads = 32;
   // Units in flight per block in the bulk-copy ring: 2 beat 3 and 4 (F-010), whose shared
-  // memory costs the second block per SM.
+  // memory costs the second block per SM. At K = 2, 3 (units of 1/2, 3/4 the bytes) 4 and 3
+  // stages measured the same as 2 (F-034).
   static constexpr int kStages = 2;
   // Registers per thread: 2 blocks of 288 (or 320) threads per SM (9 warps allocate as 10).
   static constexpr int kMaxRegs = 96;
-  // Rows x units of A staged per window: 9 KB; M = 1 stages 16 units at a time (F-017).
-  static constexpr int kWindowRowUnits = 16;
+  // Rows x units of A staged per window: 9 KB; M = 1 stages 16 units at a time (F-017). K = 5
+  // stages 8 (4.6 KB): with 16 its block took 115 KB of shared memory, room for one block per SM.
+  static constexpr int kWindowRowUnits = 16;  // the most, the window warp's registers
+  static constexpr int window_row_units(int k) { return k == 5 ? 8 : kWindowRowUnits; }
+  // The same as a constant that device code can read (config.hpp is plain C++).
+  template <int K>
+  static constexpr int kWindowRowUnitsFor = window_row_units(K);
   // % more units per block allowed so that stripes start and end on k-bands of a tile (F-014).
   static constexpr int kAlignSlackPct = 20;
   static constexpr int kMaxRows = 4;     // rows of A per segment (M = 1..4)

@@ -23,6 +23,11 @@ namespace {
 namespace sg = scalar_gemv;
 using gemv::OutTile;
 
+// The weight decode of the K-bit kernels (decode.cuh).
+const char* decode_name(int k) {
+  return k == 2 ? "quad (LDS.64)" : k == 5 ? "10-bit pair" : "pair";
+}
+
 struct GemvState : VariantState {
   GemmDims dims;
   bool cluster_end = true, tagged_end = true;  // the row's options
@@ -36,10 +41,10 @@ struct GemvState : VariantState {
   DeviceBuffer<unsigned long long> tags;
   std::string describe() const override {
     const int cluster = launch.cluster, tagged = launch.tagged;
-    return "units of 1 n-tile x " + std::to_string(sg::kUnitTiles) +
-           " k-tiles, pair table + mma.m16n8k16, stripes of " + std::to_string(units_per_block) +
-           " units over " + std::to_string(launch.grid) + " blocks, " +
-           std::to_string(split_tiles) + " tiles split" +
+    return "units of 1 n-tile x " + std::to_string(sg::kUnitTiles) + " k-tiles, " +
+           decode_name(dims.k_bits) + " table + mma.m16n8k16, stripes of " +
+           std::to_string(units_per_block) + " units over " + std::to_string(launch.grid) +
+           " blocks, " + std::to_string(split_tiles) + " tiles split" +
            (cluster > 1 ? " (combined in clusters of " + std::to_string(cluster) + ")" : "") +
            (tagged > 1 ? " (combined through tagged L2 slots)" : "") + ", " +
            std::to_string(sg::Config::kStages) + "-stage bulk-copy ring, " +
@@ -143,7 +148,8 @@ void plan(GemvState& s, const std::vector<OutTile>& tiles, int rows_template,
   if (rows_template > 0 && st.split_tiles == 0)
     l.kernel = sg::kernel_for(s.dims.k_bits, rows_template, s.dims.dtype, true);
   l.one_window = sg::has_window_warp(rows_template) &&
-                 gemv::max_windows_per_block(st, sg::Config::kWindowRowUnits / rows_template) == 1;
+                 gemv::max_windows_per_block(
+                     st, sg::Config::window_row_units(s.dims.k_bits) / rows_template) == 1;
   build_stripes(s, st, tiles.size(), per, base, cluster, tagged);
 }
 

@@ -8,9 +8,10 @@
 //   kernels add a window warp (320 threads), which stages the A windows (F-018).
 // * Dequantize by table, multiply on tensor cores (v6): one 4x4 bit transpose of a block's
 //   planes puts two codebook indices in each byte (K = 3, 4); one PRMT + one LDS of a 64 KB
-//   pair table (variants/common/pair_lut.cuh) turn a byte into the two weights as an
-//   fp16/bf16 pair, an mma.m16n8k16 A-operand register as it stands: 2.05 thread-instructions
-//   per weight (the seed's per-weight shfl + FFMA: ~15; v1-v5: 4.3).
+//   pair table turn a byte into the two weights as an fp16/bf16 pair, an mma.m16n8k16
+//   A-operand register as it stands: 2.05 thread-instructions per weight (the seed's
+//   per-weight shfl + FFMA: ~15; v1-v5: 4.3). K = 2 looks up four weights a byte (LDS.64),
+//   K = 5 a 10-bit pair: decode.cuh (F-034).
 // * The per-block scale rides on the MMA's N dimension. Consumer warp w owns columns
 //   16w..16w+15 of the unit (MMA rows g and g+8, g = lane/4); quad lane t = lane%4 owns k-tile
 //   t, both of its k-blocks. B holds the activations of block (k-tile t', kb) only in MMA
@@ -32,6 +33,7 @@
 
 #include <utility>
 
+#include "variants/04_scalar_gemv/decode.cuh"
 #include "variants/04_scalar_gemv/kernels.hpp"
 #include "variants/04_scalar_gemv/stream.cuh"
 #include "variants/04_scalar_gemv/stripes.hpp"
@@ -45,7 +47,6 @@
 #include "variants/common/launch.hpp"
 #include "variants/common/load.cuh"
 #include "variants/common/mma.cuh"
-#include "variants/common/pair_lut.cuh"
 #include "variants/common/pdl.cuh"
 #include "variants/common/splitk.cuh"
 #include "variants/common/stage_ring.cuh"
@@ -63,14 +64,16 @@ struct UnitRegs {
 
 // Per-thread constants of the consumer role.
 struct Lane {
-  int lane, g, t;  // lane, MMA row group g = lane/4, quad lane t = lane%4
-  int col_lo;      // column of MMA row g in the unit; row g+8 is col_lo + 8
-  uint32_t pair_col, scale_col;
-  __device__ Lane() {
-    lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    col_lo = (threadIdx.x >> 5) * 16 + g;
-    pair_col = dev::pair_lut::pair_column(lane);
-    scale_col = dev::pair_lut::scale_column(lane);
+  int lane, g, t;                   // lane, MMA row group g = lane/4, quad lane t = lane%4
+  int col_lo;                       // column of MMA row g in the unit; row g+8 is col_lo + 8
+  dev::gemv_decode::LaneCols cols;  // the lane's columns of the table
+  template <int K>
+  __device__ static Lane make() {
+    Lane l;
+    l.lane = threadIdx.x & 31, l.g = l.lane >> 2, l.t = l.lane & 3;
+    l.col_lo = (threadIdx.x >> 5) * 16 + l.g;
+    l.cols = dev::gemv_decode::lane_cols<K>(l.lane);
+    return l;
   }
 };
 
@@ -94,37 +97,36 @@ __device__ __forceinline__ void read_unit(const Lane& l, const unsigned char* pl
 // The 16 B-operand registers of one k-block for MMA set s (rows 2s, 2s+1): pairs 0..15 of
 // block (k-tile t', kb) of row 2s + lane/16 in the lanes of MMA column t' (+4). The other
 // lanes never load: their registers keep the zeros the segment started with.
-template <int MV>
+template <int K, int MV>
 __device__ __forceinline__ void load_b(const Lane& l, const unsigned char* s_a, int u, int kb,
                                        int s, uint32_t (&b)[16]) {
   const int m = 2 * s + (l.lane >> 4);
   if ((l.g & 3) != l.t || m >= MV) return;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
-    const uint4 v = *reinterpret_cast<const uint4*>(s_a + a_offset<MV>(m, u, l.t, kb, 4 * i));
+    const uint4 v = *reinterpret_cast<const uint4*>(s_a + a_offset<K, MV>(m, u, l.t, kb, 4 * i));
     b[4 * i] = v.x, b[4 * i + 1] = v.y, b[4 * i + 2] = v.z, b[4 * i + 3] = v.w;
   }
 }
 
-// The 8 MMAs of one k-block: A rows g / g+8 = columns lo / hi, k-slots = this thread's pairs.
-// MMA i takes pairs 2i (slots 2t, 2t+1) and 2i+1 (slots 2t+8, 2t+9); pair p = 4R + q.
+// The 8 MMAs of one k-block: A rows g / g+8 = columns lo / hi, k-slots = the pairs the K-bit
+// decode gives MMA i (decode.cuh), which the staged B pairs 2i, 2i + 1 match.
 template <int K, int S, typename T>
 __device__ __forceinline__ void mma_block(const Lane& l, const unsigned char* lut,
                                           const uint32_t (&plo)[K], const uint32_t (&phi)[K],
                                           const uint32_t (&b)[S][16], float (&c)[S][4]) {
-  const dev::pair_lut::Residues<K> lo(plo), hi(phi);
-  auto mma_pair = [&](auto i_const) {  // MMA i = 2R + h: pairs (R, 2h) and (R, 2h + 1)
-    constexpr int I = decltype(i_const)::value, R = I / 2, Q = 2 * (I % 2);
-    const uint32_t a[4] = {
-        lo.template pair<R, Q>(lut, l.pair_col), hi.template pair<R, Q>(lut, l.pair_col),
-        lo.template pair<R, Q + 1>(lut, l.pair_col), hi.template pair<R, Q + 1>(lut, l.pair_col)};
+  const auto blk = dev::gemv_decode::block<K>(plo, phi, l.cols);
+  auto mma_i = [&](auto i_const) {
+    constexpr int I = decltype(i_const)::value;
+    uint32_t a[4];
+    blk.template mma_a<I>(lut, l.cols, a);
 #pragma unroll
     for (int s = 0; s < S; ++s) {
       const uint32_t bb[2] = {b[s][2 * I], b[s][2 * I + 1]};
       dev::mma_m16n8k16<T>(c[s], a, bb);
     }
   };
-  dev::pair_lut::for_each_index(std::make_integer_sequence<int, 8>{}, mma_pair);
+  dev::pair_lut::for_each_index(std::make_integer_sequence<int, 8>{}, mma_i);
 }
 
 // One unit of a consumer thread: both k-blocks' MMAs, then `between` (the next unit's fetch:
@@ -144,10 +146,10 @@ __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
     float sc[2][2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      sc[h][0] = kb == 0 ? dev::pair_lut::scale<0>(lut, r.codes[h][0], l.scale_col)
-                         : dev::pair_lut::scale<1>(lut, r.codes[h][0], l.scale_col);
-      sc[h][1] = kb == 0 ? dev::pair_lut::scale<0>(lut, r.codes[h][1], l.scale_col)
-                         : dev::pair_lut::scale<1>(lut, r.codes[h][1], l.scale_col);
+      sc[h][0] = kb == 0 ? dev::gemv_decode::scale<K, 0>(lut, r.codes[h][0], l.cols)
+                         : dev::gemv_decode::scale<K, 1>(lut, r.codes[h][0], l.cols);
+      sc[h][1] = kb == 0 ? dev::gemv_decode::scale<K, 0>(lut, r.codes[h][1], l.cols)
+                         : dev::gemv_decode::scale<K, 1>(lut, r.codes[h][1], l.cols);
     }
 #pragma unroll
     for (int s = 0; s < S; ++s) {
@@ -159,7 +161,7 @@ __device__ __forceinline__ void dot_unit(const Lane& l, const UnitRegs<K>& r,
 #pragma unroll
   for (int kb = 0; kb < 2; ++kb) {
 #pragma unroll
-    for (int s = 0; s < S; ++s) load_b<MV>(l, s_a, u, kb, s, b[s]);
+    for (int s = 0; s < S; ++s) load_b<K, MV>(l, s_a, u, kb, s, b[s]);
 #pragma unroll
     for (int s = 0; s < S; ++s) c[kb][s][0] = c[kb][s][1] = c[kb][s][2] = c[kb][s][3] = 0.0f;
     mma_block<K, S, T>(l, lut, r.p[0][kb], r.p[1][kb], b, c[kb]);
@@ -256,7 +258,8 @@ struct Smem {
   static constexpr int kLut = Config::kBarrierBytes;
   static constexpr int kRing = kLut + Config::kLutBytes;
   static constexpr int kA = kRing + Config::kStages * stage_bytes<K>();
-  static constexpr int kRecv = kA + Config::kWindowRowUnits * Config::kUnitStride;  // clusters
+  static constexpr int kRecv =
+      kA + Config::template kWindowRowUnitsFor<K> * Config::kUnitStride;  // clusters
   static __device__ unsigned char* lut() { return g_smem + kLut; }
   static __device__ unsigned char* s_a() { return g_smem + kA; }
 };
@@ -359,7 +362,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
                                             const Ring<K>& ring, uint32_t& q, uint32_t& wq,
                                             bool defer) {  // g by value: registers
   constexpr int S = (MV + 1) / 2;
-  const Lane l;
+  const Lane l = Lane::make<K>();
   const int n = g.u1 - g.u0;
   float acc[S][2];
   uint32_t b[S][16];  // B operands; zero for good in the lanes that never load them
@@ -371,8 +374,9 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   }
   // Unit i+1 is copied to registers (and its stage freed) while unit i is computed, between its
   // MMAs and its FFMAs, so the producer keeps ~kStages units in flight however long the math
-  // takes. K = 5 has no registers to spare for it (spills): it reads each unit just before
-  // computing it.
+  // takes. K = 5 reads each unit just before computing it: with the 10-bit decode its dense kernels
+  // have the registers for the prefetch, which measured 0-4% slower (F-034); the grouped one
+  // spills.
   constexpr bool kPrefetch = K <= 4;
   auto fetch = [&](uint32_t step, UnitRegs<K>& r) {
     const int st = Ring<K>::stage(step);
@@ -405,12 +409,12 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // 0 tells the warp that A may be read. Elsewhere the consumers stage every window.
   constexpr bool kWarp = kDense && kHasWindowWarp<MV>;
   if (kWarp && a.pdl && block_first && threadIdx.x == 0) dev::mbar_arrive(ring.win_go());
-  constexpr int W = window_units<MV>();
+  constexpr int W = window_units<K, MV>();
   auto window_at = [&](int i) {  // stages or waits for the window that starts at unit i
     if (i % W != 0) return;
     if (!kWarp || (wq == 0 && a.pdl)) {
       dev::sync_threads<Config::kConsumers>();  // nobody still reads the old window
-      stage_window_by_consumers<MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
+      stage_window_by_consumers<K, MV, T>(a, g.row0, g.u0 + i, min(W, n - i), Smem<K>::s_a());
       dev::sync_threads<Config::kConsumers>();  // publishes it (the first: and the pair table)
     } else {
       if (wq == 0) dev::sync_threads<Config::kConsumers>();  // publishes the pair table
@@ -481,7 +485,7 @@ __device__ void build_table(const KernelArgs& a) {
   __shared__ float s_cb[32];  // the codebook, copied once (see pair_lut::build)
   if (threadIdx.x < 32) s_cb[threadIdx.x] = a.cb[threadIdx.x];
   dev::sync_threads<Config::kConsumers>();
-  dev::pair_lut::build<K, T>(Smem<K>::lut(), s_cb, threadIdx.x, Config::kConsumers);
+  dev::gemv_decode::build<K, T>(Smem<K>::lut(), s_cb, threadIdx.x, Config::kConsumers);
 }
 
 // Initializes the ring; returns true in the consumer threads, which also build the pair table
@@ -509,7 +513,7 @@ __device__ bool start_block(const KernelArgs& a, const Ring<K>& ring) {
   if (threadIdx.x == Config::kConsumers) produce<K>(a, ring);
   if constexpr (kHasWindowWarp<MV>)
     if (warp == Config::kConsumers / 32 + 1)
-      stage_windows<MV, T>(a, ring.win_full(), ring.win_empty(), ring.win_go(), Smem<K>::s_a());
+      stage_windows<K, MV, T>(a, ring.win_full(), ring.win_empty(), ring.win_go(), Smem<K>::s_a());
   return false;
 }
 

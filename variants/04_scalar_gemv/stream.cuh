@@ -8,12 +8,12 @@
 
 #include <cstdint>
 
+#include "variants/04_scalar_gemv/decode.cuh"
 #include "variants/04_scalar_gemv/kernels.hpp"
 #include "variants/04_scalar_gemv/stripes.hpp"
 #include "variants/common/barrier.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/cp_async.cuh"
-#include "variants/common/pair_lut.cuh"
 #include "variants/common/pdl.cuh"
 #include "variants/common/stage_ring.cuh"
 
@@ -22,7 +22,7 @@ namespace {
 
 // The tuning values (config.hpp) and the shared-memory layout they imply.
 struct Config : scalar_gemv::Config {
-  static constexpr int kLutBytes = dev::pair_lut::kBytes;      // the 64 KB pair table
+  static constexpr int kLutBytes = dev::gemv_decode::kBytes;   // the 64 KB table
   static constexpr int kBlocksPerTile = kTileN * kTileK / 32;  // 256 blocks of 32 per tile
   static constexpr int kUnitK = kUnitTiles * kTileK;
   static constexpr int kKtStride = 144;  // bytes of staged A per (row, k-tile): 2 x 16 pairs
@@ -67,7 +67,7 @@ __host__ __device__ constexpr int stage_bytes() {
 template <int K>
 __host__ __device__ constexpr int smem_bytes(int rows) {
   return Config::kBarrierBytes + Config::kLutBytes + Config::kStages * stage_bytes<K>() +
-         Config::kWindowRowUnits * Config::kUnitStride;
+         Config::template kWindowRowUnitsFor<K> * Config::kUnitStride;
 }
 
 using gemv::Segment;  // the host schedule: stripes.hpp
@@ -152,23 +152,25 @@ __device__ void produce(const KernelArgs& a, const Ring<K>& ring) {
   }
 }
 
-// Units of A staged at a time for MV rows: one window barrier per 16 / MV units (each one
-// stalls the consumers on a global load while the ring can only run kStages units ahead).
-template <int MV>
+// Units of A staged at a time for MV rows in the K-bit kernel: one window barrier per 16 / MV
+// units (8 / MV at K = 5; each one stalls the consumers on a global load while the ring can only
+// run kStages units ahead).
+template <int K, int MV>
 __host__ __device__ constexpr int window_units() {
-  static_assert(Config::kWindowRowUnits >= Config::kMaxRows, "a window holds a unit of 4 rows");
-  return Config::kWindowRowUnits / MV;
+  static_assert(Config::template kWindowRowUnitsFor<K> >= Config::kMaxRows,
+                "a window holds 4 rows' unit");
+  return Config::template kWindowRowUnitsFor<K> / MV;
 }
 
 // Byte offset of pair p of (row m, unit u, k-tile kt, k-block kb) in the staged A window.
-template <int MV>
+template <int K, int MV>
 __device__ __forceinline__ int a_offset(int m, int u, int kt, int kb, int p) {
-  return (m * window_units<MV>() + u) * Config::kUnitStride + kt * Config::kKtStride + kb * 64 +
+  return (m * window_units<K, MV>() + u) * Config::kUnitStride + kt * Config::kKtStride + kb * 64 +
          p * 4;
 }
 
 // A window through the window warp's registers: lane l holds group l (elements 8l .. 8l + 7) of
-// every (row m, unit un) of the window, in v[m * W + un] (W = window_units<MV>()): 16 groups of
+// every (row m, unit un) of the window, in v[m * W + un] (W = window_units<K, MV>()): 16 groups of
 // 16 bytes per lane in a full window at every MV, addressed from one pointer per row.
 constexpr int kWindowIters = Config::kWindowRowUnits;
 static_assert(Config::kUnitK / 8 == 32, "a lane's group per (row, unit)");
@@ -176,10 +178,10 @@ static_assert(Config::kUnitK / 8 == 32, "a lane's group per (row, unit)");
 // Loads rows [row0, row0 + MV) of A, units [u, u + nunits), into the lane's registers; groups
 // past K_dim are zero (they meet the unit's uncopied k-tiles; K_dim is a multiple of 32, so a
 // group is all in or all out). All loads are in flight together.
-template <int MV, typename T>
+template <int K, int MV, typename T>
 __device__ __forceinline__ void load_window(const KernelArgs& a, int row0, int u, int nunits,
                                             int lane, uint4 (&v)[kWindowIters]) {
-  constexpr int W = window_units<MV>();
+  constexpr int W = window_units<K, MV>();
   const T* A = static_cast<const T*>(a.A);
   const long long k0 = (long long)u * Config::kUnitK + 8 * lane;  // element of unit 0's group
   // Units of this window whose group lies inside K_dim: min(nunits, ceil((K_dim - k0) / 256)).
@@ -195,30 +197,38 @@ __device__ __forceinline__ void load_window(const KernelArgs& a, int row0, int u
 }
 
 // Stores group `lane` (elements e0 = 8 * lane .. e0 + 7) of (row m, unit un) as 16-bit pairs in
-// the MMA's k order: pair (R, q) of a block = elements (R + 8q, R + 8q + 4), at p = 4R + q.
-template <int MV>
+// the MMA's k order of the K-bit decode (decode.cuh): pair (R, q) of a block = elements
+// (R + 8q, R + 8q + 4), at p = 4R + q; K = 2 (kQuadOrder): elements (8q + z + 4j, + 2) at
+// p = 4q + 2z + j, one 16-byte store.
+template <int K, int MV>
 __device__ __forceinline__ void store_group(unsigned char* s_a, int m, int un, int lane,
                                             const uint4 x) {
   const int e0 = 8 * lane, kt = e0 / 64, kb = (e0 / 32) % 2, q = (e0 % 32) / 8;
-  // Elements e0 + r and e0 + 4 + r form pair R = r: low halves of (x, z), then high halves.
-  const uint32_t pr[4] = {__byte_perm(x.x, x.z, 0x5410), __byte_perm(x.x, x.z, 0x7632),
-                          __byte_perm(x.y, x.w, 0x5410), __byte_perm(x.y, x.w, 0x7632)};
+  if constexpr (dev::gemv_decode::kQuadOrder<K>) {
+    const uint4 pr = make_uint4(__byte_perm(x.x, x.y, 0x5410), __byte_perm(x.z, x.w, 0x5410),
+                                __byte_perm(x.x, x.y, 0x7632), __byte_perm(x.z, x.w, 0x7632));
+    *reinterpret_cast<uint4*>(s_a + a_offset<K, MV>(m, un, kt, kb, 4 * q)) = pr;
+  } else {
+    // Elements e0 + r and e0 + 4 + r form pair R = r: low halves of (x, z), then high halves.
+    const uint32_t pr[4] = {__byte_perm(x.x, x.z, 0x5410), __byte_perm(x.x, x.z, 0x7632),
+                            __byte_perm(x.y, x.w, 0x5410), __byte_perm(x.y, x.w, 0x7632)};
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
-    *reinterpret_cast<uint32_t*>(s_a + a_offset<MV>(m, un, kt, kb, 4 * i + q)) = pr[i];
+    for (int i = 0; i < 4; ++i)
+      *reinterpret_cast<uint32_t*>(s_a + a_offset<K, MV>(m, un, kt, kb, 4 * i + q)) = pr[i];
+  }
 }
 
 // Stores what load_window loaded.
-template <int MV>
+template <int K, int MV>
 __device__ __forceinline__ void store_window(int nunits, int lane, const uint4 (&v)[kWindowIters],
                                              unsigned char* s_a) {
-  constexpr int W = window_units<MV>();
+  constexpr int W = window_units<K, MV>();
 #pragma unroll
   for (int m = 0; m < MV; ++m)
 #pragma unroll
     for (int un = 0; un < W; ++un) {
       if (un >= nunits) break;
-      store_group<MV>(s_a, m, un, lane, v[m * W + un]);
+      store_group<K, MV>(s_a, m, un, lane, v[m * W + un]);
     }
 }
 
@@ -227,13 +237,14 @@ __device__ __forceinline__ void store_window(int nunits, int lane, const uint4 (
 // dense kernels with one (the consumers are idle then, and the window warp alone took ~1 us longer,
 // F-017). A full window is two groups per thread, both loaded before either is stored: one
 // L2 round trip (F-017). The caller's barriers publish it.
-template <int MV, typename T>
+template <int K, int MV, typename T>
 __device__ void stage_window_by_consumers(const KernelArgs& a, int row0, int u, int nunits,
                                           unsigned char* s_a) {
   const T* A = static_cast<const T*>(a.A);
   constexpr int kGroups = Config::kUnitK / 8;  // 8 elements (one uint4) per group
-  constexpr int kIters = Config::kWindowRowUnits * kGroups / Config::kConsumers;
-  static_assert(kIters * Config::kConsumers == Config::kWindowRowUnits * kGroups, "whole groups");
+  constexpr int kIters = Config::template kWindowRowUnitsFor<K> * kGroups / Config::kConsumers;
+  static_assert(kIters * Config::kConsumers == Config::template kWindowRowUnitsFor<K> * kGroups,
+                "whole groups");
   const int groups = MV * nunits * kGroups;
   auto place = [&](int gi, int& m, int& un) {  // row and unit of group gi
     m = gi / (nunits * kGroups);
@@ -257,7 +268,7 @@ __device__ void stage_window_by_consumers(const KernelArgs& a, int row0, int u, 
     if (gi >= groups) break;
     int m, un;
     place(gi, m, un);
-    store_group<MV>(s_a, m, un, lane, v[r]);
+    store_group<K, MV>(s_a, m, un, lane, v[r]);
   }
 }
 
@@ -275,12 +286,12 @@ constexpr bool kHasWindowWarp = scalar_gemv::has_window_warp(MV);
 // start, and the consumers stage the first window themselves (they are idle then, and this warp
 // alone took ~1 us longer); `win_full` then counts this warp's windows only.
 // Not inlined: its 64 registers of window then cannot push the consumers' code into spills.
-template <int MV, typename T>
+template <int K, int MV, typename T>
 __device__ __noinline__ void stage_windows(const KernelArgs& a, uint32_t win_full,
                                            uint32_t win_empty, uint32_t win_go,
                                            unsigned char* s_a) {
   static_assert(kHasWindowWarp<MV>, "only the kernels with a window warp");
-  constexpr int W = window_units<MV>();
+  constexpr int W = window_units<K, MV>();
   const int lane = int(threadIdx.x) & 31;
   if (a.pdl) dev::mbar_wait(win_go, 0);  // the consumers passed griddepcontrol.wait
   dev::pdl::wait();  // A is the previous launch's memory until then (at once after win_go)
@@ -292,9 +303,9 @@ __device__ __noinline__ void stage_windows(const KernelArgs& a, uint32_t win_ful
       if (w == 0 && a.pdl) continue;  // the consumers stage it
       const int nunits = min(W, n - i);
       uint4 v[kWindowIters];
-      load_window<MV, T>(a, g.row0, g.u0 + i, nunits, lane, v);
+      load_window<K, MV, T>(a, g.row0, g.u0 + i, nunits, lane, v);
       if (w > 0) dev::mbar_wait(win_empty, (w - 1) & 1u);
-      store_window<MV>(nunits, lane, v, s_a);
+      store_window<K, MV>(nunits, lane, v, s_a);
       dev::mbar_arrive(win_full);  // releases this lane's stores to the consumers' acquire
     }
   }

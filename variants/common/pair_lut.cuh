@@ -109,30 +109,17 @@ __device__ __forceinline__ void for_each_index(std::integer_sequence<int, R...>,
   (fn(std::integral_constant<int, R>{}), ...);
 }
 
-// The residue words of a block's K planes, the bytes this table reads: F = 4 fields (two
-// indices per byte) for K <= 4, F = 8 for K = 5; pair<R, Q>() looks one weight pair up.
+// The residue words of a block's K = 3, 4 planes, the bytes this table reads: word R byte Q holds
+// the indices of elements R + 8Q (low nibble) and R + 8Q + 4 (high nibble); pair<R, Q>() looks
+// that weight pair up. (variants/04_scalar_gemv/decode.cuh has K = 2's and 5's tables.)
 template <int K>
 struct Residues {
-  static constexpr int F = field_bits<K>();  // the table reads F-bit indices
-  static constexpr int kWords = F;           // residue classes of a block
-  uint32_t w[kWords];
-  __device__ __forceinline__ explicit Residues(const uint32_t (&p)[K]) {
-    if constexpr (K == 3 || K == 4) {
-      residue_nibbles<K>(p, w);
-    } else {
-      for_each_index(std::make_integer_sequence<int, kWords>{}, [&](auto r_const) {
-        w[decltype(r_const)::value] = residue_fields<K, decltype(r_const)::value, F>(p);
-      });
-    }
-  }
-  // The weight pair (elements R + 8Q, R + 8Q + 4): byte Q of word R (K <= 4), or byte Q of
-  // words R and R + 4 (K = 5).
+  static_assert(K == 3 || K == 4, "two 4-bit indices a byte");
+  uint32_t w[4];
+  __device__ __forceinline__ explicit Residues(const uint32_t (&p)[K]) { residue_nibbles<K>(p, w); }
   template <int R, int Q>
   __device__ __forceinline__ uint32_t pair(const unsigned char* lut, uint32_t col) const {
-    if constexpr (K <= 4)
-      return pair_lut::pair<Q>(lut, w[R], col);
-    else
-      return pair_split<Q>(lut, w[R], w[R + 4], col);
+    return pair_lut::pair<Q>(lut, w[R], col);
   }
 };
 
