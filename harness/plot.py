@@ -12,6 +12,7 @@ import csv
 import json
 import math
 import os
+import re
 import sys
 from collections import defaultdict
 
@@ -222,7 +223,64 @@ def plot_check_margin(rows, run, key, out):
     return save(fig, out, "check_margin", key)
 
 
-FIGURES = [plot_speedup, plot_time_vs_m, plot_roofline, plot_check_margin]
+def baseline_of(run):
+    """The baseline variant: run.json's "baseline", else the config's `baseline = "..."`, else the
+    first registry row (the harness lists the baseline first)."""
+    if run.get("baseline"):
+        return run["baseline"]
+    cfg = run.get("config", "")
+    text = cfg.get("text", "") if isinstance(cfg, dict) else str(cfg)
+    m = re.search(r'^\s*baseline\s*=\s*"([^"]+)"', text, re.M)
+    return m.group(1) if m else run.get("variants", [{}])[0].get("name", "")
+
+
+def plot_envelope(rows, run, key, out):
+    """The envelope: auto (our one entry point) against every peer of this K and the floor, as
+    speedup over the baseline per shape against M. Only for runs with an auto row."""
+    base = baseline_of(run)
+    ok = [r for r in rows if r["check"] == "pass"]
+    bt = {(r["shape"], r["M"]): r["median_us"] for r in ok if r["variant"] == base}
+    if not bt or not any(r["variant"] == "auto" for r in ok):
+        return None
+    peers = [v for v in variant_order(ok, run) if any(r["variant"] == v and r.get("family") == "peer" for r in ok)]
+    pretty = base.replace("cublas", "cuBLAS").replace("_", " ")
+
+    def pts(shape, variant, col):  # (M, baseline time / col) where both are finite and positive
+        rs = [r for r in ok if r["shape"] == shape and r["variant"] == variant and (shape, r["M"]) in bt]
+        p = sorted((r["M"], bt[(shape, r["M"])] / r[col]) for r in rs if math.isfinite(r[col]) and r[col] > 0)
+        return [m for m, _ in p], [y for _, y in p]
+
+    shapes = by_shape(ok)
+    fig, axes = grid(len(shapes))
+    ms = sorted({r["M"] for r in ok})
+    for ax, shape in zip(axes, shapes):
+        ax.plot(*pts(shape, "auto", "median_us"), color="C0", lw=2.6, marker="o", ms=4, zorder=3,
+                label="auto (ours, best per problem)")
+        for i, v in enumerate(peers):
+            x, y = pts(shape, v, "median_us")
+            if x:
+                ax.plot(x, y, label=v, color=f"C{i + 1}", **line_style(ok, v))
+        ax.plot(*pts(shape, "auto", "floor_us"), color="gray", ls="--", lw=1.2, label="limit (floor)")
+        ax.axhline(1.0, color="black", lw=0.8, ls=":", label=f"{pretty} (= 1)")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(ms)
+        ax.set_xticklabels([f"{m:g}" for m in ms], fontsize=7, rotation=45)
+        ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.set_yscale("log", base=2)
+        ax.yaxis.set_major_locator(matplotlib.ticker.LogLocator(base=2, subs=(1.0, 1.5)))
+        ax.yaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+        ax.yaxis.set_major_formatter(matplotlib.ticker.FormatStrFormatter("%g"))
+        ax.grid(True, which="major", lw=0.3, alpha=0.5)
+        ax.set_title(shape, fontsize=9)
+        ax.set_xlabel("M (rows of A)")
+        if ax.get_subplotspec().is_first_col():
+            ax.set_ylabel(f"speedup over {pretty} (x)")
+    axes[min(len(axes), 4) - 1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
+    fig.suptitle(f"{run.get('experiment', '')}: auto vs peers and the floor, speedup over {pretty} ({suffix(key)})")
+    return save(fig, out, "envelope", key)
+
+
+FIGURES = [plot_speedup, plot_time_vs_m, plot_roofline, plot_check_margin, plot_envelope]
 
 
 def plot_run(run_dir, out=None):
