@@ -92,7 +92,8 @@ TEST_CASE("the envelope config parses: auto and cuBLAS, K = 2..5, M = 1..4096, t
   CHECK(c.variants ==
         std::vector<std::string>{"auto", "scalar_gemv", "warp_specialized", "cublas_fp16"});
   CHECK(c.baseline == "cublas_fp16");
-  CHECK(c.peers.size() == 5);
+  CHECK(c.peers == std::vector<std::string>{"humming_u2_g128", "humming_u3_g128", "humming_u4_g128",
+                                            "humming_u5_g128"});
   CHECK(c.timing.cold);
   CHECK_FALSE(c.timing.pdl);
 }
