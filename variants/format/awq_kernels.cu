@@ -69,6 +69,15 @@ __device__ __forceinline__ int32_t pack_word(const uint32_t (&v)[8]) {
   return int32_t(w);
 }
 
+// The same from the values as bytes (columns 8j .. 8j + 3 in lo, 8j + 4 .. 8j + 7 in hi, each <
+// 16): nibbles 0..3 take the even columns, 4..7 the odd ones (kReverse), so two PRMTs gather each
+// half, one shift-or folds its bytes pairwise into nibbles and a last PRMT joins them (7
+// instructions).
+__device__ __forceinline__ int32_t pack_bytes(uint32_t lo, uint32_t hi) {
+  const uint32_t even = __byte_perm(lo, hi, 0x6420), odd = __byte_perm(lo, hi, 0x7531);
+  return int32_t(__byte_perm(even | (even >> 4), odd | (odd >> 4), 0x6420));
+}
+
 constexpr int kCols = 64;      // columns a fused block takes: 8 words
 constexpr int kThreads = 256;  // 8 warps
 constexpr int kRowsPerWarp = kCols / (kThreads / 32);
@@ -107,11 +116,19 @@ __global__ void __launch_bounds__(kThreads)
       hi = fmaxf(hi, __shfl_xor_sync(0xFFFFFFFFu, hi, off));
     }
     const GroupQuant gq(lo, hi);
+    // x * 0 is NaN exactly for an Inf or NaN x: one FFMA a value instead of a compare and a
+    // branch; the rare row with one scans its values for the first position.
+    float bad = 0.0f;
 #pragma unroll
     for (int i = 0; i < V; ++i) {
-      const int k = i * 32 + lane;
-      q_t[k * kTileStride + r] = uint8_t(gq.q(x[rr][i]));
-      if (!isfinite(x[rr][i])) atomicMin(errors, (unsigned long long)(col * k_dim + k0 + k));
+      q_t[(i * 32 + lane) * kTileStride + r] = uint8_t(gq.q(x[rr][i]));
+      bad = fmaf(x[rr][i], 0.0f, bad);
+    }
+    if (isnan(bad)) {
+#pragma unroll
+      for (int i = 0; i < V; ++i)
+        if (!isfinite(x[rr][i]))
+          atomicMin(errors, (unsigned long long)(col * k_dim + k0 + i * 32 + lane));
     }
     if (lane == 0) {
       s_scale[r] = gq.scale_bits;
@@ -125,9 +142,7 @@ __global__ void __launch_bounds__(kThreads)
     const int k = idx >> 3, jj = idx & 7;
     if (j0 + jj >= wpr) continue;
     const uint2 b = *reinterpret_cast<const uint2*>(q_t + k * kTileStride + 8 * jj);
-    const uint32_t v[8] = {b.x & 0xFFu, (b.x >> 8) & 0xFFu, (b.x >> 16) & 0xFFu, b.x >> 24,
-                           b.y & 0xFFu, (b.y >> 8) & 0xFFu, (b.y >> 16) & 0xFFu, b.y >> 24};
-    out.qweight[(k0 + k) * wpr + j0 + jj] = pack_word(v);
+    out.qweight[(k0 + k) * wpr + j0 + jj] = pack_bytes(b.x, b.y);
   }
   if (threadIdx.x < 8 && j0 + threadIdx.x < wpr) {
     uint32_t v[8];
