@@ -2,15 +2,14 @@
 // operations in the same order (IEEE division, rintf = round half to even, __float2half_rn),
 // compiled without fast math (the project never sets it).
 //
-// Fused: a tile is 64 columns n (8 packed words) x one group of G rows k; persistent blocks take
-// tiles in turn, copying the next tile's weight rows into shared memory by cp.async (W[n][k_dim]:
-// k contiguous, 16-byte chunks) while they quantize the current one. Each warp takes 8 of the
-// tile's rows, reduces each row's min and max across the warp, derives the fp16 scale and the
-// zero, and writes the 4-bit values transposed into a shared tile q_t[k][n] (72-byte rows: a
-// warp's byte stores at 32 consecutive k spread over 16 banks instead of 2). The block then
-// packs whole words: 8 consecutive threads write one row's 8 words (32 contiguous bytes, a full
-// sector), reading each word's 8 values as one 8-byte load. The weight is read once; nothing
-// but the packed outputs is written.
+// Fused: a block takes 64 columns n (8 packed words) x one group of G rows k. Each warp loads 8
+// of the weight's rows (W[n][k_dim]: k contiguous, so the loads are coalesced), reduces each
+// row's min and max across the warp, derives the fp16 scale and the zero, and writes the 4-bit
+// values transposed into a shared tile q_t[k][n] (72-byte rows: a warp's byte stores at 32
+// consecutive k spread over 16 banks instead of 2). The block then packs whole words: 8
+// consecutive threads write one row's 8 words (32 contiguous bytes, a full sector), reading
+// each word's 8 values as one 8-byte load. The weight is read once; nothing but the packed
+// outputs is written.
 //
 // Multi-pass (the version the fused one is measured against): scales and zeros, one warp a
 // (group, column); q as one byte per element, one thread an element (reads along k, writes the
@@ -18,11 +17,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 
-#include "variants/common/cp_async.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/format/awq_launch.hpp"
 
@@ -86,129 +83,75 @@ constexpr int kThreads = 256;  // 8 warps
 constexpr int kRowsPerWarp = kCols / (kThreads / 32);
 constexpr int kTileStride = 72;  // bytes from one k-row of the shared q tile to the next
 
-// The fused kernel's tile (64 columns x one group) in shared memory: two copies of the weight's
-// rows (the one being quantized, the next one landing), then the transposed 4-bit values.
-template <typename T, int G>
-struct FusedSmem {
-  static constexpr int kRowBytes = G * int(sizeof(T));  // one column's group of the weight
-  static constexpr int kChunksPerRow = kRowBytes / 16;  // 16-byte cp.async chunks
-  static constexpr int kTileBytes = kCols * kRowBytes;  // 16 KB (fp16, G = 128)
-  static constexpr int kQ = 2 * kTileBytes;             // q_t[k][n]
-  static constexpr int kBytes = kQ + G * kTileStride;
-};
-
-// Copies tile t's weight rows (columns n0.. of group g) into buffer `dst`: 16-byte chunks, four
-// (G = 128, fp16) a thread; columns past n land as zeros and are never quantized.
-template <typename T, int G>
-__device__ __forceinline__ void fetch_tile(const T* w, int64_t n, int64_t k_dim, int64_t n0,
-                                           int64_t k0, unsigned char* dst) {
-  using S = FusedSmem<T, G>;
-  for (int c = threadIdx.x; c < kCols * S::kChunksPerRow; c += kThreads) {
-    const int r = c / S::kChunksPerRow, off = (c % S::kChunksPerRow) * 16;
-    const bool in = n0 + r < n;
-    const unsigned char* src =
-        reinterpret_cast<const unsigned char*>(w + (in ? (n0 + r) * k_dim + k0 : 0)) + off;
-    dev::cp_async_16(dst + r * S::kRowBytes + off, src, in ? 16 : 0);
-  }
-  dev::cp_async_commit();
-}
-
-template <typename T>
-__device__ __forceinline__ float smem_as_float(const unsigned char* p) {
-  if constexpr (std::is_same_v<T, float>)
-    return *reinterpret_cast<const float*>(p);
-  else
-    return __half2float(*reinterpret_cast<const __half*>(p));
-}
-
-// Persistent: block b takes tiles b, b + grid, ... (tile t: columns 64 (t % col_tiles) .., group
-// t / col_tiles) and copies tile t + grid by cp.async while it quantizes tile t, so the weight
-// streams while the block computes (one tile a block, loaded then computed, reached 36-42% of
-// the copy's bandwidth).
 template <typename T, int G>
 __global__ void __launch_bounds__(kThreads)
     awq_fused_kernel(const T* __restrict__ w, int64_t n, int64_t k_dim, AwqOutputs out,
                      unsigned long long* errors) {
-  using S = FusedSmem<T, G>;
-  constexpr int V = G / 32;  // values a lane quantizes of one row
-  extern __shared__ __align__(16) unsigned char smem[];
-  uint8_t* q_t = smem + S::kQ;
+  constexpr int V = G / 32;  // values a lane holds of one row
+  __shared__ __align__(16) uint8_t q_t[G * kTileStride];
   __shared__ uint16_t s_scale[kCols];
   __shared__ uint8_t s_zero[kCols];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int64_t col_tiles = (n + kCols - 1) / kCols, tiles = col_tiles * (k_dim / G);
-  const int64_t wpr = n / 8;
-  int64_t t = blockIdx.x;
-  if (t < tiles) fetch_tile<T, G>(w, n, k_dim, (t % col_tiles) * kCols, (t / col_tiles) * G, smem);
-  for (int it = 0; t < tiles; t += gridDim.x, ++it) {
-    const int64_t n0 = (t % col_tiles) * kCols, g = t / col_tiles, k0 = g * G;
-    const unsigned char* x_s = smem + (it & 1) * S::kTileBytes;
-    // The next tile goes to the other buffer, which every thread finished reading before the
-    // barrier ahead of the last tile's packing.
-    const int64_t tn = t + gridDim.x;
-    if (tn < tiles)
-      fetch_tile<T, G>(w, n, k_dim, (tn % col_tiles) * kCols, (tn / col_tiles) * G,
-                       smem + ((it + 1) & 1) * S::kTileBytes);
-    else
-      dev::cp_async_commit();  // an empty group: the wait below counts one behind alike
-    dev::cp_async_wait<1>();
-    __syncthreads();  // tile t has landed for every thread; the last tile's q_t is packed
-#pragma unroll 2
-    for (int rr = 0; rr < kRowsPerWarp; ++rr) {
-      const int r = warp * kRowsPerWarp + rr;
-      const int64_t col = n0 + r;
-      if (col >= n) break;  // warp-uniform; n % 8 == 0, so the tile's words are whole or absent
-      float x[V];
+  const int64_t n0 = int64_t(blockIdx.x) * kCols, g = blockIdx.y, k0 = g * G;
+  // All 8 rows' loads first: 8 V independent loads in flight per lane.
+  float x[kRowsPerWarp][V];
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+    const int64_t col = n0 + warp * kRowsPerWarp + rr;
+#pragma unroll
+    for (int i = 0; i < V; ++i)
+      x[rr][i] = col < n ? load_as_float(w + col * k_dim + k0 + i * 32 + lane) : 0.0f;
+  }
+#pragma unroll
+  for (int rr = 0; rr < kRowsPerWarp; ++rr) {
+    const int r = warp * kRowsPerWarp + rr;
+    const int64_t col = n0 + r;
+    if (col >= n) break;  // warp-uniform; n % 8 == 0, so the tile's words are whole or absent
+    float lo = x[rr][0], hi = x[rr][0];
+#pragma unroll
+    for (int i = 1; i < V; ++i) lo = fminf(lo, x[rr][i]), hi = fmaxf(hi, x[rr][i]);
+#pragma unroll
+    for (int off = 16; off > 0; off >>= 1) {
+      lo = fminf(lo, __shfl_xor_sync(0xFFFFFFFFu, lo, off));
+      hi = fmaxf(hi, __shfl_xor_sync(0xFFFFFFFFu, hi, off));
+    }
+    const GroupQuant gq(lo, hi);
+    // x * 0 is NaN exactly for an Inf or NaN x: one FFMA a value instead of a compare and a
+    // branch; the rare row with one scans its values for the first position.
+    float bad = 0.0f;
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      q_t[(i * 32 + lane) * kTileStride + r] = uint8_t(gq.q(x[rr][i]));
+      bad = fmaf(x[rr][i], 0.0f, bad);
+    }
+    if (isnan(bad)) {
 #pragma unroll
       for (int i = 0; i < V; ++i)
-        x[i] = smem_as_float<T>(x_s + r * S::kRowBytes + (i * 32 + lane) * int(sizeof(T)));
-      float lo = x[0], hi = x[0];
-#pragma unroll
-      for (int i = 1; i < V; ++i) lo = fminf(lo, x[i]), hi = fmaxf(hi, x[i]);
-#pragma unroll
-      for (int off = 16; off > 0; off >>= 1) {
-        lo = fminf(lo, __shfl_xor_sync(0xFFFFFFFFu, lo, off));
-        hi = fmaxf(hi, __shfl_xor_sync(0xFFFFFFFFu, hi, off));
-      }
-      const GroupQuant gq(lo, hi);
-      // x * 0 is NaN exactly for an Inf or NaN x: one FFMA a value instead of a compare and a
-      // branch; the rare row with one scans its values for the first position.
-      float bad = 0.0f;
-#pragma unroll
-      for (int i = 0; i < V; ++i) {
-        q_t[(i * 32 + lane) * kTileStride + r] = uint8_t(gq.q(x[i]));
-        bad = fmaf(x[i], 0.0f, bad);
-      }
-      if (isnan(bad)) {
-#pragma unroll
-        for (int i = 0; i < V; ++i)
-          if (!isfinite(x[i]))
-            atomicMin(errors, (unsigned long long)(col * k_dim + k0 + i * 32 + lane));
-      }
-      if (lane == 0) {
-        s_scale[r] = gq.scale_bits;
-        s_zero[r] = uint8_t(gq.zero);
-        if (gq.overflows()) atomicMin(errors + 1, (unsigned long long)(g * n + col));
-      }
+        if (!isfinite(x[rr][i]))
+          atomicMin(errors, (unsigned long long)(col * k_dim + k0 + i * 32 + lane));
     }
-    __syncthreads();
-    const int64_t j0 = n0 / 8;
-    for (int idx = threadIdx.x; idx < G * 8; idx += kThreads) {
-      const int k = idx >> 3, jj = idx & 7;
-      if (j0 + jj >= wpr) continue;
-      const uint2 b = *reinterpret_cast<const uint2*>(q_t + k * kTileStride + 8 * jj);
-      out.qweight[(k0 + k) * wpr + j0 + jj] = pack_bytes(b.x, b.y);
+    if (lane == 0) {
+      s_scale[r] = gq.scale_bits;
+      s_zero[r] = uint8_t(gq.zero);
+      if (gq.overflows()) atomicMin(errors + 1, (unsigned long long)(g * n + col));
     }
-    if (threadIdx.x < 8 && j0 + threadIdx.x < wpr) {
-      uint32_t v[8];
-#pragma unroll
-      for (int c = 0; c < 8; ++c) v[c] = s_zero[8 * threadIdx.x + c];
-      out.qzeros[g * wpr + j0 + threadIdx.x] = pack_word(v);
-    }
-    if (threadIdx.x < kCols && n0 + threadIdx.x < n)
-      out.scales[g * n + n0 + threadIdx.x] = s_scale[threadIdx.x];
   }
-  dev::cp_async_wait<0>();  // no copy outlives the block
+  __syncthreads();
+  const int64_t wpr = n / 8, j0 = n0 / 8;
+  for (int idx = threadIdx.x; idx < G * 8; idx += kThreads) {
+    const int k = idx >> 3, jj = idx & 7;
+    if (j0 + jj >= wpr) continue;
+    const uint2 b = *reinterpret_cast<const uint2*>(q_t + k * kTileStride + 8 * jj);
+    out.qweight[(k0 + k) * wpr + j0 + jj] = pack_bytes(b.x, b.y);
+  }
+  if (threadIdx.x < 8 && j0 + threadIdx.x < wpr) {
+    uint32_t v[8];
+#pragma unroll
+    for (int c = 0; c < 8; ++c) v[c] = s_zero[8 * threadIdx.x + c];
+    out.qzeros[g * wpr + j0 + threadIdx.x] = pack_word(v);
+  }
+  if (threadIdx.x < kCols && n0 + threadIdx.x < n)
+    out.scales[g * n + n0 + threadIdx.x] = s_scale[threadIdx.x];
 }
 
 // Multi-pass 1: one warp a (group, column): the scale, the zero (a byte), the checks.
@@ -290,18 +233,8 @@ void launch_awq_fused(DType in, const void* w, std::int64_t n, std::int64_t k_di
   with_group_and_type(group, in, w, [&](auto g_const, const auto* wp) {
     constexpr int G = decltype(g_const)::value;
     using T = std::remove_cv_t<std::remove_pointer_t<decltype(wp)>>;
-    constexpr int kSmem = FusedSmem<T, G>::kBytes;
-    const auto kernel = awq_fused_kernel<T, G>;
-    KBIT_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kSmem));
-    int per_sm = 0, dev = 0, sms = 0;
-    KBIT_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kThreads, kSmem));
-    KBIT_CUDA_CHECK(cudaGetDevice(&dev));
-    KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-    const std::int64_t tiles = (n + kCols - 1) / kCols * (k_dim / G);
-    const unsigned grid = unsigned(std::min<std::int64_t>(tiles, std::int64_t(per_sm) * sms));
-    kernel<<<grid, kThreads, kSmem, stream>>>(wp, n, k_dim, out, errors);
+    const dim3 grid(unsigned((n + kCols - 1) / kCols), unsigned(k_dim / G));
+    awq_fused_kernel<T, G><<<grid, kThreads, 0, stream>>>(wp, n, k_dim, out, errors);
     KBIT_CUDA_CHECK(cudaGetLastError());
   });
 }
