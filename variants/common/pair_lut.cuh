@@ -23,13 +23,6 @@ constexpr int kRowBytes = 256;
 constexpr int kBytes = kRows * kRowBytes;
 constexpr uint32_t kScaleHalf = 128;  // byte offset of the scale half of a row
 
-// Index bits per field in the bytes the table reads: K <= 4 packs two indices per byte
-// (nibbles, bits above K don't-care); K = 5 one per byte (bits 5..7 don't-care).
-template <int K>
-__host__ __device__ constexpr int field_bits() {
-  return K <= 4 ? 4 : 8;
-}
-
 // The pair entry of byte r: (lo, hi) = (cb[low field], cb[high field]) rounded to T for
 // K <= 4; K = 5 has one index per byte, so the entry is (cb[r & 31], 0) and callers merge two.
 template <int K, typename T>
