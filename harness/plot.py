@@ -231,14 +231,17 @@ def baseline_of(run):
     cfg = run.get("config", "")
     text = cfg.get("text", "") if isinstance(cfg, dict) else str(cfg)
     m = re.search(r'^\s*baseline\s*=\s*"([^"]+)"', text, re.M)
-    return m.group(1) if m else run.get("variants", [{}])[0].get("name", "")
+    if m:
+        return m.group(1)
+    variants = run.get("variants") or [{}]
+    return variants[0].get("name", "")
 
 
 def plot_envelope(rows, run, key, out):
     """The envelope: auto (our one entry point) against every peer of this K and the floor, as
     speedup over the baseline per shape against M. Only for runs with an auto row."""
     base = baseline_of(run)
-    ok = [r for r in rows if r["check"] == "pass"]
+    ok = [r for r in rows if r["check"] != "fail"]  # passed, or run without a check
     bt = {(r["shape"], r["M"]): r["median_us"] for r in ok if r["variant"] == base}
     if not bt or not any(r["variant"] == "auto" for r in ok):
         return None

@@ -4,7 +4,7 @@ execute_process(COMMAND ${PYTHON} ${SCRIPT} ${RUN} --out ${OUT} RESULT_VARIABLE 
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "plot.py exited with ${rc}")
 endif()
-foreach(fig speedup time_vs_m roofline check_margin)
+foreach(fig speedup time_vs_m roofline check_margin envelope)
   if(NOT EXISTS ${OUT}/${fig}_k4_fp16_cold.png)
     message(FATAL_ERROR "plot.py did not write ${fig}_k4_fp16_cold.png")
   endif()

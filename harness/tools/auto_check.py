@@ -4,12 +4,13 @@
 
     python3 harness/tools/auto_check.py results/envelope/<run> [--chosen-pct 3] [--best-pct 5]
 
-For every problem with a passing `auto` row: its time against the same run's row of the variant it
-chose (named in its `config`: "auto -> NAME ...") and against the fastest passing row of ours
-(auto, scalar_gemv, warp_specialized, fetch_dequant, inline_dequant) at that problem. Prints the
-problems outside --chosen-pct / --best-pct with both rows' SM clocks (sampled before and after each
-row): a row timed while the GPU clocked down (power capping at large M) reads slower for the same
-kernel. Exit status 1 when any problem is outside a band.
+For every problem (shape, M, K, dtype, PDL) with a passing `auto` row: its time against the same
+run's row of the variant it chose (named in its `config`: "auto -> NAME ...") and against the fastest
+passing row of ours (auto, scalar_gemv, warp_specialized, fetch_dequant, inline_dequant) at that
+problem. Prints the rows of ours that failed, the problems whose chosen row is missing, and those
+outside --chosen-pct / --best-pct with both rows' SM clocks (sampled before and after each row): a
+row timed while the GPU clocked down (power capping at large M) reads slower for the same kernel.
+Exit status 1 when anything is printed but the count.
 """
 import argparse
 import csv
@@ -30,39 +31,49 @@ def main():
     ap.add_argument("--chosen-pct", type=float, default=3.0)
     ap.add_argument("--best-pct", type=float, default=5.0)
     a = ap.parse_args()
-    rows = {}
+    rows, failed = {}, []
     with open(os.path.join(a.run, "results.csv"), newline="") as f:
         for r in csv.DictReader(f):
-            if r["check"] == "pass" and r["median_us"] and float(r["median_us"]) > 0:
-                key = (r["shape"], int(r["M"]), int(r["k_bits"]), r["dtype"])
-                rows[key + (r["variant"].split(" ")[0],)] = r
-    autos = {k[:4]: r for k, r in rows.items() if k[4] == "auto"}
+            key = (r["shape"], int(r["M"]), int(r["k_bits"]), r["dtype"], r.get("pdl", "0"))
+            name = r["variant"].split(" ")[0]
+            if r["check"] == "fail" or r["error"]:
+                if name in OURS:
+                    failed.append((key, name))
+                continue
+            if r["median_us"] and float(r["median_us"]) > 0:
+                rows[key + (name,)] = r
+    autos = {k[:5]: r for k, r in rows.items() if k[5] == "auto"}
     if not autos:
-        sys.exit(f"auto_check: {a.run} has no passing auto row")
-    off_chosen, off_best = [], []
+        sys.exit(f"auto_check: {a.run} has no auto row that passed")
+    off_chosen, off_best, missing = [], [], []
     for key, r in sorted(autos.items()):
         t = float(r["median_us"])
-        m = re.match(r"auto -> (\S+)", r["config"])
-        chosen = rows.get(key + (m.group(1).rstrip(":"),)) if m else None
-        if chosen is not None:
+        m = re.match(r"auto -> ([A-Za-z0-9_]+)", r["config"])
+        chosen = rows.get(key + (m.group(1),)) if m else None
+        if chosen is None:
+            missing.append((key, m.group(1) if m else f"config {r['config'][:40]!r}"))
+        else:
             rel = t / float(chosen["median_us"]) - 1
             if abs(rel) * 100 > a.chosen_pct:
-                off_chosen.append((key, m.group(1).rstrip(":"), t, float(chosen["median_us"]), rel,
-                                   mhz(r), mhz(chosen)))
-        best = min((x for k, x in rows.items() if k[:4] == key and k[4] in OURS),
+                off_chosen.append((key, m.group(1), t, float(chosen["median_us"]), rel, mhz(r),
+                                   mhz(chosen)))
+        best = min((x for k, x in rows.items() if k[:5] == key and k[5] in OURS),
                    key=lambda x: float(x["median_us"]))
         rel = t / float(best["median_us"]) - 1
         if rel * 100 > a.best_pct:
             off_best.append((key, best["variant"], t, float(best["median_us"]), rel, mhz(r), mhz(best)))
     print(f"{len(autos)} problems with an auto row")
+    for (shape, M, k, dt, pdl), name in failed:
+        print(f"  FAILED {name} at {shape} M={M} K={k} {dt}{' PDL' if pdl == '1' else ''}")
+    for (shape, M, k, dt, pdl), name in missing:
+        print(f"  {shape} M={M} K={k} {dt}: auto chose {name}, which has no passing row in this run")
     for title, items, pct in (("its chosen variant's row", off_chosen, a.chosen_pct),
                               ("the best row of ours", off_best, a.best_pct)):
         print(f"auto beyond {pct:g}% of {title}: {len(items)}")
-        for (shape, M, k, dt), v, t, u, rel, f1, f2 in items:
-            print(f"  {shape:22s} M={M:<5d} K={k} {dt}: auto {t:9.2f} us at {f1:6.0f} MHz, "
-                  f"{v} {u:9.2f} us at {f2:6.0f} MHz ({100 * rel:+.1f}%)")
-    return 1 if off_chosen or off_best else 0
-
+        for (shape, M, k, dt, pdl), v, t, u, rel, f1, f2 in items:
+            print(f"  {shape:22s} M={M:<5d} K={k} {dt}{' PDL' if pdl == '1' else ''}: auto {t:9.2f} us "
+                  f"at {f1:6.0f} MHz, {v} {u:9.2f} us at {f2:6.0f} MHz ({100 * rel:+.1f}%)")
+    return 1 if off_chosen or off_best or missing or failed else 0
 
 if __name__ == "__main__":
     sys.exit(main())

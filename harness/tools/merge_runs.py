@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
-"""Merge the parts of one sweep, run as several `kbit-harness run ... --shapes` calls of the same
-config and build (a sweep longer than one GPU session), into one run folder:
+"""Join the parts of one sweep, run as several `kbit-harness run ... --shapes` calls of the same
+config and build, into one run folder:
 
     python3 harness/tools/merge_runs.py results/envelope/<part 1> results/envelope/<part 2> ...
 
-The merged folder takes the first part's name; its results.csv holds every part's rows (the parts
-must share the CSV header, the experiment, the config hash, the git SHA and the GPU, else it refuses);
-its run.json is the first part's with `merged_from` (each part's argv, start and end) and the
-summary counts summed. The parts' folders are removed once the merged one is written.
+The parts must be different folders of the same experiment, config hash, git SHA and GPU with the
+same CSV header, and no problem row (shape, M, K, dtype, variant, PDL) may appear in two of them;
+else it refuses before writing anything. The joined folder takes the first part's name: results.csv
+holds every part's rows; run.json is the first part's with `merged_from` (each part's argv, start,
+end and status), the summary counts and the peers' counts summed, and `overrides.shapes` the union;
+each part's own run.json and peer files are kept under parts/<part name>/. The parts' folders are
+removed only once the joined one is in place.
 """
 import csv
 import json
 import os
 import shutil
 import sys
+
+KEY = ("shape", "M", "k_bits", "dtype", "variant", "pdl")
 
 
 def load(part):
@@ -24,44 +29,93 @@ def load(part):
     return run, rows
 
 
-def same(runs, what, get):
-    values = {json.dumps(get(r), sort_keys=True) for r in runs}
-    if len(values) != 1:
-        sys.exit(f"merge_runs: the parts differ in {what}: {sorted(values)}")
+def same(parts, values, what):
+    if len({json.dumps(v, sort_keys=True) for v in values}) != 1:
+        listed = "; ".join(f"{os.path.basename(p)}: {v}" for p, v in zip(parts, values))
+        sys.exit(f"merge_runs: the parts differ in {what} ({listed})")
+
+
+def sum_peers(statuses):
+    """The peers' counts (ran, passed, failed, skipped reasons) summed over the parts."""
+    merged = json.loads(json.dumps(statuses[0]))
+    for name, peer in merged.get("peers", {}).items():
+        for st in statuses[1:]:
+            other = st.get("peers", {}).get(name, {})
+            for k in ("ran", "passed", "failed"):
+                peer[k] = peer.get(k, 0) + other.get(k, 0)
+            skipped = dict(peer.get("skipped") or {})
+            for reason, n in (other.get("skipped") or {}).items():
+                skipped[reason] = skipped.get(reason, 0) + n
+            peer["skipped"] = skipped
+    merged["complete"] = all(st.get("complete", False) for st in statuses)
+    return merged
 
 
 def main(parts):
+    parts = [p.rstrip("/") for p in parts]
     if len(parts) < 2:
         sys.exit("merge_runs: give two or more run folders of one sweep")
+    real = [os.path.realpath(p) for p in parts]
+    if len(set(real)) != len(real):
+        sys.exit(f"merge_runs: a folder is given twice ({' '.join(parts)})")
     loaded = [load(p) for p in parts]
     runs = [r for r, _ in loaded]
-    same(runs, "experiment", lambda r: r["experiment"])
-    same(runs, "config hash", lambda r: r["config"]["hash"])
-    same(runs, "git SHA / dirty", lambda r: [r["build"]["git_sha"], r["build"]["dirty"]])
-    same(runs, "GPU", lambda r: r["device"]["name"])
-    same([{"h": rows[0]} for _, rows in loaded], "CSV header", lambda r: r["h"])
-    merged = dict(runs[0])
+    same(parts, [r["experiment"] for r in runs], "experiment")
+    same(parts, [r["config"]["hash"] for r in runs], "config hash")
+    same(parts, [[r["build"]["git_sha"], r["build"]["dirty"]] for r in runs], "git SHA / dirty")
+    same(parts, [r["device"]["name"] for r in runs], "GPU")
+    same(parts, [rows[0] for _, rows in loaded], "CSV header")
+    header = loaded[0][1][0]
+    idx = [header.index(k) for k in KEY]
+    seen = {}
+    for part, (_, rows) in zip(parts, loaded):
+        for row in rows[1:]:
+            key = tuple(row[i] for i in idx)
+            if key in seen:
+                sys.exit(f"merge_runs: {dict(zip(KEY, key))} is in both {seen[key]} and "
+                         f"{os.path.basename(part)}")
+            seen[key] = os.path.basename(part)
+    merged = json.loads(json.dumps(runs[0]))
     merged["merged_from"] = [
-        {"argv": r["argv"], "started_utc": r["started_utc"], "finished_utc": r["finished_utc"],
-         "status": r["status"]} for r in runs]
+        {"part": os.path.basename(p), "argv": r["argv"], "started_utc": r["started_utc"],
+         "finished_utc": r["finished_utc"], "status": r["status"]} for p, r in zip(parts, runs)]
     merged["finished_utc"] = max(r["finished_utc"] for r in runs)
     merged["status"] = "complete" if all(r["status"] == "complete" for r in runs) else "partial"
     merged["summary"] = {k: sum(r["summary"].get(k, 0) for r in runs) for k in runs[0]["summary"]}
-    out = parts[0].rstrip("/")
+    if all("peers_status" in r for r in runs):
+        merged["peers_status"] = sum_peers([r["peers_status"] for r in runs])
+    shapes = [s for r in runs for s in r.get("overrides", {}).get("shapes", [])]
+    if "overrides" in merged:
+        merged["overrides"]["shapes"] = shapes
+    out = parts[0]
     tmp = out + ".merging"
+    if os.path.exists(tmp):
+        sys.exit(f"merge_runs: {tmp} exists (an earlier merge stopped): remove it first")
     shutil.copytree(out, tmp)
+    for name in ("peers_request.json", "peers_status.json"):
+        if os.path.exists(os.path.join(tmp, name)):
+            os.remove(os.path.join(tmp, name))
+    for part in parts:  # each part's own metadata, as it was written
+        keep = os.path.join(tmp, "parts", os.path.basename(part))
+        os.makedirs(keep)
+        for name in ("run.json", "peers_request.json", "peers_status.json"):
+            if os.path.exists(os.path.join(part, name)):
+                shutil.copy2(os.path.join(part, name), keep)
     with open(os.path.join(tmp, "results.csv"), "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(loaded[0][1][0])
+        w.writerow(header)
         for _, rows in loaded:
             w.writerows(rows[1:])
     with open(os.path.join(tmp, "run.json"), "w") as f:
         json.dump(merged, f, indent=2)
         f.write("\n")
-    for p in parts:
-        shutil.rmtree(p)
+    old = out + ".replaced"
+    os.rename(out, old)  # the joined folder takes the first part's name before anything is removed
     os.rename(tmp, out)
-    print(f"{out}: {sum(len(rows) - 1 for _, rows in loaded)} rows from {len(parts)} parts")
+    shutil.rmtree(old)
+    for p in parts[1:]:
+        shutil.rmtree(p)
+    print(f"{out}: {len(seen)} rows from {len(parts)} parts")
 
 
 if __name__ == "__main__":

@@ -151,7 +151,8 @@ struct Block<5> {
   uint32_t hlo[4][2], hhi[4][2];
   static __device__ __forceinline__ void split(const uint32_t (&p)[5], uint32_t col,
                                                uint32_t (&w)[4], uint32_t (&h)[4][2]) {
-    residue_nibbles<4>(reinterpret_cast<const uint32_t(&)[4]>(p), w);
+    const uint32_t low[4] = {p[0], p[1], p[2], p[3]};  // planes 0..3 (registers: no copy)
+    residue_nibbles<4>(low, w);
     pair_lut::for_each_index(std::make_integer_sequence<int, 4>{}, [&](auto r_const) {
       constexpr int R = decltype(r_const)::value;
       // Element R + 8Q (plane 4 bit R + 8Q) to bit 8Q + 3, element R + 8Q + 4 to bit 8Q + 7;

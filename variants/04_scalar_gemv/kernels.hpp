@@ -14,9 +14,9 @@ inline constexpr int kUnitTiles = Config::kUnitTiles;
 inline constexpr int kConsumers = Config::kConsumers;
 // Whether the kernel for `rows` rows (0: grouped) has a window warp, which stages the A windows
 // (stream.cuh): the dense M = 3, 4 kernels, whose windows come every 4-5
-// units. Elsewhere the consumers stage every window themselves: at M = 1, 2 (a window per 16 or
-// 8 units) the warp cost Llama3-70B 0.4-1.0 us, and the grouped kernel's MoE decode rows of
-// 8-40 tokens 5-30% under PDL (F-018).
+// units (2 at K = 5). Elsewhere the consumers stage every window themselves: at M = 1, 2 (a window
+// per 16 or 8 units) the warp cost Llama3-70B 0.4-1.0 us, and the grouped kernel's MoE decode rows
+// of 8-40 tokens 5-30% under PDL (F-018).
 constexpr bool has_window_warp(int rows) {
   return rows >= 3;
 }

@@ -17,7 +17,8 @@
 //   t, both of its k-blocks. B holds the activations of block (k-tile t', kb) only in MMA
 //   column t' (+4 for a second row of A), so C column t' is one block's unscaled sum: one FFMA
 //   per block applies the scale, and the sums stay fp32. The k order inside a block is
-//   permuted alike for A and B (pair (R, q) = elements R + 8q, R + 8q + 4).
+//   permuted alike for A and B, in the order of the K-bit decode (decode.cuh: pair (R, q) =
+//   elements R + 8q, R + 8q + 4; K = 2 its quads).
 // * Host-cut equal contiguous stripes of (n-tile, k-unit) units, one per resident block
 //   (Marlin's), rounded to k-bands of a tile where cheap (variants/gemv_stripes.hpp); a stripe
 //   that ends inside a tile adds into the self-cleaning split-K workspace (common/splitk.cuh).

@@ -171,7 +171,7 @@ __device__ __forceinline__ int a_offset(int m, int u, int kt, int kb, int p) {
 
 // A window through the window warp's registers: lane l holds group l (elements 8l .. 8l + 7) of
 // every (row m, unit un) of the window, in v[m * W + un] (W = window_units<K, MV>()): 16 groups of
-// 16 bytes per lane in a full window at every MV, addressed from one pointer per row.
+// 16 bytes per lane in a full window at every MV (8 at K = 5), addressed from one pointer per row.
 constexpr int kWindowIters = Config::kWindowRowUnits;
 static_assert(Config::kUnitK / 8 == 32, "a lane's group per (row, unit)");
 
@@ -235,8 +235,8 @@ __device__ __forceinline__ void store_window(int nunits, int lane, const uint4 (
 // The same window staged by the 256 consumer threads at once: every window of the kernels
 // without a window warp (M = 1, 2, grouped), and the first window of a dependent launch in the
 // dense kernels with one (the consumers are idle then, and the window warp alone took ~1 us longer,
-// F-017). A full window is two groups per thread, both loaded before either is stored: one
-// L2 round trip (F-017). The caller's barriers publish it.
+// F-017). A full window is two groups per thread (one at K = 5), all loaded before any is stored:
+// one L2 round trip (F-017). The caller's barriers publish it.
 template <int K, int MV, typename T>
 __device__ void stage_window_by_consumers(const KernelArgs& a, int row0, int u, int nunits,
                                           unsigned char* s_a) {
@@ -285,7 +285,8 @@ constexpr bool kHasWindowWarp = scalar_gemv::has_window_warp(MV);
 // consumers have passed griddepcontrol.wait (`win_go`), not waiting there from the block's
 // start, and the consumers stage the first window themselves (they are idle then, and this warp
 // alone took ~1 us longer); `win_full` then counts this warp's windows only.
-// Not inlined: its 64 registers of window then cannot push the consumers' code into spills.
+// Not inlined: its 64 registers of window (32 at K = 5) then cannot push the consumers' code into
+// spills.
 template <int K, int MV, typename T>
 __device__ __noinline__ void stage_windows(const KernelArgs& a, uint32_t win_full,
                                            uint32_t win_empty, uint32_t win_go,
