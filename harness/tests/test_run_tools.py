@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""CPU tests of the run tools harness/tools/merge_runs.py and harness/tools/auto_check.py on small
+synthetic runs: no GPU.
+
+    python3 harness/tests/test_run_tools.py
+
+merge_runs: two parts join into the first part's folder with every row, the summed counts, each
+part's metadata under parts/, and the parts removed; refused (nothing written or removed): a folder
+given twice, parts of different builds, a problem in two parts. auto_check: exit 0 when auto matches
+its chosen row; 1 with the problem named when it is slower than the band, when its chosen row is
+missing, or when a row of ours failed.
+"""
+
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+MERGE = os.path.join(ROOT, "harness", "tools", "merge_runs.py")
+CHECK = os.path.join(ROOT, "harness", "tools", "auto_check.py")
+HEADER = ["experiment", "shape", "M", "N", "K_dim", "k_bits", "dtype", "variant", "median_us",
+          "check", "pdl", "sm_mhz_before", "sm_mhz_after", "config", "error"]
+
+
+def row(shape, M, variant, us, check="pass", config="", mhz=1980):
+    return ["t", shape, M, 64, 128, 4, "fp16", variant, us, check, 0, mhz, mhz, config, ""]
+
+
+def write_run(path, rows, sha="abc1234", shapes=("a*",)):
+    os.makedirs(path)
+    with open(os.path.join(path, "results.csv"), "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(HEADER)
+        w.writerows(rows)
+    run = {"argv": ["run", "--shapes", *shapes], "experiment": "t", "config": {"hash": "h1"},
+           "build": {"git_sha": sha, "dirty": False}, "device": {"name": "GPU X"},
+           "started_utc": "20260101T000000Z", "finished_utc": "20260101T000100Z",
+           "status": "complete", "summary": {"rows": len(rows), "check_passed": len(rows)},
+           "overrides": {"shapes": list(shapes)},
+           "peers_status": {"complete": True, "peers": {"p": {"ran": 1, "passed": 1, "failed": 0,
+                                                               "skipped": {"k_bits not 2": 2}}}}}
+    with open(os.path.join(path, "run.json"), "w") as f:
+        json.dump(run, f)
+    with open(os.path.join(path, "peers_status.json"), "w") as f:
+        json.dump(run["peers_status"], f)
+
+
+def tool(script, *args):
+    return subprocess.run([sys.executable, script, *args], capture_output=True, text=True)
+
+
+class MergeRuns(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.a = os.path.join(self.dir, "run_a")
+        self.b = os.path.join(self.dir, "run_b")
+        write_run(self.a, [row("a1", 1, "auto", 10), row("a1", 1, "cublas_fp16", 30)])
+        write_run(self.b, [row("b1", 1, "auto", 11)], shapes=("b*",))
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def test_two_parts_join_into_the_first(self):
+        r = tool(MERGE, self.a, self.b)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertFalse(os.path.exists(self.b))
+        with open(os.path.join(self.a, "results.csv"), newline="") as f:
+            rows = list(csv.reader(f))
+        self.assertEqual(rows[0], HEADER)
+        self.assertEqual(sorted(r[1] for r in rows[1:]), ["a1", "a1", "b1"])
+        with open(os.path.join(self.a, "run.json")) as f:
+            run = json.load(f)
+        self.assertEqual(run["summary"]["rows"], 3)
+        self.assertEqual(run["overrides"]["shapes"], ["a*", "b*"])
+        self.assertEqual(run["peers_status"]["peers"]["p"]["ran"], 2)
+        self.assertEqual(run["peers_status"]["peers"]["p"]["skipped"], {"k_bits not 2": 4})
+        self.assertEqual([p["part"] for p in run["merged_from"]], ["run_a", "run_b"])
+        for part in ("run_a", "run_b"):
+            self.assertTrue(os.path.exists(os.path.join(self.a, "parts", part, "run.json")))
+        self.assertFalse(os.path.exists(os.path.join(self.a, "peers_status.json")))
+
+    def assert_refused(self, r, words):
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(words, r.stderr)
+        self.assertTrue(os.path.exists(os.path.join(self.a, "results.csv")))
+        self.assertTrue(os.path.exists(os.path.join(self.b, "results.csv")))
+        self.assertEqual(sorted(os.listdir(self.dir)), ["run_a", "run_b"])
+
+    def test_a_folder_given_twice_is_refused(self):
+        self.assert_refused(tool(MERGE, self.a, self.a + "/", self.b), "given twice")
+
+    def test_parts_of_different_builds_are_refused(self):
+        shutil.rmtree(self.b)
+        write_run(self.b, [row("b1", 1, "auto", 11)], sha="fff0000")
+        self.assert_refused(tool(MERGE, self.a, self.b), "run_b: ['fff0000', False]")
+
+    def test_a_problem_in_two_parts_is_refused(self):
+        shutil.rmtree(self.b)
+        write_run(self.b, [row("a1", 1, "auto", 12)])
+        self.assert_refused(tool(MERGE, self.a, self.b), "in both run_a and run_b")
+
+
+class AutoCheck(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.run = os.path.join(self.dir, "run")
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def check(self, rows):
+        write_run(self.run, rows)
+        return tool(CHECK, self.run)
+
+    def test_auto_on_its_chosen_row_passes(self):
+        r = self.check([row("a1", 1, "auto", 10.1, config="auto -> scalar_gemv (exact)"),
+                        row("a1", 1, "scalar_gemv", 10.0), row("a1", 1, "cublas_fp16", 30)])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("beyond 3% of its chosen variant's row: 0", r.stdout)
+
+    def test_auto_slower_than_its_chosen_row_fails(self):
+        r = self.check([row("a1", 16, "auto", 10.4, config="auto -> warp_specialized (exact)",
+                            mhz=1700), row("a1", 16, "warp_specialized", 10.0)])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("beyond 3% of its chosen variant's row: 1\n  a1", r.stdout)
+        self.assertIn("+4.0%", r.stdout)
+        self.assertIn("1700 MHz", r.stdout)
+        self.assertIn("beyond 5% of the best row of ours: 0", r.stdout)
+
+    def test_auto_slower_than_our_best_fails(self):
+        r = self.check([row("a1", 16, "auto", 10.0, config="auto -> warp_specialized (exact)"),
+                        row("a1", 16, "warp_specialized", 10.0), row("a1", 16, "scalar_gemv", 9.0)])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("beyond 5% of the best row of ours: 1\n  a1", r.stdout)
+
+    def test_a_missing_chosen_row_fails(self):
+        r = self.check([row("a1", 1, "auto", 10, config="auto -> scalar_gemv (exact)")])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("auto chose scalar_gemv, which has no passing row", r.stdout)
+
+    def test_a_failed_row_of_ours_fails(self):
+        r = self.check([row("a1", 1, "auto", 10, config="auto -> scalar_gemv (exact)"),
+                        row("a1", 1, "scalar_gemv", 10, check="fail")])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("FAILED scalar_gemv at a1 M=1", r.stdout)
+
+
+if __name__ == "__main__":
+    unittest.main()
