@@ -88,12 +88,12 @@ __device__ __forceinline__ void claim_registers() {
 #endif
 }
 
-// D[64 x N] (+)= A[64 x 16] (registers) * B[16 x N] (descriptor, K-major); accumulate = false
-// overwrites D (the first k16 step of a tile). T: __half or __nv_bfloat16.
-template <int N, typename T>
-struct MmaRS;
 template <typename T>
 inline constexpr bool kWgmmaElement = std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>;
+
+// One macro per N below writes the instruction for element type TY ("f16" or "bf16") over the
+// accumulators d, the A registers a, the B descriptor desc and the flag accumulate (PTX names
+// every register: no loop can write the operand lists).
 
 // The m64n16k16 instruction for element type TY ("f16" or "bf16").
 #define KBIT_WGMMA_RS_N16(TY)                                                               \
@@ -104,24 +104,6 @@ inline constexpr bool kWgmmaElement = std::is_same_v<T, __half> || std::is_same_
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), \
         "+f"(d[7])                                                                          \
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(int(accumulate)))
-
-template <typename T>
-struct MmaRS<16, T> {
-  static_assert(kWgmmaElement<T>, "wgmma RS: fp16 or bf16 elements");
-  static constexpr int kRegs = 8;  // fp32 accumulators a thread holds
-  static __device__ __forceinline__ void run(float (&d)[8], const uint32_t (&a)[4], uint64_t desc,
-                                             bool accumulate) {
-#ifdef KBIT_NO_WGMMA
-    __trap();
-#else
-    if constexpr (std::is_same_v<T, __half>)
-      KBIT_WGMMA_RS_N16("f16");
-    else
-      KBIT_WGMMA_RS_N16("bf16");
-#endif
-  }
-};
-#undef KBIT_WGMMA_RS_N16
 
 // The m64n32k16 instruction for element type TY ("f16" or "bf16").
 #define KBIT_WGMMA_RS_N32(TY)                                                                    \
@@ -134,24 +116,6 @@ struct MmaRS<16, T> {
         "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),  \
         "+f"(d[14]), "+f"(d[15])                                                                 \
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(int(accumulate)))
-
-template <typename T>
-struct MmaRS<32, T> {
-  static_assert(kWgmmaElement<T>, "wgmma RS: fp16 or bf16 elements");
-  static constexpr int kRegs = 16;  // fp32 accumulators a thread holds
-  static __device__ __forceinline__ void run(float (&d)[16], const uint32_t (&a)[4], uint64_t desc,
-                                             bool accumulate) {
-#ifdef KBIT_NO_WGMMA
-    __trap();
-#else
-    if constexpr (std::is_same_v<T, __half>)
-      KBIT_WGMMA_RS_N32("f16");
-    else
-      KBIT_WGMMA_RS_N32("bf16");
-#endif
-  }
-};
-#undef KBIT_WGMMA_RS_N32
 
 // The m64n64k16 instruction for element type TY ("f16" or "bf16").
 #define KBIT_WGMMA_RS_N64(TY)                                                                      \
@@ -166,24 +130,6 @@ struct MmaRS<32, T> {
         "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
         "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                                         \
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(int(accumulate)))
-
-template <typename T>
-struct MmaRS<64, T> {
-  static_assert(kWgmmaElement<T>, "wgmma RS: fp16 or bf16 elements");
-  static constexpr int kRegs = 32;  // fp32 accumulators a thread holds
-  static __device__ __forceinline__ void run(float (&d)[32], const uint32_t (&a)[4], uint64_t desc,
-                                             bool accumulate) {
-#ifdef KBIT_NO_WGMMA
-    __trap();
-#else
-    if constexpr (std::is_same_v<T, __half>)
-      KBIT_WGMMA_RS_N64("f16");
-    else
-      KBIT_WGMMA_RS_N64("bf16");
-#endif
-  }
-};
-#undef KBIT_WGMMA_RS_N64
 
 // The m64n128k16 instruction for element type TY ("f16" or "bf16").
 #define KBIT_WGMMA_RS_N128(TY)                                                                     \
@@ -205,24 +151,6 @@ struct MmaRS<64, T> {
         "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
         "+f"(d[63])                                                                                \
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(int(accumulate)))
-
-template <typename T>
-struct MmaRS<128, T> {
-  static_assert(kWgmmaElement<T>, "wgmma RS: fp16 or bf16 elements");
-  static constexpr int kRegs = 64;  // fp32 accumulators a thread holds
-  static __device__ __forceinline__ void run(float (&d)[64], const uint32_t (&a)[4], uint64_t desc,
-                                             bool accumulate) {
-#ifdef KBIT_NO_WGMMA
-    __trap();
-#else
-    if constexpr (std::is_same_v<T, __half>)
-      KBIT_WGMMA_RS_N128("f16");
-    else
-      KBIT_WGMMA_RS_N128("bf16");
-#endif
-  }
-};
-#undef KBIT_WGMMA_RS_N128
 
 // The m64n256k16 instruction for element type TY ("f16" or "bf16").
 #define KBIT_WGMMA_RS_N256(TY)                                                                     \
@@ -257,22 +185,42 @@ struct MmaRS<128, T> {
         "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])         \
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(int(accumulate)))
 
-template <typename T>
-struct MmaRS<256, T> {
+// D[64 x N] (+)= A[64 x 16] (registers) * B[16 x N] (descriptor, K-major); accumulate = false
+// overwrites D (the first k16 step of a tile). T: __half or __nv_bfloat16; N: 16, 32, 64, 128, 256.
+template <int N, typename T>
+struct MmaRS {
   static_assert(kWgmmaElement<T>, "wgmma RS: fp16 or bf16 elements");
-  static constexpr int kRegs = 128;  // fp32 accumulators a thread holds
-  static __device__ __forceinline__ void run(float (&d)[128], const uint32_t (&a)[4], uint64_t desc,
-                                             bool accumulate) {
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128 || N == 256, "wgmma RS: N = 16..256");
+  static constexpr int kRegs = N / 2;  // fp32 accumulators a thread holds
+  static __device__ __forceinline__ void run(float (&d)[kRegs], const uint32_t (&a)[4],
+                                             uint64_t desc, bool accumulate) {
 #ifdef KBIT_NO_WGMMA
     __trap();
 #else
-    if constexpr (std::is_same_v<T, __half>)
-      KBIT_WGMMA_RS_N256("f16");
-    else
-      KBIT_WGMMA_RS_N256("bf16");
+#define KBIT_WGMMA_RS_TYPED(INSTR)         \
+  if constexpr (std::is_same_v<T, __half>) \
+    INSTR("f16");                          \
+  else                                     \
+    INSTR("bf16")
+    if constexpr (N == 16) {
+      KBIT_WGMMA_RS_TYPED(KBIT_WGMMA_RS_N16);
+    } else if constexpr (N == 32) {
+      KBIT_WGMMA_RS_TYPED(KBIT_WGMMA_RS_N32);
+    } else if constexpr (N == 64) {
+      KBIT_WGMMA_RS_TYPED(KBIT_WGMMA_RS_N64);
+    } else if constexpr (N == 128) {
+      KBIT_WGMMA_RS_TYPED(KBIT_WGMMA_RS_N128);
+    } else {
+      KBIT_WGMMA_RS_TYPED(KBIT_WGMMA_RS_N256);
+    }
+#undef KBIT_WGMMA_RS_TYPED
 #endif
   }
 };
+#undef KBIT_WGMMA_RS_N16
+#undef KBIT_WGMMA_RS_N32
+#undef KBIT_WGMMA_RS_N64
+#undef KBIT_WGMMA_RS_N128
 #undef KBIT_WGMMA_RS_N256
 
 }  // namespace kbit::dev::wgmma
