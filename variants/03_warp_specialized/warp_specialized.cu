@@ -378,20 +378,10 @@ constexpr int kTokenTiles[] = {16, 32, 64, 128, 256};
 
 template <typename Fn>
 decltype(auto) with_token_tile(int tt, Fn&& fn) {
-  switch (tt) {
-    case 16:
-      return fn(std::integral_constant<int, 16>{});
-    case 32:
-      return fn(std::integral_constant<int, 32>{});
-    case 64:
-      return fn(std::integral_constant<int, 64>{});
-    case 128:
-      return fn(std::integral_constant<int, 128>{});
-    case 256:
-      return fn(std::integral_constant<int, 256>{});
-  }
-  throw Error("warp_specialized: token_tile = " + std::to_string(tt) +
-              " is not one of 16, 32, 64, 128, 256 (or 0: by M)");
+  return with_one_of<16, 32, 64, 128, 256>(tt, std::forward<Fn>(fn), [&] {
+    return "warp_specialized: token_tile = " + std::to_string(tt) +
+           " is not one of 16, 32, 64, 128, 256 (or 0: by M)";
+  });
 }
 
 struct Kernel {
