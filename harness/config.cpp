@@ -13,19 +13,12 @@
 
 #include "harness/peers.hpp"
 #include "harness/registry.hpp"
+#include "harness/results.hpp"
 #include "reference/codebook.hpp"
 #include "reference/error.hpp"
 
 namespace kbit {
 namespace {
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot open experiment file '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::string dir_of(const std::string& path) {
   const auto p = path.find_last_of('/');
@@ -199,7 +192,7 @@ void parse_shape_file(const std::string& path, std::vector<ShapeConfig>& out) {
   const Ctx c(path);
   toml::table t;
   try {
-    t = toml::parse(read_file(path), path);
+    t = toml::parse(read_text_file(path, "experiment file"), path);
   } catch (const toml::parse_error& e) {
     c.fail_line(e.source().begin.line, std::string(e.description()));
   }
@@ -448,7 +441,7 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
 }
 
 ExperimentConfig load_experiment(const std::string& path) {
-  return parse_experiment(read_file(path), path);
+  return parse_experiment(read_text_file(path, "experiment file"), path);
 }
 
 std::string config_hash(const std::string& text) {

@@ -43,14 +43,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot open '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 std::string trimmed(std::string s) {
   while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
   std::size_t b = 0;
@@ -291,7 +283,7 @@ std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root
   std::map<std::string, int> sm_of;  // compute capability x 10 of each GPU name
   for (const std::string& exp : experiments) {
     const std::string current = results_root + "/" + exp + "/CURRENT";
-    const std::string run = trimmed(read_text(current));
+    const std::string run = trimmed(read_text_file(current, "CURRENT file"));
     if (run.empty() || run.find('/') != std::string::npos)
       throw Error(current + " holds '" + run + "', not the name of a run folder");
     const std::string dir = results_root + "/" + exp + "/" + run;
@@ -299,7 +291,7 @@ std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root
       throw Error(current + " names '" + run + "', which is not in " + results_root + "/" + exp);
     nlohmann::json j;
     try {
-      j = nlohmann::json::parse(read_text(dir + "/run.json"));
+      j = nlohmann::json::parse(read_text_file(dir + "/run.json", "run.json"));
     } catch (const nlohmann::json::exception& e) {
       throw Error(dir + "/run.json does not parse: " + e.what());
     }

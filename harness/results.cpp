@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <fstream>
 #include <iomanip>
 #include <sstream>
 
@@ -152,6 +153,14 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     throw Error("cannot rename '" + tmp + "' to '" + path + "'");
+}
+
+std::string read_text_file(const std::string& path, const std::string& what) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw Error("cannot open " + what + " '" + path + "'");
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 std::string utc_timestamp() {

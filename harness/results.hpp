@@ -50,6 +50,8 @@ std::vector<std::string> csv_split(const std::string& line);
 
 // Writes JSON to path atomically (temporary file, then rename).
 void write_json_file(const std::string& path, const nlohmann::json& j);
+// A whole file's bytes; throws "cannot open <what> '<path>'" when it cannot be read.
+std::string read_text_file(const std::string& path, const std::string& what = "file");
 
 // "20261122T081500Z"
 std::string utc_timestamp();
