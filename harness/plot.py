@@ -12,7 +12,6 @@ import csv
 import json
 import math
 import os
-import re
 import sys
 from collections import defaultdict
 
@@ -126,9 +125,15 @@ def save(fig, out, name, key):
     return path
 
 
+def baseline_of(run):
+    """The baseline variant: the harness lists it first among run.json's variants."""
+    variants = run.get("variants") or [{}]
+    return variants[0].get("name", "")
+
+
 def plot_speedup(rows, run, key, out):
     """Speedup vs the baseline, per shape, against M."""
-    baseline = run.get("variants", [{}])[0].get("name", "")
+    baseline = baseline_of(run)
     variants = [v for v in variant_order(rows, run) if v != baseline]
     if not variants:
         return None
@@ -221,20 +226,6 @@ def plot_check_margin(rows, run, key, out):
     ax.set_ylabel("max |err| / bound")
     ax.set_title(f"{run.get('experiment', '')}: check margin ({suffix(key)})")
     return save(fig, out, "check_margin", key)
-
-
-def baseline_of(run):
-    """The baseline variant: run.json's "baseline", else the config's `baseline = "..."`, else the
-    first registry row (the harness lists the baseline first)."""
-    if run.get("baseline"):
-        return run["baseline"]
-    cfg = run.get("config", "")
-    text = cfg.get("text", "") if isinstance(cfg, dict) else str(cfg)
-    m = re.search(r'^\s*baseline\s*=\s*"([^"]+)"', text, re.M)
-    if m:
-        return m.group(1)
-    variants = run.get("variants") or [{}]
-    return variants[0].get("name", "")
 
 
 def plot_envelope(rows, run, key, out):
