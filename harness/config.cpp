@@ -206,7 +206,7 @@ void parse_shape_file(const std::string& path, std::vector<ShapeConfig>& out) {
 MoeConfig parse_moe(const Ctx& c, const toml::node& n) {
   const auto* t = n.as_table();
   if (!t) c.fail(n, "moe", "entries must be tables {name, experts, k_dim, n, top_k}");
-  check_keys(c, *t, {"name", "experts", "k_dim", "n", "top_k"}, " in an moe entry");
+  check_keys(c, *t, {"name", "experts", "k_dim", "n", "top_k", "routing"}, " in an moe entry");
   for (const char* req : {"name", "experts", "k_dim", "n", "top_k"})
     if (!t->contains(req)) c.fail(n, req, "is missing from an moe entry");
   MoeConfig m;
@@ -221,6 +221,11 @@ MoeConfig parse_moe(const Ctx& c, const toml::node& n) {
            "= " + std::to_string(top_k) + " must be in 1..experts (" + std::to_string(m.experts) +
                ")");
   m.top_k = int(top_k);
+  if (auto* r = t->get("routing")) {  // one layer routed unlike the experiment's default
+    m.routing = get_string(c, *r, "routing");
+    if (m.routing != "uniform" && m.routing != "zipf")
+      c.fail(*r, "routing", "= '" + m.routing + "' must be \"uniform\" or \"zipf\"");
+  }
   if (m.k_dim < 32 || m.k_dim % 32 != 0)
     c.fail(*t->get("k_dim"), "k_dim",
            "= " + std::to_string(m.k_dim) + " must be a positive multiple of 32");

@@ -54,6 +54,7 @@ struct MoeConfig {
   int experts = 0;
   std::int64_t k_dim = 0, n = 0;
   int top_k = 0;
+  std::string routing;  // "uniform" | "zipf" for this layer; empty: the experiment's `routing`
 };
 
 struct ExperimentConfig {

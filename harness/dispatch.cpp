@@ -35,9 +35,11 @@ const char* const kDispatchFallbackRule =
     "a problem without an entry takes the same shape's (N, K_dim, experts) nearest measured M at "
     "or above its M, else the largest below; else the nearest shape of the same class, K and "
     "dtype by |log(N*K_dim) difference|, by the same M rule; else the fixed rule: dense M <= 4 "
-    "scalar_gemv, dense M >= 5 warp_specialized on compute capability 9.0 else fetch_dequant, "
-    "grouped grouped_scalar_gemv. An entry whose variant does not cover the problem (K, dtype, M "
-    "range, dense or grouped, compute capability) is passed over for the next.";
+    "scalar_gemv, dense M >= 5 warp_specialized on compute capability 9.0 else fetch_dequant. An "
+    "entry whose variant does not cover the problem (K, dtype, M range, compute capability) is "
+    "passed over for the next. Grouped (MoE) problems do not read the table: grouped_auto takes "
+    "grouped_mma from its crossover in rows per expert (M / experts) on, grouped_scalar_gemv "
+    "below; their entries record the fastest grouped row measured.";
 
 namespace {
 

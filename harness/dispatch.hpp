@@ -85,8 +85,10 @@ bool auto_may_pick(const VariantRow& row);
 // those below (largest first); the other shapes of the same class, K and dtype by
 // |log(N*K_dim) difference| (then the experts'), each by the M rule; then the fixed rule: dense
 // M <= 4 scalar_gemv, dense M >= 5 warp_specialized on compute capability 9.0 else
-// fetch_dequant, grouped grouped_scalar_gemv (each falling to the next that covers the problem).
-// A shape is its (N, K_dim, experts). Throws kbit::Error when no row of ours covers the problem.
+// fetch_dequant (each falling to the next that covers the problem). A shape is its (N, K_dim,
+// experts). Grouped problems skip the table: grouped_mma from
+// variants::kGroupedMmaFromRowsPerExpert rows per expert (M / experts) on, else
+// grouped_scalar_gemv. Throws kbit::Error when no row of ours covers the problem.
 DispatchChoice choose_variant(const DispatchTable* table, const DispatchProblem& p, int device_sm,
                               const std::string& no_table = "no table");
 

@@ -12,6 +12,7 @@
 #include "harness/dispatch.hpp"
 #include "harness/options.hpp"
 #include "reference/error.hpp"
+#include "variants/05_grouped_mma/grouped_mma.hpp"
 #include "variants/common/cuda_check.hpp"
 
 namespace kbit {
@@ -87,9 +88,30 @@ DispatchProblem dispatch_problem(const GemmDims& d) {
   return p;
 }
 
+namespace {
+
+// MoE problems: the crossover rule on the mean rows per expert (M / experts, what a caller knows
+// before routing), measured in variants/05_grouped_mma/README.md.
+DispatchChoice grouped_rule(const DispatchProblem& p, const GemmDims& d, int device_sm) {
+  const double rows = double(p.M) / double(std::max(p.experts, 1));
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "crossover rule: %.2f rows per expert, grouped_mma from %.0f",
+                rows, variants::kGroupedMmaFromRowsPerExpert);
+  if (rows >= variants::kGroupedMmaFromRowsPerExpert && pickable("grouped_mma", d, device_sm))
+    return {"grouped_mma", buf};
+  if (pickable("grouped_scalar_gemv", d, device_sm)) return {"grouped_scalar_gemv", buf};
+  throw Error("no variant an auto row may run covers " + problem_words(p) +
+              (device_sm ? " on compute capability " + std::to_string(device_sm / 10) + "." +
+                               std::to_string(device_sm % 10)
+                         : std::string()));
+}
+
+}  // namespace
+
 DispatchChoice choose_variant(const DispatchTable* table, const DispatchProblem& p, int device_sm,
                               const std::string& no_table) {
   const GemmDims d = dims_of(p);
+  if (p.grouped) return grouped_rule(p, d, device_sm);
   std::string why = no_table;
   if (table) {
     std::map<ShapeKey, std::vector<const DispatchEntry*>> shapes;
@@ -133,13 +155,9 @@ DispatchChoice choose_variant(const DispatchTable* table, const DispatchProblem&
   // The fixed rule, each name falling to the next that covers the problem (scalar_gemv and
   // warp_specialized need compute capability 9.0).
   std::vector<const char*> fixed;
-  if (p.grouped) {
-    fixed = {"grouped_scalar_gemv"};
-  } else {
-    if (p.M <= 4) fixed.push_back("scalar_gemv");
-    if (device_sm == 90) fixed.push_back("warp_specialized");
-    fixed.push_back("fetch_dequant");
-  }
+  if (p.M <= 4) fixed.push_back("scalar_gemv");
+  if (device_sm == 90) fixed.push_back("warp_specialized");
+  fixed.push_back("fetch_dequant");
   for (const char* name : fixed)
     if (pickable(name, d, device_sm)) return {name, "fixed rule: " + why};
   throw Error("no variant an auto row may run covers " + problem_words(p) +
@@ -169,8 +187,8 @@ DispatchChoice DispatchTables::choose(const DispatchProblem& p, const std::strin
   if (!noted_missing_) {
     notes_ << "dispatch: no table for GPU '" << gpu << "' (" << path
            << "); the auto rows take the fixed rule (dense M <= 4 scalar_gemv, M >= 5 "
-              "warp_specialized on compute capability 9.0 else fetch_dequant; grouped "
-              "grouped_scalar_gemv)"
+              "warp_specialized on compute capability 9.0 else fetch_dequant; grouped problems "
+              "take the crossover rule)"
            << std::endl;
     noted_missing_ = true;
   }

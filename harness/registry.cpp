@@ -12,6 +12,7 @@
 #include "variants/02_fetch_dequant/fetch_dequant.hpp"
 #include "variants/03_warp_specialized/warp_specialized.hpp"
 #include "variants/04_scalar_gemv/scalar_gemv.hpp"
+#include "variants/05_grouped_mma/grouped_mma.hpp"
 #include "variants/baselines/baselines.hpp"
 #include "variants/common/cuda_check.hpp"
 #include "variants/probes/probes.hpp"
@@ -81,6 +82,15 @@ Support gemm_support(int min_sm = 0) {
 Support hopper_gemm_support() {
   Support s = gemm_support(90);
   s.pdl = true;
+  return s;
+}
+
+// Variant 05: MoE problems on the sm_90a mainloop of variant 03, any rows per expert; whole
+// tiles only (no split-K); launched behind its own list kernel with PDL.
+Support grouped_mma_support() {
+  Support s = grouped_only_support();
+  s.pdl = true;
+  s.min_sm = 90;
   return s;
 }
 
@@ -215,6 +225,16 @@ const std::vector<VariantRow>& registry() {
        variants::grouped_scalar_gemv_setup,
        variants::grouped_scalar_gemv_run,
        {}},
+      {"grouped_mma",
+       "variant 05 (sm_90a): variant 03's warp-specialized RS wgmma mainloop over every active "
+       "expert's (m-tile, n-tile) tiles in one launch; the m-tile list built on the device from "
+       "the expert offsets (no host sync), persistent round-robin",
+       Family::grouped,
+       grouped_mma_support(),
+       kTiled64x128,
+       variants::grouped_mma_setup,
+       variants::grouped_mma_run,
+       {variants::kGroupedMmaTokenTile, variants::kGroupedMmaChecked}},
       // Each problem runs the row the committed results measured fastest on this GPU
       // (results/dispatch/, harness/dispatch.hpp). The harness builds the one layout a row names
       // before its setup, so these may pick only rows that read theirs, kTiled64x128 (variants

@@ -560,8 +560,10 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
         for (std::int64_t tokens : cfg.tokens) {
           GemmDims d;
           d.N = m.n, d.K_dim = m.k_dim, d.k_bits = k, d.dtype = t, d.num_experts = m.experts;
-          d.expert_offsets = route_tokens(m.experts, int(tokens), m.top_k, cfg.routing, cfg.zipf_s,
-                                          seed_of(cfg.routing_seed, m.name, tokens));
+          d.expert_offsets =
+              route_tokens(m.experts, int(tokens), m.top_k,
+                           m.routing.empty() ? cfg.routing : m.routing, cfg.zipf_s,
+                           seed_of(cfg.routing_seed, m.name, tokens));
           d.M = d.expert_offsets.back();
           problems.push_back(d);
         }

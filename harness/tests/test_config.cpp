@@ -257,6 +257,15 @@ variants = ["cublas_fp16"]
   bad.replace(bad.find("top_k = 8"), 9, "top_k = 99");
   CHECK_THROWS_WITH(parse_experiment(bad, "m.toml"),
                     Catch::Contains("top_k") && Catch::Contains("99"));
+  CHECK(c.moe[0].routing.empty());  // the experiment's routing
+  std::string per_layer = moe;
+  per_layer.replace(per_layer.find("top_k = 8 }"), 11, "top_k = 8, routing = \"uniform\" }");
+  CHECK(parse_experiment(per_layer, "m.toml").moe[0].routing == "uniform");
+  std::string bad_routing = moe;
+  bad_routing.replace(bad_routing.find("top_k = 8 }"), 11, "top_k = 8, routing = \"skewed\" }");
+  CHECK_THROWS_WITH(parse_experiment(bad_routing, "m.toml"),
+                    Catch::Contains("routing") && Catch::Contains("'skewed'") &&
+                        Catch::Contains("uniform"));
   std::string badcb = moe;
   badcb.replace(badcb.find("k_bits = 2"), 10, "k_bits = 3");
   CHECK_THROWS_WITH(parse_experiment(badcb, "m.toml"),

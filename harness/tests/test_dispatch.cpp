@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "harness/dispatch.hpp"
 #include "harness/options.hpp"
 #include "reference/error.hpp"
+#include "variants/05_grouped_mma/grouped_mma.hpp"
 
 using namespace kbit;
 
@@ -194,10 +196,29 @@ TEST_CASE("dispatch lookup: exact entry, then the nearest measured M above, then
   c = choose_variant(&t, dense(4096, 4096, 1000), 90);
   CHECK(c.variant == "fetch_dequant");  // nothing at or above: the largest below
   CHECK_THAT(c.reason, Catch::StartsWith("nearest M: test.big M = 256 for M = 1000"));
+}
 
-  c = choose_variant(&t, moe(512, 2048, 64, 8), 90);
-  CHECK(c.variant == "grouped_scalar_gemv");
-  CHECK_THAT(c.reason, Catch::StartsWith("exact: test.moe M = 8"));
+TEST_CASE("dispatch lookup: grouped problems take the crossover rule, never the table",
+          "[dispatch]") {
+  const DispatchTable& t = table_a();  // has a grouped_scalar_gemv entry at test.moe M = 8
+  const double x = variants::kGroupedMmaFromRowsPerExpert;
+  const int experts = 64;
+  const auto below = std::int64_t(std::ceil(x * experts)) - 1;  // just under x rows per expert
+  const auto at = std::int64_t(std::ceil(x * experts));
+  for (const DispatchTable* table : {&t, static_cast<const DispatchTable*>(nullptr)}) {
+    DispatchChoice c = choose_variant(table, moe(512, 2048, experts, below), 90);
+    CHECK(c.variant == "grouped_scalar_gemv");
+    CHECK_THAT(c.reason, Catch::StartsWith("crossover rule: "));
+    c = choose_variant(table, moe(512, 2048, experts, at), 90);
+    CHECK(c.variant == "grouped_mma");
+    CHECK_THAT(c.reason, Catch::Contains("rows per expert, grouped_mma from"));
+    c = choose_variant(table, moe(512, 2048, experts, 8192 * 8), 90);
+    CHECK(c.variant == "grouped_mma");
+  }
+  // grouped_mma and grouped_scalar_gemv need compute capability 9.0.
+  CHECK_THROWS_WITH(choose_variant(&t, moe(512, 2048, experts, at), 80),
+                    Catch::Contains("no variant an auto row may run") &&
+                        Catch::Contains("compute capability 8.0"));
 }
 
 TEST_CASE("dispatch lookup: the nearest shape by log(N*K_dim), then the M rule", "[dispatch]") {
@@ -210,10 +231,6 @@ TEST_CASE("dispatch lookup: the nearest shape by log(N*K_dim), then the M rule",
   c = choose_variant(&t, dense(1024, 2048, 3), 90);
   CHECK(c.variant == "scalar_gemv");
   CHECK_THAT(c.reason, Catch::StartsWith("nearest shape: test.small M = 4"));
-  // A grouped problem takes only grouped entries.
-  c = choose_variant(&t, moe(4096, 4096, 8, 1), 90);
-  CHECK(c.variant == "grouped_scalar_gemv");
-  CHECK_THAT(c.reason, Catch::StartsWith("nearest shape: test.moe M = 8"));
 }
 
 TEST_CASE("dispatch lookup: a choice whose Support does not cover the problem falls through",
@@ -305,14 +322,16 @@ TEST_CASE("dispatch rows: auto and grouped_auto pick only rows that read their l
   CHECK_FALSE(a.support.pdl);  // the table's rows were timed with plain launches
   for (const VariantRow* r : {&a, &g}) {
     INFO(r->name);
-    // The split mode is forwarded: every row an auto row may pick must honour it, or validate's
-    // bit comparison with split-K "off" would see a splitting row's atomics.
+    // The split mode is forwarded: every row an auto row may pick honours it (or never splits:
+    // grouped_mma, whose validate compares bits on every call), or validate's bit comparison
+    // with split-K "off" would see a splitting row's atomics.
     CHECK(r->support.split_k);
     for (const VariantRow& x : registry())
-      if (auto_may_pick(x) && (x.support.grouped == r->support.grouped)) CHECK(x.support.split_k);
+      if (auto_may_pick(x) && (x.support.grouped == r->support.grouped) && x.name != "grouped_mma")
+        CHECK(x.support.split_k);
   }
   for (const char* name :
-       {"scalar_gemv", "fetch_dequant", "warp_specialized", "grouped_scalar_gemv"}) {
+       {"scalar_gemv", "fetch_dequant", "warp_specialized", "grouped_scalar_gemv", "grouped_mma"}) {
     INFO(name);
     CHECK(auto_may_pick(find_variant(name)));
     CHECK(find_variant(name).layout == a.layout);

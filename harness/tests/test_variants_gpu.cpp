@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <iostream>
 #include <string>
 #include <utility>
 
@@ -243,4 +244,81 @@ TEST_CASE("read probes write C = 0, read_ldg and read_slices read every word, re
     g.M = 1, g.N = 256, g.K_dim = 256, g.k_bits = 4, g.dtype = DType::f32;
     CHECK_THROWS_WITH(row.setup(g, {}), Catch::Contains("fp32"));
   }
+}
+
+// grouped_mma lists its m-tiles on the device inside the launch: a CUDA graph captured once
+// follows new expert offsets written into the same device buffer between replays (same M, other
+// routing), and checked mode refuses malformed device offsets, naming the entry and its value,
+// while the unchecked path clamps them without a fault.
+TEST_CASE("grouped_mma builds its work list on the device and checks offsets when asked",
+          "[gpu][variants]") {
+  KBIT_REQUIRE_GPU();
+  const VariantRow& row = find_variant("grouped_mma");
+  Problem p = grouped(16, 40, 4, 200, 96, 4, DType::f16);
+  if (const std::string why = unsupported_reason(row, p.d); !why.empty()) {
+    std::cout << "grouped_mma does not run on this device: " << why << std::endl;
+    return;
+  }
+  Stream s;
+  DeviceWeights dw(p.hw, p.d.dtype, {row.layout}, 1, s.get());
+  const OwnedProblem owned(dw, p.A, p.d, p.hw.codebook);
+  const DeviceProblem& dp = owned.view();
+  auto state = row.setup(p.d, resolve_options(row, {}));
+  auto* off = const_cast<std::int64_t*>(dp.expert_offsets);
+  auto upload = [&](const std::vector<std::int64_t>& o) {
+    KBIT_CUDA_CHECK(cudaMemcpy(off, o.data(), o.size() * sizeof(o[0]), cudaMemcpyHostToDevice));
+  };
+  auto output = [&] {
+    std::vector<unsigned char> c(dp.C_bytes);
+    KBIT_CUDA_CHECK(cudaMemcpy(c.data(), dp.C, dp.C_bytes, cudaMemcpyDeviceToHost));
+    return c;
+  };
+  const GemmBound bound = gemm_bound(p.d.dtype, p.d.dtype, p.d.K_dim, state->extra_additions());
+
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  KBIT_CUDA_CHECK(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeThreadLocal));
+  row.run(state.get(), p.d, dp.args(row, 0), s.get());
+  KBIT_CUDA_CHECK(cudaStreamEndCapture(s.get(), &graph));
+  KBIT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  GemmDims other = p.d;  // the same rows routed otherwise: uniform, another seed
+  other.expert_offsets = route_tokens(16, 40, 4, "uniform", 1.2, 99);
+  REQUIRE(other.expert_offsets != p.d.expert_offsets);
+  REQUIRE(other.expert_offsets.back() == p.d.M);
+  for (const GemmDims* d : {&p.d, &other, &p.d}) {
+    upload(d->expert_offsets);
+    KBIT_CUDA_CHECK(cudaMemset(dp.C, 0xff, dp.C_bytes));
+    KBIT_CUDA_CHECK(cudaGraphLaunch(exec, s.get()));
+    KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
+    const auto ref = make_reference(p.hw, p.A, *d, sample_rows(d->M, 1 << 20));
+    CHECK(check_output(ref, bound, d->dtype, output(), d->N).pass);
+  }
+  KBIT_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  KBIT_CUDA_CHECK(cudaGraphDestroy(graph));
+
+  const std::int64_t M = p.d.M;
+  const auto checked = row.setup(p.d, with_options(row, {"checked=1"}));
+  struct Case {
+    std::size_t at;
+    std::int64_t value;
+    const char* words;
+  };
+  for (const Case& c : {Case{0, 1, "must be 0"}, Case{5, -3, "below the one before"},
+                        Case{16, M + 7, "past the end of A"}}) {
+    auto o = p.d.expert_offsets;
+    o[c.at] = c.value;
+    upload(o);
+    CHECK_THROWS_WITH(row.run(checked.get(), p.d, dp.args(row, 0), s.get()),
+                      Catch::Contains("expert_offsets[" + std::to_string(c.at) +
+                                      "] = " + std::to_string(c.value)) &&
+                          Catch::Contains(c.words));
+    // Unchecked: clamped into A and C, no fault (compute-sanitizer's memcheck runs this too).
+    row.run(state.get(), p.d, dp.args(row, 0), s.get());
+    KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
+  }
+  upload(p.d.expert_offsets);
+  row.run(checked.get(), p.d, dp.args(row, 0), s.get());  // well-formed: runs and checks
+  KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
+  const auto ref = make_reference(p.hw, p.A, p.d, sample_rows(M, 1 << 20));
+  CHECK(check_output(ref, bound, p.d.dtype, output(), p.d.N).pass);
 }

@@ -1,29 +1,13 @@
 // Variant 03: warp-specialized Hopper kernel, weights as wgmma's register operand (RS, A and B
-// swapped). C^T = W * A^T: the dequantized weights are wgmma's A operand (64 weight rows x 16 k
-// per warpgroup and k16 step), built in registers straight from the bit-planes
-// (fragment_lut.cuh: no fp16 weight tile in shared memory), and the activations are its B
-// operand, read by the tensor cores from a 128-byte-swizzled shared-memory tile whose N is the
-// token tile (16 .. 256). README.md beside this file has the picture, the register budget and
-// what each step bought.
+// swapped). The kernel is mainloop.cuh's; this file gives it a dense problem's tiles and plans
+// the launch. README.md beside this file has the picture, the register budget and what each step
+// bought.
 //
-// * One producer warpgroup (threads 256..383; one thread works) fills a ring of kStages stages,
-//   each KT k-tiles (64 each) of one 128-row weight tile: the tiled layout's plane and code tiles
-//   by cp.async.bulk, the activation boxes (token tile x 64) by TMA tensor copies with the
-//   128-byte swizzle, all completing on the stage's `full` mbarrier.
-// * Two consumer warpgroups (threads 0..255, rows 0..63 and 64..127 of the weight tile) wait on
-//   `full`, decode their A fragments for the stage's 4 KT k16 steps, issue them as one wgmma
-//   commit group and, once the previous group has completed (wgmma.wait_group 1), free the
-//   previous stage (one `empty` arrival per consumer thread). The fragments are double-buffered
-//   in registers (even and odd stages), so the decode of stage i overlaps the tensor work of
-//   stage i - 1.
-// * Per token tile (Layout): two blocks per SM without setmaxnreg at 16 and 32 tokens (K <= 4),
-//   else one block per SM whose producer gives registers to the consumers (setmaxnreg 56 / 224).
-// * Work: (m-tile, n-tile) output tiles of token tile x 128 over K_dim in k-steps of 64 KT.
-//   Whole tiles round-robin over the blocks when the last wave is nearly full or two waves or
-//   more remain; the rest split into equal stripes of (tile, k-step) units (stream-K), ended
-//   through the self-cleaning split-K workspace (variants/common/splitk.cuh). Tiles are
-//   numbered in groups of m-tiles (n-tiles outer inside a group), so a wave shares its
-//   activations in L2.
+// * Tiles are token tile x 128 weight rows, numbered in groups of m-tiles (16 MB of activations
+//   a group, n-tiles outer inside a group), so a wave shares its activations in L2.
+// * Whole tiles round-robin over the blocks when they keep >= 90% of the slots busy or two waves
+//   or more remain; the rest are equal stripes of (tile, k-step) units (stream-K), ended through
+//   the self-cleaning split-K workspace (variants/common/splitk.cuh).
 #include <cuda.h>
 #include <cuda_runtime.h>
 
@@ -32,363 +16,17 @@
 #include <string>
 
 #include "reference/error.hpp"
-#include "variants/03_warp_specialized/fragment_lut.cuh"
+#include "variants/03_warp_specialized/mainloop.cuh"
 #include "variants/03_warp_specialized/warp_specialized.hpp"
-#include "variants/common/barrier.cuh"
-#include "variants/common/bulk_copy.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
-#include "variants/common/dispatch.hpp"
 #include "variants/common/launch.hpp"
-#include "variants/common/load.cuh"
-#include "variants/common/pdl.cuh"
-#include "variants/common/splitk.cuh"
 #include "variants/common/splitk_workspace.hpp"
 #include "variants/common/tensor_map.hpp"
-#include "variants/common/tma_tensor.cuh"
-#include "variants/common/wgmma.cuh"
 
 namespace kbit::variants {
+namespace ws {
 namespace {
-
-struct Config {
-  static constexpr int kConsumerWarpgroups = 2;                 // 64 weight rows each (wgmma's M)
-  static constexpr int kConsumers = 128 * kConsumerWarpgroups;  // threads 0..255
-  static constexpr int kThreads = kConsumers + 128;             // + the producer warpgroup 256..383
-  static constexpr int kTileN = 128;  // weight rows per tile: the tiled layout's tile_n
-  static constexpr int kTileK = 64;   // k per stage: the tiled layout's tile_k, and 128-byte A
-                                      // rows (the widest the 128-byte swizzle allows)
-  static constexpr int kKbPerTile = kTileK / 32;
-  static constexpr int kCodeBytes = kTileN * kKbPerTile;  // 256 E4M4 codes per tile
-  static constexpr int kMaxStages = 12;  // enough bytes in flight at the smallest tile
-  // setmaxnreg at one block per SM: ptxas allocates 168 registers a thread (65536 / 384), and
-  // 384 x 168 = 128 x 56 + 256 x 224: the producer gives back, the consumers take.
-  static constexpr int kProducerRegs = 56, kConsumerRegs = 224;
-  static constexpr int kRegisterPool = 128 * kProducerRegs + 256 * kConsumerRegs;
-  static_assert(kRegisterPool <= kThreads * 168, "the block's registers");
-  static constexpr int kSmemOptin = 232448;  // the H100's 227 KB per block
-  static constexpr int kSmemPerSm = 233472;  // and 228 KB per SM
-  static constexpr int kAlignSlack = 1024;   // dynamic smem rounded up to the swizzle's 1024 B
-  static constexpr long long kGroupBytes = 16ll << 20;  // activations a tile group keeps in L2
-};
-
-// Shared memory of (K, token tile TT): the decode table, then the ring, then its barriers. A
-// stage holds KT k-tiles of the tiled layout (a k-step of 64 KT): KT activation boxes, then KT
-// plane tiles, then KT code tiles.
-template <int K, int TT>
-struct Layout {
-  // Blocks per SM: two at the smallest token tiles, where a block's 8 consumer warps cannot
-  // hide the decode's latency (latency-bound at ~50% issue, F-033); the budgets below follow.
-  static constexpr int kBlocksPerSm = TT <= 32 && K <= 4 ? 2 : 1;  // K = 5: a 128 KB table
-  // setmaxnreg with one block per SM (ptxas allocates 168 a thread, 384 x 168 = 128 x 56 +
-  // 256 x 224). Two blocks get 80 a thread from the launch bounds, enough for the small tiles'
-  // consumers: no setmaxnreg there (an .inc past the block's pool waits forever).
-  static constexpr bool kSetMaxNreg = kBlocksPerSm == 1;
-  static constexpr int kSmemBudget = Config::kSmemPerSm / kBlocksPerSm - 1024;  // less 1 KB each
-  // k-tiles per stage: 2 at 64 tokens, whose stages are short (twice the independent decode
-  // work between two barrier waits); 1 at 16 and 32 (two blocks share the SM's shared memory)
-  // and from 128 tokens (tensor-bound, and the activation boxes leave room for few stages).
-  static constexpr int KT = TT <= 64 && kBlocksPerSm == 1 ? 2 : 1;
-  // Accumulator sets, k16 step q adding into set q % kAccSets: at small token tiles a wgmma is
-  // a few cycles of tensor work, and one chain of dependent wgmmas would run at its latency.
-  static constexpr int kAccSets = TT <= 64 ? 2 : 1;
-  static constexpr int kLutBytes = dev::fragment_lut::Table<K>::kBytes;
-  static constexpr int kABytes = TT * Config::kTileK * 2;  // one box: TT rows of 128 B, swizzled
-  static constexpr int kPlaneBytes = Config::kTileN * Config::kKbPerTile * K * 4;
-  static constexpr int kPlanesAt = KT * kABytes;                 // offset of the plane tiles
-  static constexpr int kCodesAt = kPlanesAt + KT * kPlaneBytes;  // offset of the code tiles
-  static constexpr int kCopyBytes = kCodesAt + KT * Config::kCodeBytes;
-  static constexpr int kStageBytes = (kCopyBytes + 1023) / 1024 * 1024;  // boxes at 1024 B
-  static constexpr int kBarrierBytes = 1024;
-  static constexpr int kStages = std::min(
-      Config::kMaxStages, (std::min(Config::kSmemOptin, kSmemBudget) - Config::kAlignSlack -
-                           kLutBytes - kBarrierBytes - 1024 /* static */) /
-                              kStageBytes);
-  static constexpr int kRingAt = kLutBytes;
-  static constexpr int kBarriersAt = kRingAt + kStages * kStageBytes;
-  static constexpr int kBytes = kBarriersAt + kBarrierBytes;
-  static_assert(kStages >= 2, "the consumers free stage i - 1 after issuing stage i");
-  static_assert(kLutBytes % 1024 == 0 && kABytes % 1024 == 0, "boxes start 1024-byte aligned");
-};
-
-struct Args {
-  void* C;
-  const uint32_t* packed;
-  const uint8_t* absmax;
-  int M, N, m_tiles, n_tiles, k_tiles, group_m;
-  int k_steps;   // stages per tile: ceil(k_tiles / KT)
-  int dp_tiles;  // tiles [0, dp_tiles) are whole, block b takes b, b + grid, ...
-  int units;     // tiles x k_steps
-  int per;       // the rest: block b streams units [dp_tiles * k_steps + b * per, + per)
-  float* ws;     // split-K workspace [M][N] fp32, zero between calls
-  int* counters;
-  float cb[32];
-};
-
-// A block's walk over its (tile, k-step) units, one step at a time (no division in the loop):
-// the producer and the consumers each make the same one.
-struct Walk {
-  int k_steps, dp_steps, sk0, steps;
-  int i = 0, t = 0, ks = 0;  // step i is tile t, k-step ks
-  __device__ explicit Walk(const Args& a) : k_steps(a.k_steps) {
-    const int b = int(blockIdx.x), grid = int(gridDim.x);
-    const int dp_tiles_here = b < a.dp_tiles ? (a.dp_tiles - 1 - b) / grid + 1 : 0;
-    dp_steps = dp_tiles_here * k_steps;
-    sk0 = a.dp_tiles * k_steps + b * a.per;
-    steps = dp_steps + max(0, min(a.units, sk0 + a.per) - sk0);
-    if (dp_steps > 0)
-      t = b;
-    else
-      enter_stripe();
-  }
-  __device__ void enter_stripe() {
-    t = sk0 / k_steps;
-    ks = sk0 - t * k_steps;
-  }
-  __device__ __forceinline__ bool ends_tile() const { return ks == k_steps - 1 || i == steps - 1; }
-  __device__ __forceinline__ void advance() {
-    ++i;
-    if (i == dp_steps) {
-      enter_stripe();
-    } else if (++ks == k_steps) {
-      ks = 0;
-      t += i < dp_steps ? int(gridDim.x) : 1;
-    }
-  }
-};
-
-// Tile t's m-tile and n-tile: groups of group_m m-tiles, n-tiles outer inside a group.
-__device__ __forceinline__ void tile_coords(const Args& a, int t, int& mt, int& nt) {
-  const int per_group = a.group_m * a.n_tiles;
-  const int g = t / per_group, r = t - g * per_group;
-  const int gm = min(a.group_m, a.m_tiles - g * a.group_m);
-  nt = r / gm;
-  mt = g * a.group_m + (r - nt * gm);
-}
-
-template <int K, int TT, typename T>
-__global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
-    warp_specialized_kernel(const __grid_constant__ Args a,
-                            const __grid_constant__ CUtensorMap amap) {
-  using L = Layout<K, TT>;
-  constexpr int S = L::kStages;
-  extern __shared__ __align__(16) unsigned char smem[];
-  // The table at the start of shared memory; the ring after it on a 1024-byte boundary, where
-  // the 128-byte swizzle repeats (the dynamic base need not be 1024-aligned: the offset is a
-  // runtime value). ptxas still adds the table's base to every table address (IMAD.IADD, 0.36
-  // instructions a weight; README.md).
-  const uint32_t base = uint32_t(__cvta_generic_to_shared(smem));
-  const uint32_t ring_off = ((base + L::kRingAt + 1023) & ~1023u) - base;
-  auto stage_a = [&](int s) { return base + ring_off + s * L::kStageBytes; };
-  auto full = [&](int s) { return base + ring_off + L::kBarriersAt - L::kRingAt + 8 * s; };
-  auto empty = [&](int s) { return base + ring_off + L::kBarriersAt - L::kRingAt + 8 * (S + s); };
-
-  __shared__ float s_cb[32];
-  if (threadIdx.x < 32) s_cb[threadIdx.x] = a.cb[threadIdx.x];
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < S; ++s) {
-      dev::mbar_init(full(s), 1);
-      dev::mbar_init(empty(s), Config::kConsumers);
-    }
-    dev::fence_barrier_init();
-  }
-  __syncthreads();
-
-  if (threadIdx.x >= Config::kConsumers) {  // the producer warpgroup
-    if constexpr (L::kSetMaxNreg) dev::wgmma::release_registers<Config::kProducerRegs>();
-    if (threadIdx.x != Config::kConsumers) return;
-    dev::pdl::wait();  // A is the previous kernel's output
-    for (Walk w(a); w.i < w.steps; w.advance()) {
-      const int s = w.i % S;
-      if (w.i >= S) {
-        dev::mbar_wait(empty(s), uint32_t(w.i / S - 1) & 1u);
-        dev::fence_proxy_async_shared();  // the consumers' reads before the refill
-      }
-      int mt, nt;
-      tile_coords(a, w.t, mt, nt);
-      const int kt0 = w.ks * L::KT, n_kt = min(L::KT, a.k_tiles - kt0);
-      const uint32_t st = stage_a(s);
-      // Every activation box, even one past K_dim (the TMA fills it with zeros), so that the
-      // consumers' wgmmas need no branch; weights only for the k-tiles that exist.
-      dev::mbar_arrive_expect_tx(full(s),
-                                 L::KT * L::kABytes + n_kt * (L::kPlaneBytes + Config::kCodeBytes));
-      for (int j = 0; j < L::KT; ++j)
-        dev::tma_load_2d(st + j * L::kABytes, &amap, (kt0 + j) * Config::kTileK, mt * TT, full(s));
-      for (int j = 0; j < n_kt; ++j) {
-        const long long tile = (long long)(kt0 + j) * a.n_tiles + nt;
-        dev::bulk_copy_g2s(st + L::kPlanesAt + j * L::kPlaneBytes,
-                           reinterpret_cast<const unsigned char*>(a.packed) + tile * L::kPlaneBytes,
-                           L::kPlaneBytes, full(s));
-        dev::bulk_copy_g2s(st + L::kCodesAt + j * Config::kCodeBytes,
-                           a.absmax + tile * Config::kCodeBytes, Config::kCodeBytes, full(s));
-      }
-    }
-    return;
-  }
-
-  // ------------------------------------------------------------------ consumers
-  if constexpr (L::kSetMaxNreg) dev::wgmma::claim_registers<Config::kConsumerRegs>();
-  dev::fragment_lut::build<K, T>(smem, s_cb, int(threadIdx.x), Config::kConsumers);
-  dev::sync_threads<Config::kConsumers>();
-  dev::pdl::wait();  // C and the workspace: the previous kernel may still use them
-
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int row0 = (warp >> 2) * 64 + (warp & 3) * 16 + (lane >> 2);  // and row0 + 8
-  const dev::fragment_lut::Decoder<K, T> dec(lane);
-  using Mma = dev::wgmma::MmaRS<TT, T>;
-  constexpr int kSteps16 = 4 * L::KT;  // k16 steps per stage
-  float acc[L::kAccSets][Mma::kRegs];
-  uint32_t frag[2][kSteps16 * 4] = {};  // even / odd stages: the A registers of each k16 step
-  int pending = -1;                     // the stage to free once its wgmma group has completed
-  bool first = true;                    // the next wgmma starts a tile (overwrites acc)
-
-  // Every consumer thread arrives once it has read a stage (racecheck cannot follow one
-  // arrival per warp after __syncwarp: F-001).
-  auto free_stage = [&](int s) { dev::mbar_arrive(empty(s)); };
-
-  // Decodes k-tile j of stage s into f: rows row0 and row0 + 8, blocks kb = 0, 1; k16 step
-  // 4j + 2kb + h takes pairs Q = 2h (k 2c..) and 2h + 1 (k 2c + 8 ..).
-  auto decode = [&](int s, int j, uint32_t(&f)[kSteps16 * 4]) {
-    const unsigned char* st = smem + ring_off + s * L::kStageBytes;
-    const uint32_t* planes =
-        reinterpret_cast<const uint32_t*>(st + L::kPlanesAt + j * L::kPlaneBytes);
-    const unsigned char* codes = st + L::kCodesAt + j * Config::kCodeBytes;
-#pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      const int r = row0 + 8 * rr;
-      const uint32_t code2 = *reinterpret_cast<const uint16_t*>(codes + r * 2);
-#pragma unroll
-      for (int kb = 0; kb < 2; ++kb) {
-        uint32_t p[K], out[4];
-        dev::load_planes<K>(planes + (r * 2 + kb) * K, p);
-        const uint32_t scale2 =
-            kb == 0 ? dec.template scale<0>(smem, code2) : dec.template scale<1>(smem, code2);
-        dec.decode(smem, p, scale2, out);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          f[(4 * j + 2 * kb + h) * 4 + rr] = out[2 * h];
-          f[(4 * j + 2 * kb + h) * 4 + 2 + rr] = out[2 * h + 1];
-        }
-      }
-    }
-  };
-
-  // Tile t's sums: straight to C when this block is its only contributor, else added into the
-  // workspace, whose last contributor converts them 16 at a time (one L2 round trip each).
-  auto store = [&](int t) {
-    int mt, nt;
-    tile_coords(a, t, mt, nt);
-    const int f0 = nt * Config::kTileN + row0, m0 = mt * TT + 2 * (lane & 3);
-    T* C = static_cast<T*>(a.C);
-    // Index into C and the workspace of accumulator r, or -1 outside M x N; M * N < 2^31.
-    auto index = [&](int r) {
-      const int fe = f0 + 8 * ((r >> 1) & 1), m = m0 + 8 * (r >> 2) + (r & 1);
-      return m < a.M && fe < a.N ? m * a.N + fe : -1;
-    };
-    const int contributors =
-        t < a.dp_tiles ? 1 : dev::splitk::stripe_contributors(t - a.dp_tiles, a.k_steps, a.per);
-    if (contributors == 1) {
-#pragma unroll
-      for (int r = 0; r < Mma::kRegs; ++r)
-        if (const int i = index(r); i >= 0) C[i] = dev::from_float<T>(acc[0][r]);
-      return;
-    }
-#pragma unroll
-    for (int r = 0; r < Mma::kRegs; ++r)
-      if (const int i = index(r); i >= 0) dev::splitk::add(a.ws, i, acc[0][r]);
-    if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + t, contributors)) return;
-    constexpr int kChunk = Mma::kRegs < 16 ? Mma::kRegs : 16;
-#pragma unroll
-    for (int r0 = 0; r0 < Mma::kRegs; r0 += kChunk) {
-      int idx[kChunk];
-#pragma unroll
-      for (int r = 0; r < kChunk; ++r) idx[r] = index(r0 + r);
-      dev::splitk::take_all(a.ws, idx,
-                            [&](int r, float sum) { C[idx[r]] = dev::from_float<T>(sum); });
-    }
-  };
-
-  Walk w(a);
-  // f: this stage's fragments; prev: the previous stage's, which its wgmmas may still read.
-  auto step = [&](uint32_t(&f)[kSteps16 * 4], uint32_t(&prev)[kSteps16 * 4]) {
-    const int s = w.i % S;
-    dev::mbar_wait(full(s), uint32_t(w.i / S) & 1u);
-    // The last k-step of a tile may be short: its missing k-tile's weights are zeros (and its
-    // activations, the TMA's fill). No branch between the wgmmas of a group: ptxas serializes
-    // wgmmas across control flow (a wait after each, F-033).
-    const int n_kt = min(L::KT, a.k_tiles - w.ks * L::KT);
-#pragma unroll
-    for (int j = 0; j < L::KT; ++j) {
-      if (j < n_kt) {
-        decode(s, j, f);
-      } else {
-#pragma unroll
-        for (int q = 0; q < 16; ++q) f[16 * j + q] = 0u;
-      }
-    }
-    const uint64_t desc = dev::wgmma::desc_k_major_sw128(stage_a(s));
-    dev::wgmma::fence();
-#pragma unroll
-    for (int j = 0; j < L::KT; ++j) {
-#pragma unroll
-      for (int k16 = 0; k16 < 4; ++k16) {
-        const int q = 4 * j + k16;
-        const uint32_t(&fa)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[4 * q]);
-        // + 32 B per k16 step inside a 128-byte row, + one box per k-tile
-        Mma::run(acc[q % L::kAccSets], fa, desc + uint64_t((j * L::kABytes + k16 * 32) >> 4),
-                 !(first && q < L::kAccSets));
-      }
-    }
-    dev::wgmma::commit();
-    first = false;
-    dev::wgmma::wait<1>();  // the previous stage's group has completed
-    // Its fragments are live until here: without this the register allocator may give the
-    // next decode a register the previous group still reads, and ptxas then waits after
-    // every wgmma (F-033).
-    dev::wgmma::fence_operands(prev);
-    if (pending >= 0) free_stage(pending);
-    pending = s;
-    if (w.ends_tile()) {  // tile t ends here for this block: all its wgmmas done, then the store
-      dev::wgmma::wait<0>();
-      dev::wgmma::fence_operands(f);
-#pragma unroll
-      for (int set = 0; set < L::kAccSets; ++set) dev::wgmma::fence_operands(acc[set]);
-#pragma unroll
-      for (int set = 1; set < L::kAccSets; ++set)
-#pragma unroll
-        for (int r = 0; r < Mma::kRegs; ++r) acc[0][r] += acc[set][r];
-      free_stage(s);
-      pending = -1;
-      first = true;
-      store(w.t);
-    }
-    w.advance();
-  };
-
-  while (w.i + 1 < w.steps) {
-    step(frag[0], frag[1]);
-    step(frag[1], frag[0]);
-  }
-  if (w.i < w.steps) step(frag[0], frag[1]);
-}
-
-// ---------------------------------------------------------------- host side
-
-constexpr int kTokenTiles[] = {16, 32, 64, 128, 256};
-
-template <typename Fn>
-decltype(auto) with_token_tile(int tt, Fn&& fn) {
-  return with_one_of<16, 32, 64, 128, 256>(tt, std::forward<Fn>(fn), [&] {
-    return "warp_specialized: token_tile = " + std::to_string(tt) +
-           " is not one of 16, 32, 64, 128, 256 (or 0: by M)";
-  });
-}
-
-struct Kernel {
-  const void* fn;
-  int smem_bytes, stages, k_tiles_per_stage;
-  bool set_max_nreg;  // the block's warpgroups trade registers (one block per SM)
-};
 
 // 1 where the device code was compiled for sm_90a (wgmma, setmaxnreg), 0 for a plain sm_90
 // build, whose wrappers trap: setup refuses that build instead of losing the context.
@@ -412,24 +50,79 @@ bool wgmma_compiled() {
   return compiled;
 }
 
-template <typename T>
-Kernel kernel_for(int k, int tt) {
-  return with_k_bits(k, [&](auto k_const) {
-    constexpr int KB = decltype(k_const)::value;
-    return with_token_tile(tt, [&](auto tt_const) {
-      constexpr int TT = decltype(tt_const)::value;
-      using L = Layout<KB, TT>;
-      return Kernel{reinterpret_cast<const void*>(warp_specialized_kernel<KB, TT, T>),
-                    L::kBytes + Config::kAlignSlack, L::kStages, L::KT, L::kSetMaxNreg};
-    });
-  });
+}  // namespace
+
+void require_wgmma_device(const char* who) {
+  const int sm = current_device_sm();
+  if (sm != 90)
+    throw Error(
+        std::string(who) + ": needs compute capability 9.0 (wgmma, setmaxnreg: sm_90a); " +
+        (sm == 0 ? std::string("no CUDA device")
+                 : "this device is " + std::to_string(sm / 10) + "." + std::to_string(sm % 10)));
+  if (!wgmma_compiled())
+    throw Error(std::string(who) +
+                ": this build's device code is not sm_90a (CMAKE_CUDA_ARCHITECTURES must include "
+                "90a): wgmma and setmaxnreg are missing");
 }
+
+int prepare_kernel(const Kernel& k, const char* who) {
+  int dev = 0, sms = 0, per_sm = 0, optin = 0;
+  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
+  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
+  if (optin < k.smem_bytes)
+    throw Error(std::string(who) + ": needs " + std::to_string(k.smem_bytes) +
+                " bytes of shared memory per block, this device offers " + std::to_string(optin));
+  KBIT_CUDA_CHECK(
+      cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
+  // setmaxnreg.inc waits until the block's pool holds what it asks: a pool smaller than
+  // 128 x 56 + 256 x 224 registers (a toolchain allocating fewer than 168 a thread) would hang.
+  cudaFuncAttributes attr{};
+  KBIT_CUDA_CHECK(cudaFuncGetAttributes(&attr, k.fn));
+  if (k.set_max_nreg && attr.numRegs * Config::kThreads < Config::kRegisterPool)
+    throw Error(std::string(who) + ": the kernel has " + std::to_string(attr.numRegs) +
+                " registers a thread; its warpgroups' setmaxnreg needs " +
+                std::to_string(Config::kRegisterPool / Config::kThreads));
+  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  KBIT_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.fn, Config::kThreads, k.smem_bytes));
+  if (per_sm < 1)
+    throw Error(std::string(who) + ": a block with " + std::to_string(k.smem_bytes) +
+                " bytes of shared memory does not fit on this device");
+  return sms * per_sm;
+}
+
+}  // namespace ws
+
+namespace {
+
+// A dense problem's tiles: (m-tile, n-tile) in groups of group_m m-tiles, n-tiles outer inside a
+// group; tiles from dp_tiles on are split into stream-K stripes.
+struct DenseTiles {
+  struct Args : ws::MainloopArgs {
+    int m_tiles, group_m, token_tile;
+  };
+  __device__ static int whole_tiles(const Args& a) { return a.dp_tiles; }
+  __device__ static ws::TileInfo tile(const Args& a, int t) {
+    const int per_group = a.group_m * a.n_tiles;
+    const int g = t / per_group, r = t - g * per_group;
+    const int gm = min(a.group_m, a.m_tiles - g * a.group_m);
+    const int nt = r / gm;
+    const int mt = g * a.group_m + (r - nt * gm);
+    return {mt * a.token_tile, a.M, nt, reinterpret_cast<const unsigned char*>(a.packed), a.absmax};
+  }
+  __device__ static int row_end(const Args& a, const ws::TileInfo&) { return a.M; }
+  __device__ static int contributors(const Args& a, int t) {
+    return t < a.dp_tiles
+               ? 1
+               : kbit::dev::splitk::stripe_contributors(t - a.dp_tiles, a.k_steps, a.per);
+  }
+};
 
 // The token tile by M: the smallest that holds M up to 128 (the weights are read once per
 // m-tile, so fewer m-tiles win while the tensor work is small), 256 from there (tensor-bound:
 // the widest wgmma halves the activation traffic per weight).
 int token_tile_for(std::int64_t m) {
-  for (int tt : kTokenTiles)
+  for (int tt : ws::kTokenTiles)
     if (m <= tt) return tt;
   return 256;
 }
@@ -437,7 +130,7 @@ int token_tile_for(std::int64_t m) {
 struct WarpSpecializedState : VariantState {
   int token_tile = 16, m_tiles = 0, n_tiles = 0, k_tiles = 0, k_steps = 0, group_m = 1, tiles = 0;
   int dp_tiles = 0, units = 0, per = 0, grid = 0, split_tiles = 0, max_contributors = 1;
-  Kernel kernel{};
+  ws::Kernel kernel{};
   SplitKWorkspace split;  // allocated when a tile is split
   std::string describe() const override {
     return "tile " + std::to_string(token_tile) + " tokens x 128 weight rows x " +
@@ -457,24 +150,16 @@ struct WarpSpecializedState : VariantState {
 std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const VariantOptions& o) {
   const char* who = "warp_specialized";
   require_dense_gemm_dims(d, who);
-  const int sm = current_device_sm();
-  if (sm != 90)
-    throw Error(
-        std::string(who) + ": needs compute capability 9.0 (wgmma, setmaxnreg: sm_90a); " +
-        (sm == 0 ? std::string("no CUDA device")
-                 : "this device is " + std::to_string(sm / 10) + "." + std::to_string(sm % 10)));
-  if (!wgmma_compiled())
-    throw Error(std::string(who) +
-                ": this build's device code is not sm_90a (CMAKE_CUDA_ARCHITECTURES must include "
-                "90a): wgmma and setmaxnreg are missing");
+  ws::require_wgmma_device(who);
   auto s = std::make_unique<WarpSpecializedState>();
   const std::int64_t tt_opt = o.get(kWarpSpecializedTokenTile);
   s->token_tile = tt_opt == 0 ? token_tile_for(d.M) : int(tt_opt);
-  s->kernel = d.dtype == DType::f16 ? kernel_for<__half>(d.k_bits, s->token_tile)
-                                    : kernel_for<__nv_bfloat16>(d.k_bits, s->token_tile);
+  s->kernel = d.dtype == DType::f16
+                  ? ws::kernel_for<__half, DenseTiles>(d.k_bits, s->token_tile, who)
+                  : ws::kernel_for<__nv_bfloat16, DenseTiles>(d.k_bits, s->token_tile, who);
   s->m_tiles = int((d.M + s->token_tile - 1) / s->token_tile);
-  s->n_tiles = int((d.N + Config::kTileN - 1) / Config::kTileN);
-  s->k_tiles = int((d.K_dim + Config::kTileK - 1) / Config::kTileK);
+  s->n_tiles = int((d.N + ws::Config::kTileN - 1) / ws::Config::kTileN);
+  s->k_tiles = int((d.K_dim + ws::Config::kTileK - 1) / ws::Config::kTileK);
   s->k_steps = (s->k_tiles + s->kernel.k_tiles_per_stage - 1) / s->kernel.k_tiles_per_stage;
   const long long tiles = (long long)s->m_tiles * s->n_tiles;
   if (tiles * s->k_steps >= (1ll << 31))
@@ -483,31 +168,9 @@ std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const Va
   s->tiles = int(tiles);
   s->units = int(tiles * s->k_steps);
   const long long m_tile_bytes = (long long)s->token_tile * d.K_dim * 2;
-  s->group_m = int(std::clamp<long long>(Config::kGroupBytes / m_tile_bytes, 1, s->m_tiles));
+  s->group_m = int(std::clamp<long long>(ws::Config::kGroupBytes / m_tile_bytes, 1, s->m_tiles));
 
-  int dev = 0, sms = 0, per_sm = 0, optin = 0;
-  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
-  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  if (optin < s->kernel.smem_bytes)
-    throw Error(std::string(who) + ": needs " + std::to_string(s->kernel.smem_bytes) +
-                " bytes of shared memory per block, this device offers " + std::to_string(optin));
-  KBIT_CUDA_CHECK(cudaFuncSetAttribute(s->kernel.fn, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       s->kernel.smem_bytes));
-  // setmaxnreg.inc waits until the block's pool holds what it asks: a pool smaller than
-  // 128 x 56 + 256 x 224 registers (a toolchain allocating fewer than 168 a thread) would hang.
-  cudaFuncAttributes attr{};
-  KBIT_CUDA_CHECK(cudaFuncGetAttributes(&attr, s->kernel.fn));
-  if (s->kernel.set_max_nreg && attr.numRegs * Config::kThreads < Config::kRegisterPool)
-    throw Error(std::string(who) + ": the kernel has " + std::to_string(attr.numRegs) +
-                " registers a thread; its warpgroups' setmaxnreg needs " +
-                std::to_string(Config::kRegisterPool / Config::kThreads));
-  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  KBIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-      &per_sm, s->kernel.fn, Config::kThreads, s->kernel.smem_bytes));
-  if (per_sm < 1)
-    throw Error(std::string(who) + ": a block with " + std::to_string(s->kernel.smem_bytes) +
-                " bytes of shared memory does not fit on this device");
-  const int slots = sms * per_sm;
+  const int slots = ws::prepare_kernel(s->kernel, who);
   // Whole tiles while two waves or more remain (or all of them when they fill whole waves, or
   // split-K is forced off), the rest in equal stripes of units.
   // Whole tiles everywhere when they keep >= 90% of the slots busy on average over all waves
@@ -534,7 +197,7 @@ std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const Va
   const int sk_blocks = rest == 0 ? 0 : (rest + s->per - 1) / s->per;
   s->grid = std::max(std::min(slots, std::max(s->dp_tiles, 1)), sk_blocks);
   for (int t = s->dp_tiles; t < s->tiles; ++t) {
-    const int c = dev::splitk::stripe_contributors(t - s->dp_tiles, s->k_steps, s->per);
+    const int c = kbit::dev::splitk::stripe_contributors(t - s->dp_tiles, s->k_steps, s->per);
     s->split_tiles += c > 1;
     s->max_contributors = std::max(s->max_contributors, c);
   }
@@ -547,8 +210,8 @@ std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const Va
 void warp_specialized_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
                           cudaStream_t stream) {
   auto* s = static_cast<WarpSpecializedState*>(state);
-  require_tiled_args(g, d, TileConfig{Config::kTileK, Config::kTileN}, "warp_specialized");
-  Args a{};
+  require_tiled_args(g, d, TileConfig{ws::Config::kTileK, ws::Config::kTileN}, "warp_specialized");
+  DenseTiles::Args a{};
   a.C = g.C;
   a.packed = g.w.packed;
   a.absmax = g.w.absmax;
@@ -559,6 +222,7 @@ void warp_specialized_run(VariantState* state, const GemmDims& d, const GemmArgs
   a.k_tiles = s->k_tiles;
   a.k_steps = s->k_steps;
   a.group_m = s->group_m;
+  a.token_tile = s->token_tile;
   a.dp_tiles = s->dp_tiles;
   a.units = s->units;
   a.per = s->per;
@@ -570,12 +234,12 @@ void warp_specialized_run(VariantState* state, const GemmDims& d, const GemmArgs
   const CUtensorMap amap = encode_tensor_map(
       g.A,
       d.dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
-      {{std::uint64_t(d.K_dim), 0, std::uint32_t(Config::kTileK)},
+      {{std::uint64_t(d.K_dim), 0, std::uint32_t(ws::Config::kTileK)},
        {std::uint64_t(d.M), std::uint64_t(d.K_dim) * 2, std::uint32_t(s->token_tile)}},
       CU_TENSOR_MAP_SWIZZLE_128B);
   void* params[] = {&a, const_cast<CUtensorMap*>(&amap)};
-  launch_kernel(s->kernel.fn, dim3(unsigned(s->grid)), dim3(Config::kThreads), s->kernel.smem_bytes,
-                stream, params, g.pdl);
+  launch_kernel(s->kernel.fn, dim3(unsigned(s->grid)), dim3(ws::Config::kThreads),
+                s->kernel.smem_bytes, stream, params, g.pdl);
 }
 
 }  // namespace kbit::variants

@@ -1,0 +1,294 @@
+// Variant 05: grouped MMA for MoE layers. Variant 03's mainloop (mainloop.cuh: TMA producer
+// warpgroup, two consumer warpgroups, weights decoded into wgmma's register operand) runs every
+// active expert's tiles in one launch. README.md beside this file has the design and numbers.
+//
+// * A one-block kernel (list_mtiles) turns the device's expert offsets into the list of m-tiles:
+//   (expert, first row, end row), experts in order, each expert's rows cut into token tiles, no
+//   entry for an expert without rows. It runs inside the captured step: no host sync, and the
+//   GEMM launches behind it with programmatic dependent launch, so the GEMM's prologue (table,
+//   barriers) overlaps it.
+// * The GEMM's tiles are (m-tile, n-tile), n-tiles inner: tile t = g x n_tiles + nt. They go
+//   round-robin over a persistent grid of one block per slot, each block reading the list's
+//   length after its PDL wait. Every tile is the same work (token tile x 128 x K_dim), so the
+//   round-robin is balanced however the routing skews the rows: a hot expert just has more
+//   m-tiles. A wave of consecutive tiles shares each m-tile's activations and each expert's
+//   weights in L2.
+// * The TMA box of an m-tile starts at its expert's row; the rows past the expert's end belong to
+//   the next expert (or are past M: zeros) and are computed but never stored.
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "reference/error.hpp"
+#include "variants/03_warp_specialized/mainloop.cuh"
+#include "variants/05_grouped_mma/grouped_mma.hpp"
+#include "variants/common/cuda_check.hpp"
+#include "variants/common/device_buffer.hpp"
+#include "variants/common/launch.hpp"
+#include "variants/common/pdl.cuh"
+#include "variants/common/tensor_map.hpp"
+
+namespace kbit::variants {
+namespace {
+
+constexpr int kListThreads = 1024;  // one block lists every expert's m-tiles
+constexpr int kListExpertsPerThread = 4;
+constexpr int kMaxExperts = kListThreads * kListExpertsPerThread;  // 4096: the list's shared memory
+
+// Checked mode's codes: the first malformed offset is reported as expert * 4 + code.
+enum OffsetFault : int { kStartNotZero = 1, kDecreasing = 2, kPastRows = 3 };
+constexpr int kNoFault = 0x7f7f7f7f;  // what a cudaMemsetAsync of 0x7f bytes writes
+
+// v clamped into [lo, hi].
+__device__ __forceinline__ int clamp_row(std::int64_t v, int lo, int hi) {
+  return v < lo ? lo : v > hi ? hi : int(v);
+}
+
+// Lists the m-tiles of every expert: entry g is (expert, first row, end row, 0). Offsets are
+// clamped into [0, M] and each end to at least its start, so malformed offsets never make the
+// GEMM read or write outside A and C; the list is cut at `capacity` entries (only malformed
+// offsets can reach it). With `status` (checked mode) it also records the first malformed offset.
+__global__ void __launch_bounds__(kListThreads)
+    list_mtiles(const std::int64_t* __restrict__ off, int experts, int rows, int tt, int capacity,
+                int4* __restrict__ mtiles, int* __restrict__ count, int* __restrict__ status) {
+  __shared__ int s_first[kMaxExperts + 1];  // an expert's first entry; s_first[E] = entries
+  __shared__ int s_lo[kMaxExperts];         // its first row
+  __shared__ int s_warp[kListThreads / 32];
+  dev::pdl::launch_dependents();  // the GEMM's prologue may start now; it waits for our end
+  dev::pdl::wait();               // the offsets may be the previous kernel's output
+  const int tid = int(threadIdx.x), lane = tid & 31, warp = tid >> 5;
+  const int e0 = tid * kListExpertsPerThread;
+  int n[kListExpertsPerThread], local = 0;
+#pragma unroll
+  for (int j = 0; j < kListExpertsPerThread; ++j) {
+    const int e = e0 + j;
+    n[j] = 0;
+    if (e >= experts) continue;
+    const std::int64_t a = off[e], b = off[e + 1];
+    const int lo = clamp_row(a, 0, rows), hi = clamp_row(b, lo, rows);
+    s_lo[e] = lo;
+    n[j] = (hi - lo + tt - 1) / tt;
+    local += n[j];
+    if (status) {
+      const int fault = e == 0 && a != 0               ? kStartNotZero
+                        : b < a                        ? kDecreasing
+                        : e == experts - 1 && b > rows ? kPastRows
+                                                       : 0;
+      if (fault) atomicMin(status, e * 4 + fault);
+    }
+  }
+  // Exclusive scan of the threads' counts: within each warp, then over the warps' sums.
+  int incl = local;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int v = __shfl_up_sync(0xffffffffu, incl, d);
+    if (lane >= d) incl += v;
+  }
+  if (lane == 31) s_warp[warp] = incl;
+  __syncthreads();
+  if (warp == 0) {
+    int w = s_warp[lane];
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int v = __shfl_up_sync(0xffffffffu, w, d);
+      if (lane >= d) w += v;
+    }
+    s_warp[lane] = w;  // inclusive over warps 0..lane
+  }
+  __syncthreads();
+  int run = incl - local + (warp > 0 ? s_warp[warp - 1] : 0);
+#pragma unroll
+  for (int j = 0; j < kListExpertsPerThread; ++j) {
+    const int e = e0 + j;
+    if (e < experts) s_first[e] = run;
+    run += n[j];
+  }
+  if (tid == kListThreads - 1) s_first[experts] = run;
+  __syncthreads();
+  const int total = min(s_first[experts], capacity);
+  if (tid == 0) *count = total;
+  for (int g = tid; g < total; g += kListThreads) {
+    // The expert of entry g: the last e with s_first[e] <= g (never an empty one: its successor
+    // starts at the same entry).
+    int lo = 0, hi = experts - 1;
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) >> 1;
+      if (s_first[mid] <= g)
+        lo = mid;
+      else
+        hi = mid - 1;
+    }
+    const int first = s_lo[lo] + (g - s_first[lo]) * tt;
+    const int end = clamp_row(off[lo + 1], s_lo[lo], rows);
+    mtiles[g] = make_int4(lo, first, end, 0);
+  }
+}
+
+// The grouped problem's tiles: t = g x n_tiles + nt over the listed m-tiles g, all whole.
+struct GroupedTiles {
+  struct Args : ws::MainloopArgs {
+    const int4* mtiles;                    // list_mtiles's entries
+    const int* count;                      // and their number
+    long long expert_words, expert_bytes;  // one expert's plane words and code bytes
+  };
+  // Read at L2 (ld.cg): list_mtiles wrote them, and this grid may have started before it ended.
+  __device__ static int whole_tiles(const Args& a) { return __ldcg(a.count) * a.n_tiles; }
+  __device__ static ws::TileInfo tile(const Args& a, int t) {
+    const int g = t / a.n_tiles, nt = t - g * a.n_tiles;
+    const int4 m = __ldcg(a.mtiles + g);
+    return {m.y, m.z, nt, reinterpret_cast<const unsigned char*>(a.packed + m.x * a.expert_words),
+            a.absmax + m.x * a.expert_bytes};
+  }
+  __device__ static int row_end(const Args&, const ws::TileInfo& t) { return t.row_end; }
+  __device__ static int contributors(const Args&, int) { return 1; }
+};
+
+struct GroupedMmaState : VariantState {
+  int token_tile = 16, n_tiles = 0, k_tiles = 0, k_steps = 0, capacity = 0, grid = 0;
+  bool checked = false;
+  ws::Kernel kernel{};
+  DeviceBuffer<int4> mtiles;
+  DeviceBuffer<int> count, status;
+  std::string describe() const override {
+    return "tile " + std::to_string(token_tile) + " tokens x 128 weight rows x " +
+           std::to_string(64 * kernel.k_tiles_per_stage) + " k, " + std::to_string(kernel.stages) +
+           "-stage TMA ring, RS wgmma (weights from registers); (expert, m-tile, n-tile) tiles "
+           "listed on the device (at most " +
+           std::to_string(capacity) + " m-tiles x " + std::to_string(n_tiles) +
+           " n-tiles), round-robin over " + std::to_string(grid) + " blocks" +
+           (checked ? ", offsets checked" : "");
+  }
+  // The accumulator sets' sum on top of the K_dim additions (as variant 03 without split-K).
+  std::int64_t extra_additions() const override { return 3; }
+};
+
+std::string fault_words(int code) {
+  switch (code) {
+    case kStartNotZero:
+      return "must be 0";
+    case kDecreasing:
+      return "is below the one before (offsets must not decrease)";
+    case kPastRows:
+      return "is past the end of A";
+  }
+  return "is malformed";
+}
+
+}  // namespace
+
+int grouped_mma_token_tile(double rows_per_expert) {
+  for (int tt : ws::kTokenTiles)
+    if (rows_per_expert <= tt) return tt;
+  return 256;
+}
+
+std::unique_ptr<VariantState> grouped_mma_setup(const GemmDims& d, const VariantOptions& o) {
+  const char* who = "grouped_mma";
+  if (!d.grouped()) throw Error(std::string(who) + ": needs a grouped (MoE) problem");
+  if (d.num_experts > kMaxExperts)
+    throw Error(std::string(who) + ": " + std::to_string(d.num_experts) +
+                " experts; the on-device work list holds at most " + std::to_string(kMaxExperts));
+  if (d.dtype != DType::f16 && d.dtype != DType::bf16)
+    throw Error(std::string(who) + ": dtype " + dtype_name(d.dtype) + " is not fp16 or bf16");
+  if (d.N < 1 || d.K_dim < 32 || d.K_dim % 32 != 0 || d.M < 0)
+    throw Error(std::string(who) + ": N = " + std::to_string(d.N) +
+                ", K_dim = " + std::to_string(d.K_dim) + ", M = " + std::to_string(d.M) +
+                ": needs N >= 1, K_dim a positive multiple of 32 and M >= 0");
+  if (d.M * d.N >= (1ll << 31) || d.K_dim >= (1ll << 30))
+    throw Error(std::string(who) + ": M x N = " + std::to_string(d.M * d.N) +
+                ", K_dim = " + std::to_string(d.K_dim) +
+                ": the kernel's 32-bit indices need M x N < 2^31 and "
+                "K_dim < 2^30");
+  ws::require_wgmma_device(who);
+  auto s = std::make_unique<GroupedMmaState>();
+  const std::int64_t tt_opt = o.get(kGroupedMmaTokenTile);
+  s->token_tile =
+      tt_opt == 0 ? grouped_mma_token_tile(double(d.M) / double(d.num_experts)) : int(tt_opt);
+  s->checked = o.flag(kGroupedMmaChecked);
+  s->kernel = d.dtype == DType::f16
+                  ? ws::kernel_for<__half, GroupedTiles>(d.k_bits, s->token_tile, who)
+                  : ws::kernel_for<__nv_bfloat16, GroupedTiles>(d.k_bits, s->token_tile, who);
+  s->n_tiles = int((d.N + ws::Config::kTileN - 1) / ws::Config::kTileN);
+  s->k_tiles = int((d.K_dim + ws::Config::kTileK - 1) / ws::Config::kTileK);
+  s->k_steps = (s->k_tiles + s->kernel.k_tiles_per_stage - 1) / s->kernel.k_tiles_per_stage;
+  // Each expert's rows take ceil(rows / TT) m-tiles: at most M / TT over all, plus one partial
+  // m-tile per expert that has rows.
+  const long long capacity =
+      (d.M + s->token_tile - 1) / s->token_tile + std::min<long long>(d.num_experts, d.M);
+  if (capacity * s->n_tiles * s->k_steps >= (1ll << 31))
+    throw Error(std::string(who) + ": up to " + std::to_string(capacity * s->n_tiles * s->k_steps) +
+                " (tile, k-step) units reach the 32-bit limit 2^31");
+  s->capacity = int(std::max<long long>(capacity, 1));
+  const int slots = ws::prepare_kernel(s->kernel, who);
+  s->grid = int(std::min<long long>(slots, (long long)s->capacity * s->n_tiles));
+  s->mtiles = DeviceBuffer<int4>(std::size_t(s->capacity));
+  s->count = DeviceBuffer<int>(1);
+  s->status = DeviceBuffer<int>(1);
+  return s;
+}
+
+void grouped_mma_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
+                     cudaStream_t stream) {
+  auto* s = static_cast<GroupedMmaState*>(state);
+  const char* who = "grouped_mma";
+  require_tiled_args(g, d, TileConfig{ws::Config::kTileK, ws::Config::kTileN}, who);
+  if (!g.expert_offsets) throw Error(std::string(who) + ": the device expert offsets are missing");
+  int experts = d.num_experts, rows = int(d.M), tt = s->token_tile, capacity = s->capacity;
+  const std::int64_t* off = g.expert_offsets;
+  int4* mtiles = s->mtiles.get();
+  int* count = s->count.get();
+  int* status = s->checked ? s->status.get() : nullptr;
+  if (status) KBIT_CUDA_CHECK(cudaMemsetAsync(status, 0x7f, sizeof(int), stream));
+  void* list_params[] = {&off, &experts, &rows, &tt, &capacity, &mtiles, &count, &status};
+  launch_kernel(reinterpret_cast<const void*>(list_mtiles), dim3(1), dim3(kListThreads), 0, stream,
+                list_params, g.pdl);
+  if (status) {
+    int fault = kNoFault;
+    KBIT_CUDA_CHECK(cudaMemcpyAsync(&fault, status, sizeof(int), cudaMemcpyDeviceToHost, stream));
+    KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (fault != kNoFault) {
+      const int e = fault / 4, code = fault % 4;
+      const int at = code == kDecreasing || code == kPastRows ? e + 1 : e;
+      std::int64_t value = 0;
+      KBIT_CUDA_CHECK(cudaMemcpy(&value, off + at, sizeof(value), cudaMemcpyDeviceToHost));
+      throw Error(std::string(who) + ": expert_offsets[" + std::to_string(at) +
+                  "] = " + std::to_string(value) + " " + fault_words(code) +
+                  (code == kPastRows ? " (" + std::to_string(d.M) + " rows)" : std::string()) +
+                  (code == kDecreasing ? " (expert " + std::to_string(e) + ")" : std::string()));
+    }
+  }
+  if (d.M == 0) return;  // no rows: C has nothing to write (and a TMA tensor needs one row)
+  GroupedTiles::Args a{};
+  a.C = g.C;
+  a.packed = g.w.packed;
+  a.absmax = g.w.absmax;
+  a.M = rows;
+  a.N = int(d.N);
+  a.n_tiles = s->n_tiles;
+  a.k_tiles = s->k_tiles;
+  a.k_steps = s->k_steps;
+  a.mtiles = mtiles;
+  a.count = count;
+  a.expert_words = g.w.expert_words;
+  a.expert_bytes = g.w.expert_bytes;
+  for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
+  // A as one [M][K_dim] tensor, boxes of token_tile rows x 64 (128 B, 128-byte swizzle): a box
+  // starts at its expert's row; rows past M land as zeros.
+  const CUtensorMap amap = encode_tensor_map(
+      g.A,
+      d.dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+      {{std::uint64_t(d.K_dim), 0, std::uint32_t(ws::Config::kTileK)},
+       {std::uint64_t(d.M), std::uint64_t(d.K_dim) * 2, std::uint32_t(s->token_tile)}},
+      CU_TENSOR_MAP_SWIZZLE_128B);
+  void* params[] = {&a, const_cast<CUtensorMap*>(&amap)};
+  // Behind list_mtiles with PDL always: the GEMM waits (griddepcontrol.wait) for the list, and
+  // the list for the kernel before it when the caller asked for PDL (else it started after it).
+  launch_kernel(s->kernel.fn, dim3(unsigned(s->grid)), dim3(ws::Config::kThreads),
+                s->kernel.smem_bytes, stream, params, true);
+}
+
+}  // namespace kbit::variants
