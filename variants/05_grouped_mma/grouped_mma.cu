@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -181,8 +182,12 @@ std::string fault_words(int code) {
 }  // namespace
 
 int grouped_mma_token_tile(double rows_per_expert) {
+  // Routed rows scatter around the mean (about sqrt(mean) for uniform top-k routing): a tile
+  // that holds the mean alone cuts many experts into two m-tiles, and each m-tile decodes the
+  // expert's weights again. So the smallest tile that holds mean + 1.5 sqrt(mean).
+  const double rows = rows_per_expert + 1.5 * std::sqrt(std::max(rows_per_expert, 0.0));
   for (int tt : ws::kTokenTiles)
-    if (rows_per_expert <= tt) return tt;
+    if (rows <= tt) return tt;
   return 256;
 }
 
