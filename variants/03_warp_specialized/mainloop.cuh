@@ -51,12 +51,7 @@ struct Config {
                                       // rows (the widest the 128-byte swizzle allows)
   static constexpr int kKbPerTile = kTileK / 32;
   static constexpr int kCodeBytes = kTileN * kKbPerTile;  // 256 E4M4 codes per tile
-  static constexpr int kMaxStages = 12;  // enough bytes in flight at the smallest tile
-  // setmaxnreg at one block per SM: ptxas allocates 168 registers a thread (65536 / 384), and
-  // 384 x 168 = 128 x 56 + 256 x 224: the producer gives back, the consumers take.
-  static constexpr int kProducerRegs = 56, kConsumerRegs = 224;
-  static constexpr int kRegisterPool = 128 * kProducerRegs + 256 * kConsumerRegs;
-  static_assert(kRegisterPool <= kThreads * 168, "the block's registers");
+  static constexpr int kMaxStages = 12;      // enough bytes in flight at the smallest tile
   static constexpr int kSmemOptin = 232448;  // the H100's 227 KB per block
   static constexpr int kSmemPerSm = 233472;  // and 228 KB per SM
   static constexpr int kAlignSlack = 1024;   // dynamic smem rounded up to the swizzle's 1024 B
@@ -71,10 +66,16 @@ struct Layout {
   // Blocks per SM: two at the smallest token tiles, where a block's 8 consumer warps cannot
   // hide the decode's latency (latency-bound at ~50% issue, F-033); the budgets below follow.
   static constexpr int kBlocksPerSm = TT <= 32 && K <= 4 ? 2 : 1;  // K = 5: a 128 KB table
-  // setmaxnreg with one block per SM (ptxas allocates 168 a thread, 384 x 168 = 128 x 56 +
-  // 256 x 224). Two blocks get 80 a thread from the launch bounds, enough for the small tiles'
-  // consumers: no setmaxnreg there (an .inc past the block's pool waits forever).
-  static constexpr bool kSetMaxNreg = kBlocksPerSm == 1;
+  // setmaxnreg: the producer warpgroup gives registers back, the consumers take them, to the
+  // block's pool exactly (an .inc past it waits forever, which was measured as a hang). One
+  // block per SM: ptxas allocates 168 a thread (65536 / 384), 384 x 168 = 128 x 56 + 256 x 224.
+  // Two: 80 a thread from the launch bounds, 384 x 80 = 128 x 48 + 256 x 96. Without setmaxnreg
+  // ptxas took the consumers' path for divergent and waited after every wgmma (C7518, F-037).
+  static constexpr int kRegsPerThread = kBlocksPerSm == 1 ? 168 : 80;
+  static constexpr int kProducerRegs = kBlocksPerSm == 1 ? 56 : 48;
+  static constexpr int kConsumerRegs = kBlocksPerSm == 1 ? 224 : 96;
+  static constexpr int kRegisterPool = 128 * kProducerRegs + 256 * kConsumerRegs;
+  static_assert(kRegisterPool == Config::kThreads * kRegsPerThread, "the block's registers");
   static constexpr int kSmemBudget = Config::kSmemPerSm / kBlocksPerSm - 1024;  // less 1 KB each
   // k-tiles per stage: 2 at 64 tokens, whose stages are short (twice the independent decode
   // work between two barrier waits); 1 at 16 and 32 (two blocks share the SM's shared memory)
@@ -142,12 +143,19 @@ struct TileInfo {
 struct Walk {
   int k_steps, dp_steps, sk0, steps;
   int i = 0, t = 0, ks = 0;  // step i is tile t, k-step ks
+  // Stages the walk takes: the steps, and one phantom stage first when the steps are odd. The
+  // consumers then run the steps two at a time (fragment sets 0 and 1) with no odd step after
+  // the loop: a wgmma in that conditional tail made ptxas wait after every wgmma of the kernel
+  // (C7518, F-037). The phantom stage loads and multiplies step 0's data into the accumulators,
+  // which step 0 then overwrites; it stores nothing.
+  int stages, n = 0;  // stage n of the ring (n = i + phantom once past the phantom)
   __device__ Walk(const MainloopArgs& a, int dp_tiles) : k_steps(a.k_steps) {
     const int b = int(blockIdx.x), grid = int(gridDim.x);
     const int dp_tiles_here = b < dp_tiles ? (dp_tiles - 1 - b) / grid + 1 : 0;
     dp_steps = dp_tiles_here * k_steps;
     sk0 = dp_tiles * k_steps + b * a.per;
     steps = dp_steps + max(0, min(a.units, sk0 + a.per) - sk0);
+    stages = steps + (steps & 1);
     if (dp_steps > 0)
       t = b;
     else
@@ -157,8 +165,16 @@ struct Walk {
     t = sk0 / k_steps;
     ks = sk0 - t * k_steps;
   }
-  __device__ __forceinline__ bool ends_tile() const { return ks == k_steps - 1 || i == steps - 1; }
+  __device__ __forceinline__ bool phantom() const { return n < stages - steps; }
+  __device__ __forceinline__ bool ends_tile() const {
+    return !phantom() && (ks == k_steps - 1 || i == steps - 1);
+  }
   __device__ __forceinline__ void advance() {
+    if (phantom()) {
+      ++n;
+      return;
+    }
+    ++n;
     ++i;
     if (i == dp_steps) {
       enter_stripe();
@@ -198,15 +214,15 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
   __syncthreads();
 
   if (threadIdx.x >= Config::kConsumers) {  // the producer warpgroup
-    if constexpr (L::kSetMaxNreg) dev::wgmma::release_registers<Config::kProducerRegs>();
+    dev::wgmma::release_registers<L::kProducerRegs>();
     if (threadIdx.x != Config::kConsumers) return;
     dev::pdl::wait();  // A is the previous kernel's output
     TileInfo tile{};
     int tile_t = -1;  // the tile `tile` describes
-    for (Walk w(a, P::whole_tiles(a)); w.i < w.steps; w.advance()) {
-      const int s = w.i % S;
-      if (w.i >= S) {
-        dev::mbar_wait(empty(s), uint32_t(w.i / S - 1) & 1u);
+    for (Walk w(a, P::whole_tiles(a)); w.n < w.stages; w.advance()) {
+      const int s = w.n % S;
+      if (w.n >= S) {
+        dev::mbar_wait(empty(s), uint32_t(w.n / S - 1) & 1u);
         dev::fence_proxy_async_shared();  // the consumers' reads before the refill
       }
       if (w.t != tile_t) {
@@ -234,7 +250,7 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
   }
 
   // ------------------------------------------------------------------ consumers
-  if constexpr (L::kSetMaxNreg) dev::wgmma::claim_registers<Config::kConsumerRegs>();
+  dev::wgmma::claim_registers<L::kConsumerRegs>();
   dev::fragment_lut::build<K, T>(smem, s_cb, int(threadIdx.x), Config::kConsumers);
   dev::sync_threads<Config::kConsumers>();
   dev::pdl::wait();  // C and the workspace: the previous kernel may still use them
@@ -292,16 +308,26 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
       const int fe = f0 + 8 * ((r >> 1) & 1), m = m0 + 8 * (r >> 2) + (r & 1);
       return m < P::row_end(a, tile) && fe < a.N ? m * a.N + fe : -1;
     };
+    // The accumulator sets' sum, in registers of its own: adding set 1 into set 0, registers
+    // that wgmma defines, in this branch made ptxas wait after every wgmma of the kernel
+    // (C7518, F-037).
+    float sum[Mma::kRegs];
+#pragma unroll
+    for (int r = 0; r < Mma::kRegs; ++r) {
+      sum[r] = acc[0][r];
+#pragma unroll
+      for (int set = 1; set < L::kAccSets; ++set) sum[r] += acc[set][r];
+    }
     const int contributors = P::contributors(a, t);
     if (contributors == 1) {
 #pragma unroll
       for (int r = 0; r < Mma::kRegs; ++r)
-        if (const int i = index(r); i >= 0) C[i] = dev::from_float<T>(acc[0][r]);
+        if (const int i = index(r); i >= 0) C[i] = dev::from_float<T>(sum[r]);
       return;
     }
 #pragma unroll
     for (int r = 0; r < Mma::kRegs; ++r)
-      if (const int i = index(r); i >= 0) dev::splitk::add(a.ws, i, acc[0][r]);
+      if (const int i = index(r); i >= 0) dev::splitk::add(a.ws, i, sum[r]);
     if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + t, contributors)) return;
     constexpr int kChunk = Mma::kRegs < 16 ? Mma::kRegs : 16;
 #pragma unroll
@@ -317,8 +343,8 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
   Walk w(a, P::whole_tiles(a));
   // f: this stage's fragments; prev: the previous stage's, which its wgmmas may still read.
   auto step = [&](uint32_t(&f)[kSteps16 * 4], uint32_t(&prev)[kSteps16 * 4]) {
-    const int s = w.i % S;
-    dev::mbar_wait(full(s), uint32_t(w.i / S) & 1u);
+    const int s = w.n % S;
+    dev::mbar_wait(full(s), uint32_t(w.n / S) & 1u);
     // The last k-step of a tile may be short: its missing k-tile's weights are zeros (and its
     // activations, the TMA's fill). No branch between the wgmmas of a group: ptxas serializes
     // wgmmas across control flow (a wait after each, F-033).
@@ -346,7 +372,7 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
       }
     }
     dev::wgmma::commit();
-    first = false;
+    first = w.phantom();    // the step after the phantom starts the tile again
     dev::wgmma::wait<1>();  // the previous stage's group has completed
     // Its fragments are live until here: without this the register allocator may give the
     // next decode a register the previous group still reads, and ptxas then waits after
@@ -359,10 +385,6 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
       dev::wgmma::fence_operands(f);
 #pragma unroll
       for (int set = 0; set < L::kAccSets; ++set) dev::wgmma::fence_operands(acc[set]);
-#pragma unroll
-      for (int set = 1; set < L::kAccSets; ++set)
-#pragma unroll
-        for (int r = 0; r < Mma::kRegs; ++r) acc[0][r] += acc[set][r];
       free_stage(s);
       pending = -1;
       first = true;
@@ -371,11 +393,10 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
     w.advance();
   };
 
-  while (w.i + 1 < w.steps) {
+  while (w.n < w.stages) {  // an even number of stages (Walk)
     step(frag[0], frag[1]);
     step(frag[1], frag[0]);
   }
-  if (w.i < w.steps) step(frag[0], frag[1]);
 }
 
 // ---------------------------------------------------------------- host side
@@ -384,7 +405,7 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
 struct Kernel {
   const void* fn;
   int smem_bytes, stages, k_tiles_per_stage;
-  bool set_max_nreg;  // the block's warpgroups trade registers (one block per SM)
+  int register_pool;  // registers the block's setmaxnreg trades: 384 x what ptxas must allocate
 };
 
 inline constexpr int kTokenTiles[] = {16, 32, 64, 128, 256};
@@ -406,7 +427,7 @@ Kernel kernel_for(int k, int tt, const char* who) {
       constexpr int TT = decltype(tt_const)::value;
       using L = Layout<KB, TT>;
       return Kernel{reinterpret_cast<const void*>(warp_specialized_kernel<KB, TT, T, P>),
-                    L::kBytes + Config::kAlignSlack, L::kStages, L::KT, L::kSetMaxNreg};
+                    L::kBytes + Config::kAlignSlack, L::kStages, L::KT, L::kRegisterPool};
     });
   });
 }

@@ -74,14 +74,14 @@ int prepare_kernel(const Kernel& k, const char* who) {
                 " bytes of shared memory per block, this device offers " + std::to_string(optin));
   KBIT_CUDA_CHECK(
       cudaFuncSetAttribute(k.fn, cudaFuncAttributeMaxDynamicSharedMemorySize, k.smem_bytes));
-  // setmaxnreg.inc waits until the block's pool holds what it asks: a pool smaller than
-  // 128 x 56 + 256 x 224 registers (a toolchain allocating fewer than 168 a thread) would hang.
+  // setmaxnreg.inc waits until the block's pool holds what it asks: a kernel with fewer
+  // registers a thread than the Layout's count (another toolchain's allocation) would hang.
   cudaFuncAttributes attr{};
   KBIT_CUDA_CHECK(cudaFuncGetAttributes(&attr, k.fn));
-  if (k.set_max_nreg && attr.numRegs * Config::kThreads < Config::kRegisterPool)
+  if (attr.numRegs * Config::kThreads < k.register_pool)
     throw Error(std::string(who) + ": the kernel has " + std::to_string(attr.numRegs) +
                 " registers a thread; its warpgroups' setmaxnreg needs " +
-                std::to_string(Config::kRegisterPool / Config::kThreads));
+                std::to_string(k.register_pool / Config::kThreads));
   KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   KBIT_CUDA_CHECK(
       cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.fn, Config::kThreads, k.smem_bytes));
