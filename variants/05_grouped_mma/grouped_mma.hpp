@@ -30,7 +30,7 @@ void grouped_mma_run(VariantState* state, const GemmDims& dims, const GemmArgs& 
 
 // grouped_auto's crossover: grouped_mma from this many rows per expert (M / experts) on,
 // grouped_scalar_gemv below (README.md: where grouped_mma starts to beat it).
-inline constexpr double kGroupedMmaFromRowsPerExpert = 6.0;
+inline constexpr double kGroupedMmaFromRowsPerExpert = 5.0;
 
 // The token tile grouped_mma picks for `rows_per_expert` (M / experts) when token_tile = 0.
 int grouped_mma_token_tile(double rows_per_expert);
