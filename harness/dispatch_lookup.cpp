@@ -97,9 +97,13 @@ DispatchChoice grouped_rule(const DispatchProblem& p, const GemmDims& d, int dev
   char buf[96];
   std::snprintf(buf, sizeof buf, "crossover rule: %.2f rows per expert, grouped_mma from %.0f",
                 rows, variants::kGroupedMmaFromRowsPerExpert);
-  if (rows >= variants::kGroupedMmaFromRowsPerExpert && pickable("grouped_mma", d, device_sm))
+  // grouped_mma's own limits beyond its Support (its setup refuses the rest).
+  const bool mma_fits = p.experts <= variants::kGroupedMmaMaxExperts && p.M * p.N < (1ll << 31) &&
+                        pickable("grouped_mma", d, device_sm);
+  const bool gemv_fits = pickable("grouped_scalar_gemv", d, device_sm);
+  if (mma_fits && (rows >= variants::kGroupedMmaFromRowsPerExpert || !gemv_fits))
     return {"grouped_mma", buf};
-  if (pickable("grouped_scalar_gemv", d, device_sm)) return {"grouped_scalar_gemv", buf};
+  if (gemv_fits) return {"grouped_scalar_gemv", buf};
   throw Error("no variant an auto row may run covers " + problem_words(p) +
               (device_sm ? " on compute capability " + std::to_string(device_sm / 10) + "." +
                                std::to_string(device_sm % 10)

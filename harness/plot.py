@@ -154,22 +154,41 @@ def plot_speedup(rows, run, key, out):
     return save(fig, out, "speedup", key)
 
 
+def moe_top_k(run):
+    """{layer name: top_k} of the run's MoE layers, from the config text run.json keeps."""
+    text = (run.get("config") or {}).get("text", "")
+    if "moe" not in text:
+        return {}
+    try:
+        import tomllib
+    except ImportError:  # Python < 3.11: rows on the x axis instead of tokens
+        return {}
+    try:
+        cfg = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+    return {m["name"]: int(m["top_k"]) for m in cfg.get("moe", []) if "name" in m and "top_k" in m}
+
+
 def plot_time_vs_m(rows, run, key, out):
-    """Median time against M per shape, every variant and the floor (the crossover picture)."""
+    """Median time against M per shape, every variant and the floor (the crossover picture). MoE
+    layers are drawn against tokens per layer (M / top_k, M being all experts' rows)."""
     shapes = by_shape(rows)
+    top_k = moe_top_k(run)
     fig, axes = grid(len(shapes))
     for ax, shape in zip(axes, shapes):
+        div = top_k.get(shape, 1)
         for v in variant_order(rows, run):
             x, y = series(rows, shape, v, "median_us")
             if x:
-                ax.plot(x, y, label=v, **line_style(rows, v))
+                ax.plot([m / div for m in x], y, label=v, **line_style(rows, v))
         fx = sorted({r["M"] for r in rows if r["shape"] == shape})
         fy = [next(r["floor_us"] for r in rows if r["shape"] == shape and r["M"] == m) for m in fx]
-        ax.plot(fx, fy, color="black", ls=":", label="floor")
+        ax.plot([m / div for m in fx], fy, color="black", ls=":", label="floor")
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.set_title(shape, fontsize=9)
-        ax.set_xlabel("M")
+        ax.set_xlabel(f"tokens (M / top-{div})" if shape in top_k else "M")
         ax.set_ylabel("median us")
     axes[0].legend(fontsize=7)
     fig.suptitle(f"{run.get('experiment', '')}: time vs M ({suffix(key)})")

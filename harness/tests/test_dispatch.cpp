@@ -215,6 +215,10 @@ TEST_CASE("dispatch lookup: grouped problems take the crossover rule, never the 
     c = choose_variant(table, moe(512, 2048, experts, 8192 * 8), 90);
     CHECK(c.variant == "grouped_mma");
   }
+  // Past grouped_mma's own limits (experts, M x N) the rule keeps grouped_scalar_gemv.
+  CHECK(choose_variant(&t, moe(512, 2048, variants::kGroupedMmaMaxExperts + 1, 1 << 20), 90)
+            .variant == "grouped_scalar_gemv");
+  CHECK(choose_variant(&t, moe(4096, 2048, experts, 1 << 20), 90).variant == "grouped_scalar_gemv");
   // grouped_mma and grouped_scalar_gemv need compute capability 9.0.
   CHECK_THROWS_WITH(choose_variant(&t, moe(512, 2048, experts, at), 80),
                     Catch::Contains("no variant an auto row may run") &&

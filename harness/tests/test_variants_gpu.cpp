@@ -301,10 +301,11 @@ TEST_CASE("grouped_mma builds its work list on the device and checks offsets whe
   struct Case {
     std::size_t at;
     std::int64_t value;
-    const char* words;
+    std::string words;
   };
-  for (const Case& c : {Case{0, 1, "must be 0"}, Case{5, -3, "below the one before"},
-                        Case{16, M + 7, "past the end of A"}}) {
+  for (const Case& c :
+       {Case{0, 1, "must be 0"}, Case{5, -3, "is below expert_offsets[4] = "},
+        Case{16, M + 7, "past the end of A (M = " + std::to_string(M) + " rows)"}}) {
     auto o = p.d.expert_offsets;
     o[c.at] = c.value;
     upload(o);

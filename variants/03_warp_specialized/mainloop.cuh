@@ -15,8 +15,8 @@
 //   previous stage (one `empty` arrival per consumer thread). The fragments are double-buffered
 //   in registers (even and odd stages), so the decode of stage i overlaps the tensor work of
 //   stage i - 1.
-// * Per token tile (Layout): two blocks per SM without setmaxnreg at 16 and 32 tokens (K <= 4),
-//   else one block per SM whose producer gives registers to the consumers (setmaxnreg 56 / 224).
+// * Per token tile (Layout): two blocks per SM at 16 and 32 tokens (K <= 4), else one; in both
+//   the producer warpgroup gives registers to the consumers (setmaxnreg 48 / 96 and 56 / 224).
 // * Work: output tiles of token tile x 128 over K_dim in k-steps of 64 KT. Tiles [0, dp_tiles)
 //   go round-robin over the blocks; the rest (dense only) split into equal stripes of
 //   (tile, k-step) units (stream-K), ended through the self-cleaning split-K workspace

@@ -38,7 +38,8 @@ namespace {
 
 constexpr int kListThreads = 1024;  // one block lists every expert's m-tiles
 constexpr int kListExpertsPerThread = 4;
-constexpr int kMaxExperts = kListThreads * kListExpertsPerThread;  // 4096: the list's shared memory
+constexpr int kMaxExperts = kListThreads * kListExpertsPerThread;
+static_assert(kMaxExperts == kGroupedMmaMaxExperts, "grouped_mma.hpp names the same limit");
 
 // Checked mode's codes: the first malformed offset is reported as expert * 4 + code.
 enum OffsetFault : int { kStartNotZero = 1, kDecreasing = 2, kPastRows = 3 };
@@ -47,6 +48,13 @@ constexpr int kNoFault = 0x7f7f7f7f;  // what a cudaMemsetAsync of 0x7f bytes wr
 // v clamped into [lo, hi].
 __device__ __forceinline__ int clamp_row(std::int64_t v, int lo, int hi) {
   return v < lo ? lo : v > hi ? hi : int(v);
+}
+
+// x + y saturated at cap, for counts in [0, cap] with cap < 2^30 (setup: M x N < 2^31): an
+// associative sum, so the scan below stays ordered even when malformed offsets (overlapping
+// experts) would sum past 2^31 entries.
+__device__ __forceinline__ int add_capped(int x, int y, int cap) {
+  return min(x + y, cap);
 }
 
 // Lists the m-tiles of every expert: entry g is (expert, first row, end row, 0). Offsets are
@@ -72,8 +80,8 @@ __global__ void __launch_bounds__(kListThreads)
     const std::int64_t a = off[e], b = off[e + 1];
     const int lo = clamp_row(a, 0, rows), hi = clamp_row(b, lo, rows);
     s_lo[e] = lo;
-    n[j] = (hi - lo + tt - 1) / tt;
-    local += n[j];
+    n[j] = min((hi - lo + tt - 1) / tt, capacity);
+    local = add_capped(local, n[j], capacity);
     if (status) {
       const int fault = e == 0 && a != 0               ? kStartNotZero
                         : b < a                        ? kDecreasing
@@ -82,13 +90,16 @@ __global__ void __launch_bounds__(kListThreads)
       if (fault) atomicMin(status, e * 4 + fault);
     }
   }
-  // Exclusive scan of the threads' counts: within each warp, then over the warps' sums.
+  // Exclusive scan of the threads' counts, capped at the capacity: within each warp, then over
+  // the warps' sums.
   int incl = local;
 #pragma unroll
   for (int d = 1; d < 32; d <<= 1) {
     const int v = __shfl_up_sync(0xffffffffu, incl, d);
-    if (lane >= d) incl += v;
+    if (lane >= d) incl = add_capped(incl, v, capacity);
   }
+  int excl = __shfl_up_sync(0xffffffffu, incl, 1);
+  if (lane == 0) excl = 0;
   if (lane == 31) s_warp[warp] = incl;
   __syncthreads();
   if (warp == 0) {
@@ -96,25 +107,26 @@ __global__ void __launch_bounds__(kListThreads)
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
       const int v = __shfl_up_sync(0xffffffffu, w, d);
-      if (lane >= d) w += v;
+      if (lane >= d) w = add_capped(w, v, capacity);
     }
     s_warp[lane] = w;  // inclusive over warps 0..lane
   }
   __syncthreads();
-  int run = incl - local + (warp > 0 ? s_warp[warp - 1] : 0);
+  int run = add_capped(warp > 0 ? s_warp[warp - 1] : 0, excl, capacity);
 #pragma unroll
   for (int j = 0; j < kListExpertsPerThread; ++j) {
     const int e = e0 + j;
     if (e < experts) s_first[e] = run;
-    run += n[j];
+    run = add_capped(run, n[j], capacity);
   }
   if (tid == kListThreads - 1) s_first[experts] = run;
   __syncthreads();
-  const int total = min(s_first[experts], capacity);
+  const int total = s_first[experts];  // at most the capacity
   if (tid == 0) *count = total;
   for (int g = tid; g < total; g += kListThreads) {
     // The expert of entry g: the last e with s_first[e] <= g (never an empty one: its successor
-    // starts at the same entry).
+    // starts at the same entry). s_first[e] <= g < capacity is an exact count (a capped one is
+    // the capacity), so g - s_first[e] < n_e and the entry's rows lie inside [lo_e, hi_e).
     int lo = 0, hi = experts - 1;
     while (lo < hi) {
       const int mid = (lo + hi + 1) >> 1;
@@ -167,18 +179,6 @@ struct GroupedMmaState : VariantState {
   std::int64_t extra_additions() const override { return 3; }
 };
 
-std::string fault_words(int code) {
-  switch (code) {
-    case kStartNotZero:
-      return "must be 0";
-    case kDecreasing:
-      return "is below the one before (offsets must not decrease)";
-    case kPastRows:
-      return "is past the end of A";
-  }
-  return "is malformed";
-}
-
 }  // namespace
 
 int grouped_mma_token_tile(double rows_per_expert) {
@@ -208,9 +208,11 @@ std::unique_ptr<VariantState> grouped_mma_setup(const GemmDims& d, const Variant
                 ", K_dim = " + std::to_string(d.K_dim) +
                 ": the kernel's 32-bit indices need M x N < 2^31 and "
                 "K_dim < 2^30");
+  const std::int64_t tt_opt = o.get(kGroupedMmaTokenTile);
+  if (tt_opt != 0)  // refused before any GPU work
+    ws::with_token_tile(int(tt_opt), who, [](auto) { return 0; });
   ws::require_wgmma_device(who);
   auto s = std::make_unique<GroupedMmaState>();
-  const std::int64_t tt_opt = o.get(kGroupedMmaTokenTile);
   s->token_tile =
       tt_opt == 0 ? grouped_mma_token_tile(double(d.M) / double(d.num_experts)) : int(tt_opt);
   s->checked = o.flag(kGroupedMmaChecked);
@@ -258,12 +260,17 @@ void grouped_mma_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
     if (fault != kNoFault) {
       const int e = fault / 4, code = fault % 4;
       const int at = code == kDecreasing || code == kPastRows ? e + 1 : e;
-      std::int64_t value = 0;
-      KBIT_CUDA_CHECK(cudaMemcpy(&value, off + at, sizeof(value), cudaMemcpyDeviceToHost));
-      throw Error(std::string(who) + ": expert_offsets[" + std::to_string(at) +
-                  "] = " + std::to_string(value) + " " + fault_words(code) +
-                  (code == kPastRows ? " (" + std::to_string(d.M) + " rows)" : std::string()) +
-                  (code == kDecreasing ? " (expert " + std::to_string(e) + ")" : std::string()));
+      std::int64_t v[2] = {0, 0};  // offsets[at - 1], offsets[at]
+      KBIT_CUDA_CHECK(cudaMemcpy(v, off + std::max(at - 1, 0), sizeof(v), cudaMemcpyDeviceToHost));
+      const std::string entry =
+          "expert_offsets[" + std::to_string(at) + "] = " + std::to_string(at > 0 ? v[1] : v[0]);
+      if (code == kStartNotZero) throw Error(std::string(who) + ": " + entry + " must be 0");
+      if (code == kDecreasing)
+        throw Error(std::string(who) + ": " + entry + " is below expert_offsets[" +
+                    std::to_string(at - 1) + "] = " + std::to_string(v[0]) +
+                    " (offsets must not decrease)");
+      throw Error(std::string(who) + ": " + entry +
+                  " is past the end of A (M = " + std::to_string(d.M) + " rows)");
     }
   }
   if (d.M == 0) return;  // no rows: C has nothing to write (and a TMA tensor needs one row)

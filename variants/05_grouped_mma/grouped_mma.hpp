@@ -28,6 +28,10 @@ std::unique_ptr<VariantState> grouped_mma_setup(const GemmDims& dims, const Vari
 void grouped_mma_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
                      cudaStream_t stream);
 
+// The most experts grouped_mma takes: its work-list kernel keeps two ints an expert in shared
+// memory (1024 threads x 4 experts).
+inline constexpr int kGroupedMmaMaxExperts = 4096;
+
 // grouped_auto's crossover: grouped_mma from this many rows per expert (M / experts) on,
 // grouped_scalar_gemv below (README.md: where grouped_mma starts to beat it).
 inline constexpr double kGroupedMmaFromRowsPerExpert = 5.0;
