@@ -30,13 +30,16 @@
 #include <string>
 #include <utility>
 
+#include "reference/dtype.hpp"
 #include "variants/03_warp_specialized/fragment_lut.cuh"
 #include "variants/common/barrier.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/dispatch.hpp"
+#include "variants/common/launch.hpp"
 #include "variants/common/load.cuh"
 #include "variants/common/pdl.cuh"
 #include "variants/common/splitk.cuh"
+#include "variants/common/tensor_map.hpp"
 #include "variants/common/tma_tensor.cuh"
 #include "variants/common/wgmma.cuh"
 
@@ -430,6 +433,22 @@ Kernel kernel_for(int k, int tt, const char* who) {
                     L::kBytes + Config::kAlignSlack, L::kStages, L::KT, L::kRegisterPool};
     });
   });
+}
+
+// Launches kernel k over `grid` blocks with its Args and the activations A [M][K_dim] (dtype t) as
+// a TMA tensor of boxes of token_tile rows x 64 elements (128 B, the 128-byte swizzle wgmma's
+// descriptor names); rows past M and k past K_dim land as zeros.
+template <typename Args>
+void launch_mainloop(const Kernel& k, int grid, Args& a, const void* A, DType t, std::int64_t M,
+                     std::int64_t K_dim, int token_tile, cudaStream_t stream, bool pdl) {
+  CUtensorMap amap = encode_tensor_map(
+      A, t == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+      {{std::uint64_t(K_dim), 0, std::uint32_t(Config::kTileK)},
+       {std::uint64_t(M), std::uint64_t(K_dim) * 2, std::uint32_t(token_tile)}},
+      CU_TENSOR_MAP_SWIZZLE_128B);
+  void* params[] = {&a, &amap};
+  launch_kernel(k.fn, dim3(unsigned(grid)), dim3(Config::kThreads), k.smem_bytes, stream, params,
+                pdl);
 }
 
 // Throws (naming `who` and what the device or build lacks) unless the current device is

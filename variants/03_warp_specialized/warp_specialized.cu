@@ -229,17 +229,8 @@ void warp_specialized_run(VariantState* state, const GemmDims& d, const GemmArgs
   a.ws = s->split.sums.get();
   a.counters = s->split.counters.get();
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
-  // The activations as a [M][K_dim] tensor, boxes of token_tile rows x 64 elements (128 B, the
-  // 128-byte swizzle wgmma's descriptor names); rows past M and k past K_dim land as zeros.
-  const CUtensorMap amap = encode_tensor_map(
-      g.A,
-      d.dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
-      {{std::uint64_t(d.K_dim), 0, std::uint32_t(ws::Config::kTileK)},
-       {std::uint64_t(d.M), std::uint64_t(d.K_dim) * 2, std::uint32_t(s->token_tile)}},
-      CU_TENSOR_MAP_SWIZZLE_128B);
-  void* params[] = {&a, const_cast<CUtensorMap*>(&amap)};
-  launch_kernel(s->kernel.fn, dim3(unsigned(s->grid)), dim3(ws::Config::kThreads),
-                s->kernel.smem_bytes, stream, params, g.pdl);
+  ws::launch_mainloop(s->kernel, s->grid, a, g.A, d.dtype, d.M, d.K_dim, s->token_tile, stream,
+                      g.pdl);
 }
 
 }  // namespace kbit::variants

@@ -288,19 +288,11 @@ void grouped_mma_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
   a.expert_words = g.w.expert_words;
   a.expert_bytes = g.w.expert_bytes;
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
-  // A as one [M][K_dim] tensor, boxes of token_tile rows x 64 (128 B, 128-byte swizzle): a box
-  // starts at its expert's row; rows past M land as zeros.
-  const CUtensorMap amap = encode_tensor_map(
-      g.A,
-      d.dtype == DType::f16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
-      {{std::uint64_t(d.K_dim), 0, std::uint32_t(ws::Config::kTileK)},
-       {std::uint64_t(d.M), std::uint64_t(d.K_dim) * 2, std::uint32_t(s->token_tile)}},
-      CU_TENSOR_MAP_SWIZZLE_128B);
-  void* params[] = {&a, const_cast<CUtensorMap*>(&amap)};
-  // Behind list_mtiles with PDL always: the GEMM waits (griddepcontrol.wait) for the list, and
-  // the list for the kernel before it when the caller asked for PDL (else it started after it).
-  launch_kernel(s->kernel.fn, dim3(unsigned(s->grid)), dim3(ws::Config::kThreads),
-                s->kernel.smem_bytes, stream, params, true);
+  // A as one [M][K_dim] tensor: a box starts at its expert's row. Behind list_mtiles with PDL
+  // always: the GEMM waits (griddepcontrol.wait) for the list, and the list for the kernel before
+  // it when the caller asked for PDL (else it started after it).
+  ws::launch_mainloop(s->kernel, s->grid, a, g.A, d.dtype, d.M, d.K_dim, s->token_tile, stream,
+                      true);
 }
 
 }  // namespace kbit::variants
