@@ -30,11 +30,13 @@ void require_tiled_args(const GemmArgs& g, const GemmDims& d, TileConfig tiles, 
                 ", the problem K = " + std::to_string(d.k_bits));
 }
 
-void require_dense_gemm_dims(const GemmDims& d, const char* who) {
-  const std::string w(who);
-  if (d.grouped()) throw Error(w + ": grouped problems are not supported");
+namespace {
+
+// The checks both problem classes share; M at least m_min (1 dense, 0 grouped: no rows at all).
+void require_gemm_dims(const GemmDims& d, std::int64_t m_min, const std::string& w) {
   if (d.dtype == DType::f32) throw Error(w + ": dtype fp32 is not supported (fp16, bf16)");
-  if (d.M < 1) throw Error(w + ": M = " + std::to_string(d.M) + " must be at least 1");
+  if (d.M < m_min)
+    throw Error(w + ": M = " + std::to_string(d.M) + " must be at least " + std::to_string(m_min));
   if (d.N < 1) throw Error(w + ": N = " + std::to_string(d.N) + " must be at least 1");
   if (d.K_dim < 32 || d.K_dim % 32 != 0)
     throw Error(w + ": K_dim = " + std::to_string(d.K_dim) + " must be a positive multiple of 32");
@@ -43,6 +45,18 @@ void require_dense_gemm_dims(const GemmDims& d, const char* who) {
                 " reaches the 32-bit indexing limit 2^31");
   if (d.K_dim >= (1 << 30))
     throw Error(w + ": K_dim = " + std::to_string(d.K_dim) + " reaches the limit 2^30");
+}
+
+}  // namespace
+
+void require_dense_gemm_dims(const GemmDims& d, const char* who) {
+  if (d.grouped()) throw Error(std::string(who) + ": grouped problems are not supported");
+  require_gemm_dims(d, 1, who);
+}
+
+void require_grouped_gemm_dims(const GemmDims& d, const char* who) {
+  if (!d.grouped()) throw Error(std::string(who) + ": needs a grouped (MoE) problem");
+  require_gemm_dims(d, 0, who);
 }
 
 std::int64_t VariantOptions::get(const OptionSpec& spec) const {

@@ -118,6 +118,8 @@ void require_tiled_args(const GemmArgs& g, const GemmDims& d, TileConfig tiles, 
 // 2^31 (32-bit output indices) and K_dim below 2^30. Throws kbit::Error naming `who`, the value
 // and the limit.
 void require_dense_gemm_dims(const GemmDims& d, const char* who);
+// The same for a grouped (MoE) variant: a grouped problem, M (all experts' rows) at least 0.
+void require_grouped_gemm_dims(const GemmDims& d, const char* who);
 
 using SetupFn = std::unique_ptr<VariantState> (*)(const GemmDims& dims, const VariantOptions& opts);
 using RunFn = void (*)(VariantState* state, const GemmDims& dims, const GemmArgs& args,

@@ -193,21 +193,10 @@ int grouped_mma_token_tile(double rows_per_expert) {
 
 std::unique_ptr<VariantState> grouped_mma_setup(const GemmDims& d, const VariantOptions& o) {
   const char* who = "grouped_mma";
-  if (!d.grouped()) throw Error(std::string(who) + ": needs a grouped (MoE) problem");
+  require_grouped_gemm_dims(d, who);
   if (d.num_experts > kMaxExperts)
     throw Error(std::string(who) + ": " + std::to_string(d.num_experts) +
                 " experts; the on-device work list holds at most " + std::to_string(kMaxExperts));
-  if (d.dtype != DType::f16 && d.dtype != DType::bf16)
-    throw Error(std::string(who) + ": dtype " + dtype_name(d.dtype) + " is not fp16 or bf16");
-  if (d.N < 1 || d.K_dim < 32 || d.K_dim % 32 != 0 || d.M < 0)
-    throw Error(std::string(who) + ": N = " + std::to_string(d.N) +
-                ", K_dim = " + std::to_string(d.K_dim) + ", M = " + std::to_string(d.M) +
-                ": needs N >= 1, K_dim a positive multiple of 32 and M >= 0");
-  if (d.M * d.N >= (1ll << 31) || d.K_dim >= (1ll << 30))
-    throw Error(std::string(who) + ": M x N = " + std::to_string(d.M * d.N) +
-                ", K_dim = " + std::to_string(d.K_dim) +
-                ": the kernel's 32-bit indices need M x N < 2^31 and "
-                "K_dim < 2^30");
   const std::int64_t tt_opt = o.get(kGroupedMmaTokenTile);
   if (tt_opt != 0)  // refused before any GPU work
     ws::with_token_tile(int(tt_opt), who, [](auto) { return 0; });
