@@ -49,6 +49,9 @@ struct FormatOptions {
   std::uint64_t seed = 1;
   bool awq = false;  // the AWQ int4 quantizers instead (docs/awq_format.md)
   int group = 128;   // AWQ group size along K_dim: 32, 64 or 128
+  // --awq: write the weight, the reference's AWQ tensors, an activation, C_ref and its bound to
+  // this folder (raw little-endian files and meta.json, for harness/peers/awq_parity.py).
+  std::string dump_dir;
 };
 int format_check(const FormatOptions& opts);
 int format_awq(const FormatOptions& opts);  // format --awq

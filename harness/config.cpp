@@ -14,6 +14,8 @@
 #include "harness/peers.hpp"
 #include "harness/registry.hpp"
 #include "harness/results.hpp"
+#include "harness/weight_format.hpp"
+#include "reference/awq.hpp"
 #include "reference/codebook.hpp"
 #include "reference/error.hpp"
 
@@ -313,7 +315,51 @@ void parse_options(const Ctx& c, const toml::node& n, ExperimentConfig& e) {
   }
 }
 
+// `formats`: known names, none twice; AWQ formats only for dense shapes AWQ can hold (N % 8,
+// K_dim % G), never beside MoE layers (AWQ problems are dense).
+void parse_formats(const Ctx& c, const toml::node& n, ExperimentConfig& e) {
+  e.formats = get_string_list(c, n, "formats");
+  for (std::size_t i = 0; i < e.formats.size(); ++i) {
+    const std::string& f = e.formats[i];
+    int group = 0;
+    try {
+      group = parse_weight_format(f);
+    } catch (const Error& err) {
+      c.fail(n, "formats", std::string("= \"") + f + "\": " + err.what());
+    }
+    if (std::find(e.formats.begin(), e.formats.begin() + std::ptrdiff_t(i), f) !=
+        e.formats.begin() + std::ptrdiff_t(i))
+      c.fail(n, "formats", "names \"" + f + "\" twice");
+    if (group == 0) continue;
+    if (!e.moe.empty())
+      c.fail(n, "formats",
+             "= \"" + f + "\": AWQ problems are dense only, and this file has moe layers ('" +
+                 e.moe.front().name + "'); run them from a config of their own");
+    for (const ShapeConfig& s : e.shapes) {
+      try {
+        awq_check_shape(s.k_dim, s.n, group);
+      } catch (const Error& err) {
+        c.fail(n, "formats",
+               "= \"" + f + "\": shape '" + s.name + "' (n = " + std::to_string(s.n) +
+                   ", k_dim = " + std::to_string(s.k_dim) +
+                   ") cannot hold AWQ weights: " + err.what());
+      }
+    }
+  }
+}
+
 }  // namespace
+
+bool ExperimentConfig::has_kbit() const {
+  return std::find(formats.begin(), formats.end(), "kbit") != formats.end();
+}
+
+std::vector<int> ExperimentConfig::awq_groups() const {
+  std::vector<int> g;
+  for (const std::string& f : formats)
+    if (const int group = parse_weight_format(f); group > 0) g.push_back(group);
+  return g;
+}
 
 VariantOptions options_for(const ExperimentConfig& cfg, const VariantRow& row, SplitMode split) {
   for (const auto& [name, given] : cfg.options)
@@ -331,8 +377,8 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   }
   check_keys(c, t,
              {"name", "description", "shapes", "moe", "m", "tokens", "routing", "zipf_s",
-              "routing_seed", "k_bits", "dtype", "codebook", "variants", "baseline", "timing",
-              "check", "options", "peers"},
+              "routing_seed", "formats", "k_bits", "dtype", "codebook", "variants", "baseline",
+              "timing", "check", "options", "peers"},
              "");
   ExperimentConfig e;
   e.path = path;
@@ -383,12 +429,19 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   }
   if (auto* n = t.get("routing_seed"))
     e.routing_seed = std::uint64_t(get_int(c, *n, "routing_seed"));
-  if (!t.contains("k_bits")) throw Error(path + ": key 'k_bits' is missing");
-  for (std::int64_t k : get_int_list(c, *t.get("k_bits"), "k_bits", 0)) {
-    if (k < kMinKBits || k > kMaxKBits)
-      c.fail(*t.get("k_bits"), "k_bits",
-             "value " + std::to_string(k) + " is outside the supported range 2..5");
-    e.k_bits.push_back(int(k));
+  if (auto* n = t.get("formats")) parse_formats(c, *n, e);
+  if (e.has_kbit()) {
+    if (!t.contains("k_bits"))
+      throw Error(path + ": key 'k_bits' is missing (the \"kbit\" format runs its bit widths)");
+    for (std::int64_t k : get_int_list(c, *t.get("k_bits"), "k_bits", 0)) {
+      if (k < kMinKBits || k > kMaxKBits)
+        c.fail(*t.get("k_bits"), "k_bits",
+               "value " + std::to_string(k) + " is outside the supported range 2..5");
+      e.k_bits.push_back(int(k));
+    }
+  } else if (t.contains("k_bits")) {
+    c.fail(*t.get("k_bits"), "k_bits",
+           "is for kbit weights; 'formats' has no \"kbit\" (AWQ weights are 4-bit)");
   }
   if (!t.contains("dtype")) throw Error(path + ": key 'dtype' is missing");
   for (const auto& s : get_string_list(c, *t.get("dtype"), "dtype")) {

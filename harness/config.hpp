@@ -66,7 +66,10 @@ struct ExperimentConfig {
   std::string routing = "uniform";   // "uniform" | "zipf"
   double zipf_s = 1.1;
   std::uint64_t routing_seed = 7;
-  std::vector<int> k_bits;
+  // Weight formats (harness/weight_format.hpp): "kbit" runs the k_bits list; "awq_g32",
+  // "awq_g64", "awq_g128" add AWQ int4 problems of that group for every dense shape x M x dtype.
+  std::vector<std::string> formats{"kbit"};
+  std::vector<int> k_bits;  // kbit format only
   std::vector<DType> dtypes;
   std::string codebook = "nf";  // a name, or "custom" with codebook_values
   std::vector<float> codebook_values;
@@ -77,6 +80,8 @@ struct ExperimentConfig {
   std::vector<std::string> peers;  // peer names or globs (harness/peers.hpp), run after our rows
   TimingConfig timing;
   CheckConfig check;
+  bool has_kbit() const;
+  std::vector<int> awq_groups() const;  // of the awq formats, in the order given
 };
 
 // The options an experiment sets for `row`, resolved (defaults filled in).

@@ -2,13 +2,47 @@
 
 #include <algorithm>
 
+#include "harness/weight_format.hpp"
+#include "reference/awq.hpp"
 #include "reference/error.hpp"
 #include "variants/format/format_kernels.hpp"
 
 namespace kbit {
 
+namespace {
+
+bool awq_layout(const WeightLayout& l) {
+  return l.kind == LayoutKind::awq || l.kind == LayoutKind::awq_tiled;
+}
+
+// A layout of the other format has nothing to be built from.
+void check_layout_format(const HostWeights& hw, const WeightLayout& l) {
+  if (hw.awq_group > 0 && (l.kind == LayoutKind::flat || l.kind == LayoutKind::tiled))
+    throw Error("DeviceWeights: layout '" + layout_name(l) + "' holds kbit weights; these are " +
+                weight_format_name(hw.awq_group));
+  if (hw.awq_group == 0 && awq_layout(l))
+    throw Error("DeviceWeights: layout '" + layout_name(l) +
+                "' holds AWQ weights; these are kbit (K = " + std::to_string(hw.k_bits) + ")");
+}
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace
+
+std::int64_t awq_tiled_bytes(std::int64_t N, std::int64_t K_dim, int group) {
+  const std::int64_t n_tiles = ceil_div(N, kAwqTileN), k_tiles = ceil_div(K_dim, kAwqTileK);
+  const int span = awq_meta_tile_k(group);  // k of one meta tile: one or two groups
+  const std::int64_t meta_tiles = ceil_div(K_dim, span);
+  const std::int64_t words =
+      k_tiles * n_tiles * kAwqTileWords + meta_tiles * n_tiles * kAwqTileN * (span / group);
+  return words * 4;
+}
+
 std::int64_t DeviceWeights::expert_bytes(const HostWeights& hw, DType dtype,
                                          const WeightLayout& l) {
+  check_layout_format(hw, l);
   switch (l.kind) {
     case LayoutKind::flat:
       return hw.expert_elems() / 32 * (hw.k_bits * 4 + 1);
@@ -18,6 +52,12 @@ std::int64_t DeviceWeights::expert_bytes(const HostWeights& hw, DType dtype,
     }
     case LayoutKind::dequantized:
       return hw.expert_elems() * std::int64_t(dtype_size(dtype));
+    case LayoutKind::awq: {  // qweight, qzeros (int32, 8 nibbles each) and fp16 scales
+      const std::int64_t groups = hw.K_dim / hw.awq_group;
+      return hw.expert_elems() / 2 + groups * (hw.N / 8) * 4 + groups * hw.N * 2;
+    }
+    case LayoutKind::awq_tiled:
+      return awq_tiled_bytes(hw.N, hw.K_dim, hw.awq_group);
   }
   return 0;
 }
@@ -25,8 +65,10 @@ std::int64_t DeviceWeights::expert_bytes(const HostWeights& hw, DType dtype,
 DeviceWeights::Stored DeviceWeights::build(const HostWeights& hw, DType dtype,
                                            const WeightLayout& l, const Stored* flat,
                                            cudaStream_t stream) {
+  check_layout_format(hw, l);
   Stored s;
   s.layout = l;
+  s.awq_group = awq_layout(l) ? hw.awq_group : 0;
   const std::int64_t E = hw.experts, elems = hw.expert_elems();
   switch (l.kind) {
     case LayoutKind::flat:
@@ -50,11 +92,28 @@ DeviceWeights::Stored DeviceWeights::build(const HostWeights& hw, DType dtype,
       break;
     case LayoutKind::dequantized:
       s.expert_elems = elems;
+      if (hw.awq_group > 0) {  // AWQ: (q - zero) * scale rounded once to the dtype, on the host
+        std::vector<unsigned char> host(std::size_t(elems) * dtype_size(dtype));
+        awq_dequantize(hw.awq, dtype, host.data());
+        s.dequantized = DeviceBuffer<unsigned char>(host);
+        break;
+      }
       s.dequantized = DeviceBuffer<unsigned char>(std::size_t(E * elems) * dtype_size(dtype));
       gpu::dequantize(flat->packed.get(), flat->absmax.get(), AbsmaxStorage::e4m4, E * elems,
                       gpu::make_codebook_arg(hw.codebook, hw.k_bits), dtype, s.dequantized.get(),
                       stream);
       break;
+    case LayoutKind::awq:
+      s.awq_qweight = DeviceBuffer<std::int32_t>(hw.awq.qweight);
+      s.awq_qzeros = DeviceBuffer<std::int32_t>(hw.awq.qzeros);
+      s.awq_scales = DeviceBuffer<std::uint16_t>(hw.awq.scales);
+      break;
+    case LayoutKind::awq_tiled: {
+      const AwqTiled t = awq_tile(hw.awq);
+      s.awq_tiles = DeviceBuffer<std::uint32_t>(t.words);
+      s.awq_meta = DeviceBuffer<std::uint32_t>(t.meta);
+      break;
+    }
   }
   return s;
 }
@@ -76,6 +135,12 @@ DeviceWeights::Stored DeviceWeights::clone(const Stored& o, cudaStream_t stream)
   copy(s.packed, o.packed);
   copy(s.absmax, o.absmax);
   copy(s.dequantized, o.dequantized);
+  s.awq_group = o.awq_group;
+  copy(s.awq_qweight, o.awq_qweight);
+  copy(s.awq_qzeros, o.awq_qzeros);
+  copy(s.awq_scales, o.awq_scales);
+  copy(s.awq_tiles, o.awq_tiles);
+  copy(s.awq_meta, o.awq_meta);
   return s;
 }
 
@@ -84,10 +149,16 @@ DeviceWeights::DeviceWeights(const HostWeights& hw, DType dtype,
                              cudaStream_t stream) {
   if (copies < 1)
     throw Error("DeviceWeights: copies = " + std::to_string(copies) + " must be at least 1");
+  if (hw.awq_group > 0 && hw.experts != 1)
+    throw Error("DeviceWeights: AWQ weights of " + std::to_string(hw.experts) +
+                " experts; AWQ problems are dense only");
   Copy first;
-  const WeightLayout flat_layout{LayoutKind::flat, {}};
-  first.emplace(layout_name(flat_layout), build(hw, dtype, flat_layout, nullptr, stream));
-  const Stored* flat = &first.at(layout_name(flat_layout));
+  const Stored* flat = nullptr;  // kbit: the other kbit layouts are made from it on the device
+  if (hw.awq_group == 0) {
+    const WeightLayout flat_layout{LayoutKind::flat, {}};
+    first.emplace(layout_name(flat_layout), build(hw, dtype, flat_layout, nullptr, stream));
+    flat = &first.at(layout_name(flat_layout));
+  }
   for (const auto& l : layouts) {
     if (first.count(layout_name(l)) == 0)
       first.emplace(layout_name(l), build(hw, dtype, l, flat, stream));
@@ -121,6 +192,12 @@ WeightView DeviceWeights::view(const WeightLayout& l, int copy) const {
   v.expert_words = s.expert_words;
   v.expert_bytes = s.expert_bytes;
   v.expert_elems = s.expert_elems;
+  v.awq_qweight = s.awq_qweight.get();
+  v.awq_qzeros = s.awq_qzeros.get();
+  v.awq_scales = s.awq_scales.get();
+  v.awq_tiles = s.awq_tiles.get();
+  v.awq_meta = s.awq_meta.get();
+  v.awq_group = s.awq_group;
   return v;
 }
 

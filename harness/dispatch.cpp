@@ -26,6 +26,7 @@
 #include "harness/device_info.hpp"
 #include "harness/options.hpp"
 #include "harness/results.hpp"
+#include "harness/weight_format.hpp"
 #include "reference/error.hpp"
 #include "variants/common/cuda_check.hpp"
 
@@ -131,6 +132,7 @@ void read_run_rows(const std::string& csv_path, const std::string& run,
                     c_fam = cols.need("family"), c_l2 = cols.need("l2"),
                     c_exp = cols.need("experts"), c_cfg = cols.need("config");
   const std::optional<std::size_t> c_pdl = cols.find("pdl");
+  const std::optional<std::size_t> c_cb = cols.find("codebook");
   std::int64_t number = 1;
   while (std::getline(f, line)) {
     ++number;
@@ -143,6 +145,8 @@ void read_run_rows(const std::string& csv_path, const std::string& run,
                   std::to_string(cols.count()));
     const std::string& family = v[c_fam];
     if (family != "gemm" && family != "gemv" && family != "grouped") continue;
+    // The auto rows dispatch kbit problems: an AWQ problem's rows are another problem.
+    if (c_cb && is_awq_codebook(v[*c_cb])) continue;
     if (v[c_l2] == "cold") {  // timed at this point, whatever its check said
       PointKey k{int(to_int(v[c_k], where, "k_bits")),
                  v[c_dtype],

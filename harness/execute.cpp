@@ -16,6 +16,10 @@ GemmArgs DeviceProblem::args(const VariantRow& row, int copy) const {
   return a;
 }
 
+gpu::CodebookArg codebook_arg(const HostWeights& hw) {
+  return hw.awq_group > 0 ? gpu::CodebookArg{} : gpu::make_codebook_arg(hw.codebook, hw.k_bits);
+}
+
 OwnedProblem::OwnedProblem(const DeviceWeights& weights, const HostActivations& A,
                            const GemmDims& d, const std::vector<float>& codebook)
     : A_(A.bytes), C_(std::size_t(d.M * d.N) * dtype_size(d.dtype)) {
@@ -25,7 +29,7 @@ OwnedProblem::OwnedProblem(const DeviceWeights& weights, const HostActivations& 
            C_.get(),
            C_.bytes(),
            d.grouped() ? offsets_.get() : nullptr,
-           gpu::make_codebook_arg(codebook, d.k_bits)};
+           d.awq_group > 0 ? gpu::CodebookArg{} : gpu::make_codebook_arg(codebook, d.k_bits)};
 }
 
 namespace {

@@ -25,8 +25,13 @@ struct DeviceProblem {
   GemmArgs args(const VariantRow& row, int copy) const;
 };
 
+// The codebook a problem's rows receive: the kbit weights' own; for AWQ weights none (all zeros,
+// k_bits 0), which a kbit row's check of the codebook's K refuses.
+gpu::CodebookArg codebook_arg(const HostWeights& hw);
+
 // A problem's activations, output buffer and expert offsets on the device, owned, with the
-// DeviceProblem view over them (for one-off checks: tests, validate's MoE cases).
+// DeviceProblem view over them (for one-off checks: tests, validate's MoE cases). `codebook`:
+// the kbit weights' (ignored for an AWQ problem, dims.awq_group > 0).
 class OwnedProblem {
  public:
   OwnedProblem(const DeviceWeights& weights, const HostActivations& A, const GemmDims& dims,

@@ -100,14 +100,16 @@ int print_codebook(const std::string& name, int k) {
 }
 
 int list_variants() {
-  std::printf("%-22s %-9s %-8s %-10s %-8s %-28s %-14s %s\n", "name", "family", "K bits", "dtypes",
-              "M", "shapes", "layout", "description");
+  // The peers' columns up to `shapes` are read by harness/tests/check_peer_table.py; a peer
+  // picks the problems of its format itself (the problems JSON's "format").
+  std::printf("%-22s %-9s %-8s %-10s %-8s %-28s %-31s %-14s %s\n", "name", "family", "K bits",
+              "dtypes", "M", "shapes", "formats", "layout", "description");
   for (const auto& r : registry()) {
-    std::printf("%-22s %-9s %-8s %-10s %-8s %-28s %-14s %s\n", std::string(r.name).c_str(),
+    std::printf("%-22s %-9s %-8s %-10s %-8s %-28s %-31s %-14s %s\n", std::string(r.name).c_str(),
                 family_name(r.family), describe_k_bits(r.support).c_str(),
                 describe_dtypes(r.support).c_str(), describe_m_range(r.support).c_str(),
-                describe_shape_rules(r.support).c_str(), layout_name(r.layout).c_str(),
-                std::string(r.description).c_str());
+                describe_shape_rules(r.support).c_str(), describe_formats(r.support).c_str(),
+                layout_name(r.layout).c_str(), std::string(r.description).c_str());
     for (const std::string& o : describe_options(r)) std::printf("%24s option %s\n", "", o.c_str());
   }
   for (const auto& p : peers()) {
@@ -116,10 +118,10 @@ int list_variants() {
     for (DType d : p.dtypes) t += (t.empty() ? "" : ",") + std::string(dtype_name(d));
     char bits[32];
     std::snprintf(bits, sizeof bits, "%.3f bits/weight", p.bits_per_weight);
-    std::printf("%-22s %-9s %-8s %-10s %-8s %-28s %-14s %s (%s; python package %s)\n",
+    std::printf("%-22s %-9s %-8s %-10s %-8s %-28s %-31s %-14s %s (%s; python package %s)\n",
                 std::string(p.name).c_str(), "peer", k.c_str(), t.c_str(), "1..any",
-                p.moe ? "dense+moe" : "dense", "its own", std::string(p.description).c_str(), bits,
-                std::string(p.package).c_str());
+                p.moe ? "dense+moe" : "dense", "-", "its own", std::string(p.description).c_str(),
+                bits, std::string(p.package).c_str());
   }
   return kExitOk;
 }

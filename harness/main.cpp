@@ -57,10 +57,17 @@ int main(int argc, char** argv) {
   format->add_option("--k-bits", fmt.k_bits, "bit widths");
   format->add_option("--codebook", fmt.codebook, "nf | nf_expected | uniform");
   format->add_option("--seed", fmt.seed, "data seed");
-  format->add_flag("--awq", fmt.awq,
-                   "the AWQ int4 quantizers (fused and multi-pass GPU against the CPU reference, "
-                   "with throughput) instead of kbit");
+  auto* awq_flag =
+      format->add_flag("--awq", fmt.awq,
+                       "the AWQ int4 quantizers (fused and multi-pass GPU against the CPU "
+                       "reference, with throughput) instead of kbit");
   format->add_option("--group", fmt.group, "--awq: group size along K_dim (32, 64, 128)");
+  format
+      ->add_option("--dump", fmt.dump_dir,
+                   "--awq: write the fp16 weight, the reference's qweight, qzeros, scales, a "
+                   "16-row fp16 A, C_ref and its bound to DIR (before any GPU work; "
+                   "harness/peers/awq_parity.py)")
+      ->needs(awq_flag);
 
   std::string cb_name = "nf";
   int cb_k = 4;

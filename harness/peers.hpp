@@ -36,6 +36,9 @@ struct PeerProblem {
   std::string shape;
   std::int64_t M = 0, N = 0, K_dim = 0;
   int k_bits = 0;
+  // The weights' format (harness/weight_format.hpp): "kbit", or "awq_g128" etc. (k_bits 4), so
+  // that a peer picks the problems of its format.
+  std::string format = "kbit";
   DType dtype = DType::f16;
   double floor_us = 0, baseline_us = 0;
   int experts = 0;

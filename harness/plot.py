@@ -22,6 +22,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+AWQ_FORMATS = ("awq_g32", "awq_g64", "awq_g128")
+
 NUMERIC = {"M", "N", "K_dim", "k_bits", "median_us", "p10_us", "p90_us", "samples", "gb_per_s", "tflops",
            "floor_us", "frac_of_floor", "speedup_vs_baseline", "max_err_over_bound"}
 
@@ -54,17 +56,26 @@ def timed(rows):
     return [r for r in rows if r["median_us"] > 0 and math.isfinite(r["median_us"])]
 
 
+def weight_format(r):
+    """The problem's weight format from the codebook column (harness/weight_format.hpp): "awq_g128"
+    etc. where the column is that name or starts with it and a space, else "kbit"."""
+    first = (r.get("codebook") or "").split(" ")[0]
+    return first if first in AWQ_FORMATS else "kbit"
+
+
 def groups(rows):
-    """(k_bits, dtype, l2) -> rows: each combination gets its own set of figures."""
+    """(format, k_bits, dtype, l2) -> rows: each combination gets its own set of figures, so that
+    the rows of an AWQ problem (cuBLAS on it included) never share a figure with a kbit one."""
     g = defaultdict(list)
     for r in rows:
-        g[(int(r["k_bits"]), r["dtype"], r.get("l2", ""))].append(r)
+        g[(weight_format(r), int(r["k_bits"]), r["dtype"], r.get("l2", ""))].append(r)
     return g
 
 
 def suffix(key):
-    k, dtype, l2 = key
-    return f"k{k}_{dtype}" + (f"_{l2}" if l2 else "")
+    fmt, k, dtype, l2 = key
+    head = f"k{k}" if fmt == "kbit" else fmt
+    return f"{head}_{dtype}" + (f"_{l2}" if l2 else "")
 
 
 def grid(n):

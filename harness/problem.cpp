@@ -30,6 +30,25 @@ HostWeights make_host_weights(std::int64_t N, std::int64_t K_dim, int k,
   return w;
 }
 
+HostWeights make_host_weights_awq(std::int64_t N, std::int64_t K_dim, int group, int experts,
+                                  std::uint64_t seed) {
+  if (experts != 1)
+    throw Error("AWQ weights: experts = " + std::to_string(experts) +
+                "; AWQ problems are dense only (1 expert)");
+  HostWeights w;
+  w.N = N;
+  w.K_dim = K_dim;
+  w.k_bits = 4;
+  w.experts = 1;
+  w.awq_group = group;
+  {
+    const std::vector<float> x = random_normal(N * K_dim, seed);
+    w.awq = awq_quantize(x, N, K_dim, group);  // checks the shape and the group
+  }
+  w.W = awq_dequantize(w.awq);
+  return w;
+}
+
 HostActivations make_activations(std::int64_t M, std::int64_t K_dim, DType t, std::uint64_t seed) {
   HostActivations a;
   a.dtype = t;
@@ -122,21 +141,25 @@ RowReference make_reference(const HostWeights& w, const HostActivations& a, cons
 
 ProblemCost problem_cost(const GemmDims& d) {
   const double experts = d.grouped() ? active_experts(d.expert_offsets) : 1;
-  const double weight_bytes =
-      experts * double(d.N) * double(d.K_dim) * (d.k_bits / 8.0 + 1.0 / 32.0);
+  // AWQ per group of G: G nibbles, an fp16 scale, a 4-bit zero.
+  const double per_weight = d.awq_group > 0 ? 0.5 + 2.5 / d.awq_group : d.k_bits / 8.0 + 1.0 / 32.0;
+  const double weight_bytes = experts * double(d.N) * double(d.K_dim) * per_weight;
   const double io = double(d.M) * double(d.K_dim + d.N) * double(dtype_size(d.dtype));
   return {weight_bytes + io, 2.0 * double(d.M) * double(d.N) * double(d.K_dim)};
 }
 
 DeviceMemoryNeed estimate_device_memory(std::int64_t N, std::int64_t K_dim, int k_bits, DType dtype,
                                         int experts, const std::vector<WeightLayout>& layouts,
-                                        std::int64_t max_m, bool scratch_weight) {
+                                        std::int64_t max_m, bool scratch_weight, int awq_group) {
   HostWeights shape;  // expert_bytes reads only the shape
   shape.N = N;
   shape.K_dim = K_dim;
-  shape.k_bits = k_bits;
+  shape.k_bits = awq_group > 0 ? 4 : k_bits;
   shape.experts = experts;
-  std::vector<WeightLayout> built{WeightLayout{LayoutKind::flat, {}}};  // the others come from it
+  shape.awq_group = awq_group;
+  // kbit: flat always (the other kbit layouts come from it); AWQ: the layouts asked for.
+  std::vector<WeightLayout> built;
+  if (awq_group == 0) built.push_back(WeightLayout{LayoutKind::flat, {}});
   for (const WeightLayout& l : layouts)
     if (std::find(built.begin(), built.end(), l) == built.end()) built.push_back(l);
   DeviceMemoryNeed need;

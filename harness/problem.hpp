@@ -7,23 +7,32 @@
 
 #include <Eigen/Dense>
 
+#include "reference/awq.hpp"
 #include "reference/dtype.hpp"
 #include "reference/quantize.hpp"
 #include "variants/variant_api.hpp"
 
 namespace kbit {
 
-// E experts (1 for a dense layer) of W[N, K_dim], N(0,1) weights quantized by the reference.
+// E experts (1 for a dense layer) of W[N, K_dim], N(0,1) weights quantized by the reference:
+// kbit (q and codebook), or AWQ int4 of group awq_group (awq; dense only, k_bits 4, no codebook).
 struct HostWeights {
   std::int64_t N = 0, K_dim = 0;
   int k_bits = 0, experts = 1;
+  int awq_group = 0;  // 0: kbit weights
   std::vector<float> codebook;
   QuantizedTensor q;     // expert-major: expert e holds elements [e*N*K_dim, (e+1)*N*K_dim)
-  std::vector<float> W;  // float32 dequantized weights (cb[idx] * E4M4 scale), same order
+  AwqTensor awq;         // awq_group > 0: the AutoAWQ tensors of W (docs/awq_format.md)
+  std::vector<float> W;  // float32 dequantized weights (kbit or AWQ), [expert][N][K_dim]
   std::int64_t expert_elems() const { return N * K_dim; }
 };
 HostWeights make_host_weights(std::int64_t N, std::int64_t K_dim, int k_bits,
                               const std::vector<float>& codebook, int experts, std::uint64_t seed);
+// The same N(0,1) weights as make_host_weights with this seed, quantized by awq_quantize with
+// group `group` (32, 64, 128; N % 8 == 0, K_dim % group == 0); W = awq_dequantize. Throws
+// kbit::Error for experts != 1 (AWQ problems are dense) and for a shape AWQ cannot hold.
+HostWeights make_host_weights_awq(std::int64_t N, std::int64_t K_dim, int group, int experts,
+                                  std::uint64_t seed);
 
 // A[M, K_dim]: N(0,1) values rounded to `dtype`; `values` holds exactly what `bytes` encodes.
 struct HostActivations {
@@ -52,7 +61,8 @@ struct RowReference {
 RowReference make_reference(const HostWeights& w, const HostActivations& a, const GemmDims& dims,
                             const std::vector<std::int64_t>& rows);
 
-// The problem's floor inputs: bytes of the compressed weights touched (active experts),
+// The problem's floor inputs: bytes of the compressed weights touched (active experts; kbit
+// K + 1/4 bits per weight, AWQ 4 + 20/G: the nibble, an fp16 scale and a 4-bit zero per group),
 // A and C; flops 2*M*N*K_dim.
 struct ProblemCost {
   double bytes = 0, flops = 0;
@@ -63,16 +73,17 @@ ProblemCost problem_cost(const GemmDims& dims);
 // anything is allocated: `run` refuses a config whose layers cannot fit instead of failing (or
 // thrashing) halfway through.
 struct DeviceMemoryNeed {
-  std::int64_t weights = 0;    // one copy of every layout built (flat always), all experts
+  std::int64_t weights = 0;    // one copy of every layout built (flat for kbit), all experts
   std::int64_t io = 0;         // A and C of the largest M
   std::int64_t workspace = 0;  // margin for the rows' workspaces (split-K, cuBLAS, scratch)
   std::int64_t total() const { return weights + io + workspace; }
 };
-// `layouts`: those the run's rows read (DeviceWeights adds flat); `scratch_weight`: a row
-// dequantizes the weights of every expert into a scratch buffer of its own (dequant_cublas).
+// `layouts`: those the run's rows read (DeviceWeights adds flat for kbit weights);
+// `scratch_weight`: a row dequantizes the weights of every expert into a scratch buffer of its
+// own (dequant_cublas); `awq_group` > 0: AWQ weights of that group (k_bits is then 4).
 DeviceMemoryNeed estimate_device_memory(std::int64_t N, std::int64_t K_dim, int k_bits, DType dtype,
                                         int experts, const std::vector<WeightLayout>& layouts,
-                                        std::int64_t max_m, bool scratch_weight);
+                                        std::int64_t max_m, bool scratch_weight, int awq_group = 0);
 // Throws kbit::Error "<what> needs ~X GB of device memory, Y GB are free" when it does not fit.
 void check_device_memory(const std::string& what, const DeviceMemoryNeed& need,
                          std::int64_t free_bytes);

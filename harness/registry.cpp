@@ -7,12 +7,14 @@
 
 #include "harness/dispatch.hpp"
 #include "harness/match_rows.hpp"
+#include "harness/weight_format.hpp"
 #include "reference/error.hpp"
 #include "variants/01_inline_dequant/inline_dequant.hpp"
 #include "variants/02_fetch_dequant/fetch_dequant.hpp"
 #include "variants/03_warp_specialized/warp_specialized.hpp"
 #include "variants/04_scalar_gemv/scalar_gemv.hpp"
 #include "variants/05_grouped_mma/grouped_mma.hpp"
+#include "variants/06_awq/awq.hpp"
 #include "variants/baselines/baselines.hpp"
 #include "variants/common/cuda_check.hpp"
 #include "variants/probes/probes.hpp"
@@ -42,6 +44,41 @@ namespace {
 Support baseline_support() {
   Support s;
   s.grouped = true;  // the per-expert loop
+  return s;
+}
+
+// cuBLAS on the dequantized layout: any weight format, since the harness dequantizes it.
+Support cublas_support() {
+  Support s = baseline_support();
+  s.awq_groups = awq_group_sizes();
+  return s;
+}
+
+// Rows that read AWQ weights (layouts awq or awq tiled): AWQ problems of `groups` only, dense,
+// N a multiple of 8 (AWQ packs eight columns to a word); K_dim % G is the problem's own rule.
+Support awq_support(std::vector<int> groups) {
+  Support s;
+  s.kbit = false;
+  s.k_bits = {4};
+  s.awq_groups = std::move(groups);
+  s.n_multiple = 8;
+  return s;
+}
+
+// Variant 06: fp16 only (AWQ's scales are fp16), every group; the GEMV up to 4 rows.
+Support awq_gemv_support() {
+  Support s = awq_support({32, 64, 128});
+  s.dtypes = {DType::f16};
+  s.m_max = 4;
+  s.split_k = false;  // splits K by its own plan, not by the harness's switch
+  return s;
+}
+Support awq_gemm_support() {
+  Support s = awq_support({32, 64, 128});
+  s.dtypes = {DType::f16};
+  s.split_k = true;  // variant 03's stream-K plan, forced on and off by validate
+  s.pdl = true;
+  s.min_sm = 90;
   return s;
 }
 
@@ -120,10 +157,10 @@ std::vector<OptionSpec> options_of(const OptionSpec (&specs)[N]) {
 const std::vector<VariantRow>& registry() {
   static const std::vector<VariantRow> rows = {
       {"cublas_fp16",
-       "cuBLAS GEMM (fp32 accumulation) on the dequantized fp16/bf16 weight; per-expert loop for "
-       "MoE",
+       "cuBLAS GEMM (fp32 accumulation) on the dequantized fp16/bf16 weight (kbit or AWQ); "
+       "per-expert loop for MoE",
        Family::baseline,
-       baseline_support(),
+       cublas_support(),
        {LayoutKind::dequantized, {}},
        variants::cublas_fp16_setup,
        variants::cublas_fp16_run,
@@ -235,6 +272,27 @@ const std::vector<VariantRow>& registry() {
        variants::grouped_mma_setup,
        variants::grouped_mma_run,
        {variants::kGroupedMmaTokenTile, variants::kGroupedMmaChecked}},
+      // Rows reading AWQ int4 weights (docs/awq_format.md): layout {LayoutKind::awq, {}} (the
+      // checkpoint tensors) or {LayoutKind::awq_tiled, {}} (kbit::awq_tile).
+      {"awq_gemv",
+       "AWQ int4 GEMV on the AutoAWQ tensors as they are, M = 1..4: the weights as "
+       "mma.m16n8k16's A fragment (or fp32 FMAs), split-K over the blocks",
+       Family::gemv,
+       awq_gemv_support(),
+       {LayoutKind::awq, {}},
+       variants::awq_gemv_setup,
+       variants::awq_gemv_run,
+       {variants::kAwqGemvTensorCores}},
+      {"awq_gemm",
+       "variant 03's warp-specialized wgmma mainloop on the AWQ tiled repack: (q - z) * s in fp16, "
+       "no table; any M",
+       Family::gemm,
+       awq_gemm_support(),
+       {LayoutKind::awq_tiled, {}},
+       variants::awq_gemm_setup,
+       variants::awq_gemm_run,
+       {variants::kAwqGemmTokenTile}},
+
       // Each problem runs the row the committed results measured fastest on this GPU
       // (results/dispatch/, harness/dispatch.hpp). The harness builds the one layout a row names
       // before its setup, so these may pick only rows that read theirs, kTiled64x128 (variants
@@ -286,8 +344,22 @@ std::string unsupported_reason(const VariantRow& row, const GemmDims& d, int dev
            std::to_string(device_sm / 10) + "." + std::to_string(device_sm % 10);
   if (d.grouped() && !s.grouped) return "grouped (MoE) problems are not supported";
   if (!d.grouped() && !s.dense) return "dense problems are not supported (grouped only)";
-  if (std::find(s.k_bits.begin(), s.k_bits.end(), d.k_bits) == s.k_bits.end())
+  if (d.awq_group > 0) {
+    if (s.awq_groups.empty())
+      return "weights are " + weight_format_name(d.awq_group) + "; this row reads kbit weights";
+    if (std::find(s.awq_groups.begin(), s.awq_groups.end(), d.awq_group) == s.awq_groups.end()) {
+      std::string groups;
+      for (int g : s.awq_groups) groups += (groups.empty() ? "" : ", ") + std::to_string(g);
+      return "AWQ group " + std::to_string(d.awq_group) + " is not one of this row's groups (" +
+             groups + ")";
+    }
+    if (d.k_bits != 4)
+      return "AWQ weights are 4-bit; the problem says K = " + std::to_string(d.k_bits);
+  } else if (!s.kbit) {
+    return "this row reads AWQ weights (" + describe_formats(s) + "); the weights are kbit";
+  } else if (std::find(s.k_bits.begin(), s.k_bits.end(), d.k_bits) == s.k_bits.end()) {
     return "K = " + std::to_string(d.k_bits) + " is not supported (" + describe_k_bits(s) + ")";
+  }
   if (std::find(s.dtypes.begin(), s.dtypes.end(), d.dtype) == s.dtypes.end())
     return std::string("dtype ") + dtype_name(d.dtype) + " is not supported (" +
            describe_dtypes(s) + ")";
@@ -302,9 +374,16 @@ std::string unsupported_reason(const VariantRow& row, const GemmDims& d, int dev
 }
 
 std::string describe_k_bits(const Support& s) {
+  if (!s.kbit) return "4";  // AWQ weights are int4
   std::string r;
   for (int k : s.k_bits) r += (r.empty() ? "" : ",") + std::to_string(k);
   return r;
+}
+
+std::string describe_formats(const Support& s) {
+  std::string r = s.kbit ? "kbit" : "";
+  for (int g : s.awq_groups) r += (r.empty() ? "" : ",") + weight_format_name(g);
+  return r.empty() ? "none" : r;
 }
 
 std::string describe_dtypes(const Support& s) {

@@ -18,7 +18,9 @@ enum class Family { gemm, gemv, grouped, baseline, probe, diag };
 const char* family_name(Family f);
 
 struct Support {
+  bool kbit = true;  // kbit problems (docs/format.md), of the bit widths k_bits
   std::vector<int> k_bits{2, 3, 4, 5};
+  std::vector<int> awq_groups{};  // AWQ problems of these groups this row runs (empty: none)
   std::vector<DType> dtypes{DType::f16, DType::bf16};
   std::int64_t m_min = 1;                                         // rows of A (dense problems)
   std::int64_t m_max = std::numeric_limits<std::int64_t>::max();  //
@@ -59,6 +61,8 @@ std::string unsupported_reason(const VariantRow& row, const GemmDims& dims);
 std::string unsupported_reason(const VariantRow& row, const GemmDims& dims, int device_sm);
 // Human-readable summaries of a row's support, for `list` and run.json.
 std::string describe_k_bits(const Support& s);
+// The weight formats a row runs: "kbit", "kbit,awq_g32,awq_g64,awq_g128", "awq_g128", ...
+std::string describe_formats(const Support& s);
 std::string describe_dtypes(const Support& s);
 std::string describe_m_range(const Support& s);
 std::string describe_shape_rules(const Support& s);

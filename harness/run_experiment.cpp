@@ -1,4 +1,5 @@
-// kbit-harness run EXPERIMENT.toml: check and time every (shape, M, K, dtype, variant).
+// kbit-harness run EXPERIMENT.toml: check and time every (shape, M, weight format (K bits, or
+// AWQ of one group), dtype, variant).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +24,7 @@
 #include "harness/progress.hpp"
 #include "harness/results.hpp"
 #include "harness/timing.hpp"
+#include "harness/weight_format.hpp"
 #include "reference/codebook.hpp"
 #include "reference/gemm_ref.hpp"
 #include "reference/random.hpp"
@@ -99,7 +101,8 @@ ResultRow base_row(const Context& c, const Layer& L, const GemmDims& d, const Va
   r.variant = std::string(row.name);
   r.family = family_name(row.family);
   r.l2 = c.cfg.timing.cold ? "cold" : "hot";
-  r.codebook = c.cfg.codebook;
+  // The weights' format: the codebook's name for kbit problems, "awq_g128" etc. for AWQ ones.
+  r.codebook = d.awq_group > 0 ? weight_format_name(d.awq_group) : c.cfg.codebook;
   r.experts = d.grouped() ? d.num_experts : 0;
   r.active_experts = d.grouped() ? active_experts(d.expert_offsets) : 0;
   const ProblemCost cost = problem_cost(d);
@@ -119,6 +122,7 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
     PeerProblem pp;
     pp.shape = L.name;
     pp.M = d.M, pp.N = d.N, pp.K_dim = d.K_dim, pp.k_bits = d.k_bits, pp.dtype = d.dtype;
+    pp.format = weight_format_name(d.awq_group);
     pp.experts = d.grouped() ? d.num_experts : 0;
     pp.expert_offsets = d.expert_offsets;
     pp.floor_us = base_row(c, L, d, *c.baseline).floor_us;
@@ -131,7 +135,7 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
       continue;
     }
     c.progress->start_item(std::string(row->name) + " " + L.name + " M=" + std::to_string(d.M) +
-                           " K=" + std::to_string(d.k_bits) + " " + dtype_name(d.dtype));
+                           " " + weights_label(d) + " " + dtype_name(d.dtype));
     ResultRow r = base_row(c, L, d, *row);
     const bool pdl = c.cfg.timing.pdl && row->support.pdl;
     r.pdl = pdl ? 1 : 0;
@@ -168,7 +172,9 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
       r.check = "fail";
       r.error = o.error;
       ++c.errors;
-      std::cerr << "\n" << row->name << " on " << L.name << " M=" << d.M << ": " << o.error << "\n";
+      std::cerr << "\n"
+                << row->name << " on " << L.name << " M=" << d.M << " " << weights_label(d) << ": "
+                << o.error << "\n";
     } else {
       r.check = o.checked              ? (o.check.pass ? "pass" : "fail")
                 : !computes_gemm(*row) ? family_name(row->family)  // probe | diag
@@ -204,6 +210,29 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
   }
 }
 
+// One weight format of a layer: kbit of k_bits bits, or AWQ int4 (k_bits 4) of group awq_group.
+struct WeightsOf {
+  int k_bits = 4, awq_group = 0;
+  std::string label() const {
+    return awq_group > 0 ? weight_format_name(awq_group) : "K=" + std::to_string(k_bits);
+  }
+};
+
+// The config's formats in order: "kbit" as its k_bits list, each awq format as one entry (dense
+// layers only: the config refuses AWQ beside MoE layers).
+std::vector<WeightsOf> weights_of(const ExperimentConfig& cfg, bool moe) {
+  std::vector<WeightsOf> out;
+  for (const std::string& f : cfg.formats) {
+    const int group = parse_weight_format(f);
+    if (group == 0) {
+      for (int k : cfg.k_bits) out.push_back({k, 0});
+    } else if (!moe) {
+      out.push_back({4, group});
+    }
+  }
+  return out;
+}
+
 std::vector<WeightLayout> layouts_of(const Context& c, const GemmDims& d) {
   std::vector<WeightLayout> out;
   for (const VariantRow* r : c.rows) {
@@ -219,7 +248,8 @@ std::vector<WeightLayout> layouts_of(const Context& c, const GemmDims& d) {
 void check_memory_up_front(const Context& c, std::int64_t free_bytes) {
   auto check = [&](const std::string& name, std::int64_t N, std::int64_t K_dim, int experts,
                    int top_k, const std::vector<std::int64_t>& ms) {
-    for (int k : c.cfg.k_bits) {
+    for (const WeightsOf& w : weights_of(c.cfg, top_k > 0)) {
+      const int k = w.k_bits;
       for (DType t : c.cfg.dtypes) {
         std::vector<WeightLayout> layouts;
         bool scratch = false;
@@ -227,7 +257,7 @@ void check_memory_up_front(const Context& c, std::int64_t free_bytes) {
         for (std::int64_t m : ms) {
           GemmDims d;
           d.M = top_k > 0 ? m * top_k : m;
-          d.N = N, d.K_dim = K_dim, d.k_bits = k, d.dtype = t;
+          d.N = N, d.K_dim = K_dim, d.k_bits = k, d.awq_group = w.awq_group, d.dtype = t;
           d.num_experts = top_k > 0 ? experts : 0;
           const std::vector<WeightLayout> ls = layouts_of(c, d);
           if (ls.empty()) continue;
@@ -242,12 +272,13 @@ void check_memory_up_front(const Context& c, std::int64_t free_bytes) {
                             r->layout.kind != LayoutKind::dequantized);
         }
         if (layouts.empty()) continue;
-        std::string what = name + " K=" + std::to_string(k) + " M=" + std::to_string(max_m);
+        std::string what = name + " " + w.label() + " M=" + std::to_string(max_m);
         if (top_k > 0)
           what += " (" + std::to_string(max_m / top_k) + " tokens x top_k " +
                   std::to_string(top_k) + ")";
         check_device_memory(
-            what, estimate_device_memory(N, K_dim, k, t, experts, layouts, max_m, scratch),
+            what,
+            estimate_device_memory(N, K_dim, k, t, experts, layouts, max_m, scratch, w.awq_group),
             free_bytes);
       }
     }
@@ -256,8 +287,9 @@ void check_memory_up_front(const Context& c, std::int64_t free_bytes) {
   for (const auto& m : c.cfg.moe) check(m.name, m.n, m.k_dim, m.experts, m.top_k, c.cfg.tokens);
 }
 
-// Builds the device weights for a (layer, K, dtype) and runs every M (or token count).
-void run_layer(Context& c, const Layer& L, int k, DType dtype, const HostWeights& hw,
+// Builds the device weights for a (layer, weight format, dtype) and runs every M (or token
+// count).
+void run_layer(Context& c, const Layer& L, DType dtype, const HostWeights& hw,
                const std::vector<GemmDims>& problems) {
   std::vector<WeightLayout> layouts;
   std::int64_t touched = 0, per_copy = 0;
@@ -295,7 +327,7 @@ void run_layer(Context& c, const Layer& L, int k, DType dtype, const HostWeights
     p.C = dC.get();
     p.C_bytes = std::size_t(d.M * d.N) * es;
     p.expert_offsets = d.grouped() ? d_off.get() : nullptr;
-    p.codebook = gpu::make_codebook_arg(hw.codebook, k);
+    p.codebook = codebook_arg(hw);
     run_problem(c, L, d, hw, A, p);
   }
 }
@@ -303,33 +335,37 @@ void run_layer(Context& c, const Layer& L, int k, DType dtype, const HostWeights
 int count_items(const Context& c) {
   int n = 0;
   for (const auto& s : c.cfg.shapes)
-    for (int k : c.cfg.k_bits)
+    for (const WeightsOf& w : weights_of(c.cfg, false))
       for (DType t : c.cfg.dtypes)
         for (std::int64_t m : c.cfg.m)
           for (const VariantRow* r : c.rows) {
             GemmDims d;
-            d.M = m, d.N = s.n, d.K_dim = s.k_dim, d.k_bits = k, d.dtype = t;
+            d.M = m, d.N = s.n, d.K_dim = s.k_dim, d.k_bits = w.k_bits, d.dtype = t;
+            d.awq_group = w.awq_group;
             n += unsupported_reason(*r, d).empty();
           }
   for (const auto& mo : c.cfg.moe)
-    for (int k : c.cfg.k_bits)
+    for (const WeightsOf& w : weights_of(c.cfg, true))
       for (DType t : c.cfg.dtypes)
         for (std::int64_t tokens : c.cfg.tokens)
           for (const VariantRow* r : c.rows) {
             GemmDims d;
-            d.M = tokens * mo.top_k, d.N = mo.n, d.K_dim = mo.k_dim, d.k_bits = k, d.dtype = t;
-            d.num_experts = mo.experts;
+            d.M = tokens * mo.top_k, d.N = mo.n, d.K_dim = mo.k_dim, d.k_bits = w.k_bits;
+            d.dtype = t, d.num_experts = mo.experts;
             n += unsupported_reason(*r, d).empty();
           }
   return n;
 }
 
 void print_summary(const Context& c) {
-  std::printf("\n%-28s %6s %6s %2s %5s %-20s %10s %10s %7s %7s %6s %7s\n", "shape", "M", "N", "K",
+  // K: the bit width of a kbit problem, the format of an AWQ one (awq_g128).
+  std::printf("\n%-28s %6s %6s %8s %5s %-20s %10s %10s %7s %7s %6s %7s\n", "shape", "M", "N", "K",
               "dtype", "variant", "median_us", "floor_us", "%floor", "speedup", "check", "err/bnd");
   for (const auto& r : c.summary) {
-    std::printf("%-28s %6lld %6lld %2d %5s %-20s %10.2f %10.2f %6.1f%% %7.2f %6s %7.3f\n",
-                r.shape.c_str(), (long long)r.M, (long long)r.N, r.k_bits, r.dtype.c_str(),
+    const std::string f = format_of_codebook(r.codebook);
+    const std::string k = f == "kbit" ? std::to_string(r.k_bits) : f;
+    std::printf("%-28s %6lld %6lld %8s %5s %-20s %10.2f %10.2f %6.1f%% %7.2f %6s %7.3f\n",
+                r.shape.c_str(), (long long)r.M, (long long)r.N, k.c_str(), r.dtype.c_str(),
                 r.variant.c_str(), r.median_us, r.floor_us, 100 * r.frac_of_floor,
                 r.speedup_vs_baseline, r.check.c_str(), r.max_err_over_bound);
   }
@@ -359,6 +395,7 @@ void read_peer_rows(const std::string& csv, Context& c) {
     }
     r.shape = v[col("shape")];
     r.dtype = v[col("dtype")];
+    r.codebook = v[col("codebook")];
     r.variant = v[col("variant")];
     r.median_us = std::atof(v[col("median_us")].c_str());
     r.floor_us = std::atof(v[col("floor_us")].c_str());
@@ -498,6 +535,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   run["build"] = to_json(build);
   run["config"] = {{"path", cfg.path}, {"hash", config_hash(cfg.text)}, {"text", cfg.text}};
   run["argv"] = opts.argv;
+  run["formats"] = cfg.formats;
   run["overrides"] = {
       {"variants", opts.variants}, {"shapes", opts.shapes}, {"m", opts.m}, {"pdl", opts.pdl}};
   for (const VariantRow* r : rows) {
@@ -507,6 +545,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
                                {"description", r->description},
                                {"family", family_name(r->family)},
                                {"layout", layout_name(r->layout)},
+                               {"formats", describe_formats(r->support)},
                                {"options", o}});
   }
   for (const PeerRow* p : peer_rows)
@@ -531,10 +570,14 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
 
   for (const auto& s : cfg.shapes) {
     const Layer L{s.name, s.n, s.k_dim, 1, 0, false};
-    for (int k : cfg.k_bits) {
+    for (const WeightsOf& w : weights_of(cfg, false)) {
       if (c.aborted) break;
-      const HostWeights hw = make_host_weights(s.n, s.k_dim, k, codebook_for(cfg, k), 1,
-                                               seed_of(cfg.check.seed, s.name, k));
+      const int k = w.k_bits;
+      // AWQ weights draw the N(0,1) values of the same shape's K = 4 kbit weights (same seed).
+      const std::uint64_t seed = seed_of(cfg.check.seed, s.name, k);
+      const HostWeights hw =
+          w.awq_group > 0 ? make_host_weights_awq(s.n, s.k_dim, w.awq_group, 1, seed)
+                          : make_host_weights(s.n, s.k_dim, k, codebook_for(cfg, k), 1, seed);
       if (hw.q.saturated_blocks > 0)
         std::cerr << "warning: " << hw.q.saturated_blocks << " blocks of " << s.name
                   << " saturated E4M4\n";
@@ -542,17 +585,19 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
         std::vector<GemmDims> problems;
         for (std::int64_t m : cfg.m) {
           GemmDims d;
-          d.M = m, d.N = s.n, d.K_dim = s.k_dim, d.k_bits = k, d.dtype = t;
+          d.M = m, d.N = s.n, d.K_dim = s.k_dim, d.k_bits = k, d.awq_group = w.awq_group;
+          d.dtype = t;
           problems.push_back(d);
         }
-        run_layer(c, L, k, t, hw, problems);
+        run_layer(c, L, t, hw, problems);
       }
     }
   }
   for (const auto& m : cfg.moe) {
     const Layer L{m.name, m.n, m.k_dim, m.experts, m.top_k, true};
-    for (int k : cfg.k_bits) {
+    for (const WeightsOf& w : weights_of(cfg, true)) {
       if (c.aborted) break;
+      const int k = w.k_bits;
       const HostWeights hw = make_host_weights(m.n, m.k_dim, k, codebook_for(cfg, k), m.experts,
                                                seed_of(cfg.check.seed, m.name, k));
       for (DType t : cfg.dtypes) {
@@ -567,7 +612,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
           d.M = d.expert_offsets.back();
           problems.push_back(d);
         }
-        run_layer(c, L, k, t, hw, problems);
+        run_layer(c, L, t, hw, problems);
       }
     }
   }

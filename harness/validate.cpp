@@ -22,6 +22,7 @@
 #include "harness/execute.hpp"
 #include "harness/options.hpp"
 #include "harness/results.hpp"
+#include "harness/weight_format.hpp"
 #include "reference/codebook.hpp"
 #include "reference/error_budget.hpp"
 #include "reference/random.hpp"
@@ -35,6 +36,7 @@ struct Case {
   std::int64_t N, K_dim;
   int experts = 0;           // 0: dense
   bool model_shape = false;  // a seed model shape: a few M values (its reference is costly)
+  int awq_group = 0;         // > 0: AWQ int4 weights of this group (dense only)
 };
 
 // Tile multiples and not, tiny and large; K_dim multiples of 32 that are not of 64 or 128.
@@ -46,6 +48,34 @@ std::vector<Case> dense_cases(bool quick) {
       {"n257_k160", 257, 160},     {"n1_k64", 1, 64},         {"n300_k1024", 300, 1024},
       {"n1000_k2080", 1000, 2080}, {"n5000_k480", 5000, 480}, {"n4000_k2048", 4000, 2048}};
   if (!quick) c.push_back({"n4096_k4096", 4096, 4096});
+  return c;
+}
+
+// The dense cases for AWQ weights of group G, the dense list's shapes with N a multiple of 8
+// (AWQ packs eight columns to a word): N a multiple of the tiled repack's 128 columns and not,
+// K_dim a multiple of G, and where G allows, not of 64 (a k-tile) or 128. A K_dim the group does
+// not divide is left out for it (k32, k96, k160, k480, k2080 run at G = 32 only). n8_k128: one
+// word column; n5000_k384 and n4000_k2048: many k-tiles per tile. `quick`: the marked few.
+std::vector<Case> awq_cases(int group, bool quick) {
+  struct Shape {
+    const char* name;
+    std::int64_t N, K_dim;
+    bool in_quick;
+  };
+  static const Shape shapes[] = {
+      {"n200_k96", 200, 96, true},        {"n64_k32", 64, 32, false},
+      {"n128_k64", 128, 64, true},        {"n264_k160", 264, 160, false},
+      {"n8_k128", 8, 128, true},          {"n296_k1024", 296, 1024, true},
+      {"n1000_k2080", 1000, 2080, false}, {"n1000_k2176", 1000, 2176, true},
+      {"n5000_k480", 5000, 480, true},    {"n5000_k384", 5000, 384, true},
+      {"n4000_k2048", 4000, 2048, false}, {"n4096_k4096", 4096, 4096, false}};
+  std::vector<Case> c;
+  for (const Shape& x : shapes) {
+    if (x.K_dim % group != 0 || (quick && !x.in_quick)) continue;
+    Case k{weight_format_name(group) + "_" + x.name, x.N, x.K_dim};
+    k.awq_group = group;
+    c.push_back(k);
+  }
   return c;
 }
 
@@ -115,6 +145,28 @@ std::vector<Case> seed_shape_cases() {
   return out;
 }
 
+// The seed model shapes with AWQ weights of group G (those AWQ can hold: N % 8, K_dim % G).
+std::vector<Case> awq_seed_shape_cases(int group) {
+  std::vector<Case> out;
+  for (Case c : seed_shape_cases()) {
+    if (c.N % 8 != 0 || c.K_dim % group != 0) continue;
+    c.name = weight_format_name(group) + "_" + c.name;
+    c.awq_group = group;
+    out.push_back(c);
+  }
+  return out;
+}
+
+// Every AWQ case of every group, model shapes included (what --cases may name).
+std::vector<Case> all_awq_cases() {
+  std::vector<Case> all;
+  for (int g : awq_group_sizes()) {
+    for (const std::vector<Case>& more : {awq_cases(g, false), awq_seed_shape_cases(g)})
+      all.insert(all.end(), more.begin(), more.end());
+  }
+  return all;
+}
+
 std::vector<std::int64_t> m_values(const Case& c, bool quick) {
   const std::vector<std::int64_t> issue = {1, 2, 3, 4, 15, 16, 17, 31, 33, 48, 64, 65, 128, 300};
   if (c.model_shape) return {1, 4, 17, 64};
@@ -152,13 +204,14 @@ std::string write_repro(const ValidateOptions& o, const Case& c, const GemmDims&
   j["K_dim"] = d.K_dim;
   j["M"] = d.M;
   j["k_bits"] = d.k_bits;
+  j["awq_group"] = d.awq_group;
   j["dtype"] = dtype_name(d.dtype);
   j["experts"] = d.num_experts;
   j["expert_offsets"] = d.expert_offsets;
   j["split_k"] = split_name(split);
   for (const GivenOption& g : o.given_options) j["options"][g.name] = g.value;
   j["seed"] = o.seed;
-  j["codebook"] = "nf";
+  j["codebook"] = d.awq_group > 0 ? weight_format_name(d.awq_group) : "nf";
   j["error"] = out.error;
   j["checked"] = out.check.checked;
   j["violations"] = out.check.violations;
@@ -166,9 +219,10 @@ std::string write_repro(const ValidateOptions& o, const Case& c, const GemmDims&
   for (const auto& b : out.check.first_bad)
     j["first_bad"].push_back(
         {{"row", b.row}, {"col", b.col}, {"got", b.got}, {"ref", b.ref}, {"bound", b.bound}});
-  const std::string path = o.repro_dir + "/" + o.variant + "_" + c.name + "_M" +
-                           std::to_string(d.M) + "_K" + std::to_string(d.k_bits) + "_" +
-                           dtype_name(d.dtype) + "_split-" + split_name(split) + ".json";
+  const std::string path =
+      o.repro_dir + "/" + o.variant + "_" + c.name + "_M" + std::to_string(d.M) + "_" +
+      (d.awq_group > 0 ? weight_format_name(d.awq_group) : "K" + std::to_string(d.k_bits)) + "_" +
+      dtype_name(d.dtype) + "_split-" + split_name(split) + ".json";
   write_json_file(path, j);
   return path;
 }
@@ -197,16 +251,17 @@ void validate_problem(const ValidateOptions& o, const VariantRow& row, const Cas
         const CheckResult again = check_output(ref, b, d.dtype, second, d.N);
         if (!again.pass) {
           bad = true;
-          std::printf("  SECOND CALL FAILS%s %s M=%lld K=%d %s split=%s: %lld of %lld outside\n",
+          std::printf("  SECOND CALL FAILS%s %s M=%lld %s %s split=%s: %lld of %lld outside\n",
                       row.support.pdl ? " (PDL behind a plain call)" : "", c.name.c_str(),
-                      (long long)d.M, d.k_bits, dtype_name(d.dtype), split_name(split).c_str(),
-                      (long long)again.violations, (long long)again.checked);
+                      (long long)d.M, weights_label(d).c_str(), dtype_name(d.dtype),
+                      split_name(split).c_str(), (long long)again.violations,
+                      (long long)again.checked);
         }
       } else if (!may_split && first != second) {
         ++t.nondeterministic;
         bad = true;
-        std::printf("  NONDETERMINISTIC %s M=%lld K=%d %s split=%s: two runs differ\n",
-                    c.name.c_str(), (long long)d.M, d.k_bits, dtype_name(d.dtype),
+        std::printf("  NONDETERMINISTIC %s M=%lld %s %s split=%s: two runs differ\n",
+                    c.name.c_str(), (long long)d.M, weights_label(d).c_str(), dtype_name(d.dtype),
                     split_name(split).c_str());
       }
     }
@@ -215,15 +270,16 @@ void validate_problem(const ValidateOptions& o, const VariantRow& row, const Cas
       ++t.failed;
       const std::string path = write_repro(o, c, d, split, out);
       t.repros.push_back(path);
-      std::printf("  FAIL %s M=%lld K=%d %s split=%s: %s; repro: %s\n", c.name.c_str(),
-                  (long long)d.M, d.k_bits, dtype_name(d.dtype), split_name(split).c_str(),
-                  out.error.empty() ? (std::to_string(out.check.violations) + " of " +
-                                       std::to_string(out.check.checked) +
-                                       " elements outside the bound (max err/bound " +
-                                       std::to_string(out.check.max_err_over_bound) + ")")
-                                          .c_str()
-                                    : out.error.c_str(),
-                  path.c_str());
+      std::printf(
+          "  FAIL %s M=%lld %s %s split=%s: %s; repro: %s\n", c.name.c_str(), (long long)d.M,
+          weights_label(d).c_str(), dtype_name(d.dtype), split_name(split).c_str(),
+          out.error.empty()
+              ? (std::to_string(out.check.violations) + " of " + std::to_string(out.check.checked) +
+                 " elements outside the bound (max err/bound " +
+                 std::to_string(out.check.max_err_over_bound) + ")")
+                    .c_str()
+              : out.error.c_str(),
+          path.c_str());
       if (out.sticky) throw Error("the CUDA context is broken; stopping (repro: " + path + ")");
     }
   }
@@ -247,53 +303,73 @@ bool selected(const ValidateOptions& o, const Case& c) {
   });
 }
 
+// One dense case's weights (kbit or AWQ), fp16 and bf16, every M of the case the row takes.
+void validate_dense_weights(const ValidateOptions& o, const VariantRow& row, const Case& c,
+                            const HostWeights& hw, const std::vector<SplitMode>& splits,
+                            Stream& stream, Tally& total) {
+  const int k = hw.k_bits;
+  for (DType t : {DType::f16, DType::bf16}) {
+    GemmDims dmax;
+    dmax.N = c.N, dmax.K_dim = c.K_dim, dmax.k_bits = k, dmax.awq_group = hw.awq_group;
+    dmax.dtype = t;
+    std::vector<std::int64_t> ms;
+    for (std::int64_t m : m_values(c, o.quick)) {
+      GemmDims d = dmax;
+      d.M = m;
+      if (unsupported_reason(row, d).empty()) ms.push_back(m);
+    }
+    if (ms.empty()) continue;
+    const std::int64_t max_m = ms.back();
+    dmax.M = max_m;
+    const HostActivations A =
+        make_activations(max_m, c.K_dim, t, splitmix64(o.seed + std::uint64_t(k) * 17 + int(t)));
+    std::vector<std::int64_t> all_rows(static_cast<std::size_t>(max_m));
+    for (std::int64_t i = 0; i < max_m; ++i) all_rows[std::size_t(i)] = i;
+    const RowReference ref = make_reference(hw, A, dmax, all_rows);
+    const DeviceWeights dw(hw, t, {row.layout}, 1, stream.get());
+    DeviceBuffer<unsigned char> dA(A.bytes), dC(std::size_t(max_m * c.N) * dtype_size(t));
+    Tally tl;
+    for (std::int64_t m : ms) {
+      GemmDims d = dmax;
+      d.M = m;
+      DeviceProblem p;
+      p.weights = &dw;
+      p.A = dA.get();
+      p.C = dC.get();
+      p.C_bytes = std::size_t(m * c.N) * dtype_size(t);
+      p.codebook = codebook_arg(hw);
+      validate_problem(o, row, c, d, p, prefix_rows(ref, m), splits, stream.get(), tl);
+    }
+    std::printf(
+        "%s %-22s %-8s %-4s M=%lld..%lld (%zu values) x split %zu: %d problems, max err/bound "
+        "%.3f\n",
+        tl.failed ? "FAIL" : "ok  ", c.name.c_str(), weights_label(dmax).c_str(), dtype_name(t),
+        (long long)ms.front(), (long long)ms.back(), ms.size(), splits.size(), tl.problems,
+        tl.worst);
+    std::fflush(stdout);
+    total.add(tl);
+  }
+}
+
+// Dense cases: kbit weights for each of --k-bits, or the case's AWQ weights (the N(0,1) values
+// of the same case at K = 4).
 void validate_dense(const ValidateOptions& o, const VariantRow& row, const std::vector<Case>& cases,
                     const std::vector<SplitMode>& splits, Stream& stream, Tally& total) {
   for (const Case& c : cases) {
     if (!selected(o, c)) continue;
-    for (int k : o.k_bits) {
-      const HostWeights hw =
-          make_host_weights(c.N, c.K_dim, k, codebook_nf(k), 1,
-                            splitmix64(o.seed ^ std::uint64_t(c.N * 131 + c.K_dim * 7 + k)));
-      for (DType t : {DType::f16, DType::bf16}) {
-        std::vector<std::int64_t> ms;
-        for (std::int64_t m : m_values(c, o.quick)) {
-          GemmDims d;
-          d.M = m, d.N = c.N, d.K_dim = c.K_dim, d.k_bits = k, d.dtype = t;
-          if (unsupported_reason(row, d).empty()) ms.push_back(m);
-        }
-        if (ms.empty()) continue;
-        const std::int64_t max_m = ms.back();
-        const HostActivations A = make_activations(
-            max_m, c.K_dim, t, splitmix64(o.seed + std::uint64_t(k) * 17 + int(t)));
-        GemmDims dmax;
-        dmax.M = max_m, dmax.N = c.N, dmax.K_dim = c.K_dim, dmax.k_bits = k, dmax.dtype = t;
-        std::vector<std::int64_t> all_rows(static_cast<std::size_t>(max_m));
-        for (std::int64_t i = 0; i < max_m; ++i) all_rows[std::size_t(i)] = i;
-        const RowReference ref = make_reference(hw, A, dmax, all_rows);
-        const DeviceWeights dw(hw, t, {row.layout}, 1, stream.get());
-        DeviceBuffer<unsigned char> dA(A.bytes), dC(std::size_t(max_m * c.N) * dtype_size(t));
-        Tally tl;
-        for (std::int64_t m : ms) {
-          GemmDims d = dmax;
-          d.M = m;
-          DeviceProblem p;
-          p.weights = &dw;
-          p.A = dA.get();
-          p.C = dC.get();
-          p.C_bytes = std::size_t(m * c.N) * dtype_size(t);
-          p.codebook = gpu::make_codebook_arg(hw.codebook, k);
-          validate_problem(o, row, c, d, p, prefix_rows(ref, m), splits, stream.get(), tl);
-        }
-        std::printf(
-            "%s %-22s K=%d %-4s M=%lld..%lld (%zu values) x split %zu: %d problems, max err/bound "
-            "%.3f\n",
-            tl.failed ? "FAIL" : "ok  ", c.name.c_str(), k, dtype_name(t), (long long)ms.front(),
-            (long long)ms.back(), ms.size(), splits.size(), tl.problems, tl.worst);
-        std::fflush(stdout);
-        total.add(tl);
-      }
+    auto seed = [&](int k) {
+      return splitmix64(o.seed ^ std::uint64_t(c.N * 131 + c.K_dim * 7 + k));
+    };
+    if (c.awq_group > 0) {
+      validate_dense_weights(o, row, c,
+                             make_host_weights_awq(c.N, c.K_dim, c.awq_group, 1, seed(4)), splits,
+                             stream, total);
+      continue;
     }
+    for (int k : o.k_bits)
+      validate_dense_weights(o, row, c,
+                             make_host_weights(c.N, c.K_dim, k, codebook_nf(k), 1, seed(k)), splits,
+                             stream, total);
   }
 }
 
@@ -343,7 +419,7 @@ void validate_grouped(const ValidateOptions& o, const VariantRow& row,
 // and pass.
 void check_case_patterns(const ValidateOptions& o) {
   std::vector<Case> all = dense_cases(false);
-  for (auto* more : {moe_cases, seed_shape_cases}) {
+  for (auto* more : {moe_cases, seed_shape_cases, all_awq_cases}) {
     const std::vector<Case> m = more();
     all.insert(all.end(), m.begin(), m.end());
   }
@@ -392,13 +468,22 @@ int validate_variant(const ValidateOptions& o) {
               query_device().name.c_str());
   Stream stream;
   Tally total;
-  if (row.support.dense) {
+  // AWQ weights are 4-bit: --k-bits without 4 leaves them out.
+  const bool awq = row.support.dense && !row.support.awq_groups.empty() &&
+                   std::find(o.k_bits.begin(), o.k_bits.end(), 4) != o.k_bits.end();
+  if (row.support.dense && row.support.kbit) {
     validate_dense(o, row, dense_cases(o.quick), splits, stream, total);
     if (o.seed_shapes) {
       validate_dense(o, row, seed_shape_cases(), splits, stream, total);
     }
   }
-  if (row.support.grouped) validate_grouped(o, row, splits, stream, total);
+  if (awq) {
+    for (int g : row.support.awq_groups) {
+      validate_dense(o, row, awq_cases(g, o.quick), splits, stream, total);
+      if (o.seed_shapes) validate_dense(o, row, awq_seed_shape_cases(g), splits, stream, total);
+    }
+  }
+  if (row.support.grouped && row.support.kbit) validate_grouped(o, row, splits, stream, total);
   std::printf("\n%s: %d problems, %d failed (%d nondeterministic), max err/bound %.4f\n",
               std::string(row.name).c_str(), total.problems, total.failed, total.nondeterministic,
               total.worst);

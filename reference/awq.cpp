@@ -213,4 +213,49 @@ GemmReference awq_gemm_ref(const float* A, std::int64_t M, const AwqTensor& t,
   return reference_gemm(A, M, t.k_in, w.data(), t.n_out, rows);
 }
 
+AwqTiled awq_tile(const AwqTensor& t) {
+  awq_validate(t);
+  const AwqValues v = awq_unpack(t);
+  AwqTiled o;
+  o.n_out = t.n_out, o.k_in = t.k_in, o.group = t.group;
+  o.n_tiles = int((t.n_out + kAwqTileN - 1) / kAwqTileN);
+  o.k_tiles = int((t.k_in + kAwqTileK - 1) / kAwqTileK);
+  const int span = awq_meta_tile_k(t.group), per_tile = span / t.group;
+  o.meta_tiles = int((t.k_in + span - 1) / span);
+  o.meta_words_per_tile = kAwqTileN * per_tile;
+  o.words.assign(std::size_t(o.k_tiles) * o.n_tiles * kAwqTileWords, 0u);
+  o.meta.assign(std::size_t(o.meta_tiles) * o.n_tiles * o.meta_words_per_tile, 0u);
+  auto q_at = [&](std::int64_t k, std::int64_t n) -> std::uint32_t {
+    return k < t.k_in && n < t.n_out ? std::uint32_t(v.q_at(k, n)) : 0u;
+  };
+  for (int kt = 0; kt < o.k_tiles; ++kt)
+    for (int nt = 0; nt < o.n_tiles; ++nt) {
+      std::uint32_t* tile = &o.words[(std::size_t(kt) * o.n_tiles + nt) * kAwqTileWords];
+      for (int th = 0; th < 256; ++th) {
+        const int r0 = 64 * (th / 128) + 16 * ((th / 32) % 4) + (th % 32) / 4, c = th % 4;
+        for (int i = 0; i < 4; ++i) {
+          std::uint32_t word = 0;
+          for (int p = 0; p < 4; ++p) {
+            const std::int64_t n = std::int64_t(nt) * kAwqTileN + r0 + 8 * (p & 1);
+            const std::int64_t k = std::int64_t(kt) * kAwqTileK + 16 * i + 2 * c + 8 * (p >> 1);
+            word |= q_at(k, n) << (4 * p) | q_at(k + 1, n) << (4 * (p + 4));
+          }
+          tile[th * 4 + i] = word;
+        }
+      }
+    }
+  const std::int64_t groups = t.num_groups();
+  for (int mt = 0; mt < o.meta_tiles; ++mt)
+    for (int nt = 0; nt < o.n_tiles; ++nt)
+      for (int gl = 0; gl < per_tile; ++gl)
+        for (int r = 0; r < kAwqTileN; ++r) {
+          const std::int64_t g = std::int64_t(mt) * per_tile + gl, n = std::int64_t(nt) * kAwqTileN + r;
+          if (g >= groups || n >= t.n_out) continue;
+          o.meta[(std::size_t(mt) * o.n_tiles + nt) * o.meta_words_per_tile + gl * kAwqTileN + r] =
+              std::uint32_t(t.scales[std::size_t(g * t.n_out + n)]) |
+              std::uint32_t(0x6400 + v.zero_at(g, n)) << 16;
+        }
+  return o;
+}
+
 }  // namespace kbit

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "reference/awq_layout.hpp"
 #include "reference/dtype.hpp"
 #include "reference/gemm_ref.hpp"
 
@@ -74,6 +75,22 @@ AwqValues awq_unpack(const AwqTensor& t);
 // of `out_type` (floats or 16-bit patterns).
 void awq_dequantize(const AwqTensor& t, DType out_type, void* out);
 std::vector<float> awq_dequantize(const AwqTensor& t);  // float32, [N][K_dim]
+
+// The tiled repack that the wgmma GEMM (variants/06_awq, awq_gemm) reads: docs/awq_format.md,
+// "The tiled layout". Tiles of 128 output columns x 64 k; in each, the 16 bytes consumer thread t
+// of the kernel decodes (its rows r0 = 64 (t / 128) + 16 ((t / 32) % 4) + (t % 32) / 4 and
+// r0 + 8, its k 16 i + 2 (t % 4) + {0, 1, 8, 9} of k16 step i) as 4 words, one per k16 step,
+// nibbles p and p + 4 the pair (k, k + 1) of wgmma A register p. Scales and zero points per
+// meta tile (max(G, 64) k, one or two groups) as one word per column: the fp16 scale in the
+// low half, the fp16 value 1024 + zero (0x6400 + zero) in the high half. Out of range: 0.
+struct AwqTiled {
+  std::int64_t n_out = 0, k_in = 0;
+  int group = 0;
+  int n_tiles = 0, k_tiles = 0, meta_tiles = 0, meta_words_per_tile = 0;
+  std::vector<std::uint32_t> words;  // [k_tiles][n_tiles][1024]
+  std::vector<std::uint32_t> meta;   // [meta_tiles][n_tiles][meta_words_per_tile]
+};
+AwqTiled awq_tile(const AwqTensor& t);
 
 // reference_gemm on the float32 dequantized weight: C[M, N] = A[M, K_in] * W_awq.
 GemmReference awq_gemm_ref(const float* A, std::int64_t M, const AwqTensor& t,

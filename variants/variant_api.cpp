@@ -12,6 +12,10 @@ const char* layout_kind_name(LayoutKind k) {
       return "tiled";
     case LayoutKind::dequantized:
       return "dequantized";
+    case LayoutKind::awq:
+      return "awq";
+    case LayoutKind::awq_tiled:
+      return "awq tiled";
   }
   return "?";
 }

@@ -23,6 +23,8 @@ enum class LayoutKind {
   flat,         // packed[block*K + b], E4M4 absmax[block], block = n*(K_dim/32) + k/32
   tiled,        // reference/tiled.hpp with the row's tile_k / tile_n
   dequantized,  // W[N, K_dim] in the problem's dtype (what cuBLAS multiplies)
+  awq,          // the AutoAWQ checkpoint tensors as they are (docs/awq_format.md)
+  awq_tiled,    // the tiled repack of the AWQ tensors for the wgmma kernel (kbit::awq_tile)
 };
 const char* layout_kind_name(LayoutKind k);
 
@@ -33,7 +35,8 @@ struct WeightLayout {
     return kind == o.kind && (kind != LayoutKind::tiled || tiles == o.tiles);
   }
 };
-std::string layout_name(const WeightLayout& l);  // "flat", "tiled 64x128", "dequantized"
+// "flat", "tiled 64x128", "dequantized", "awq", "awq tiled"
+std::string layout_name(const WeightLayout& l);
 
 // Dimensions of one problem. Dense: C[M, N] = A[M, K_dim] * W^T. Grouped (MoE): experts
 // 0..E-1 each own rows expert_offsets[e] .. expert_offsets[e+1] of A and C (rows sorted by
@@ -41,6 +44,8 @@ std::string layout_name(const WeightLayout& l);  // "flat", "tiled 64x128", "deq
 struct GemmDims {
   std::int64_t M = 0, N = 0, K_dim = 0;
   int k_bits = 4;
+  // 0: kbit weights; 32, 64, 128: AWQ int4 weights of that group (docs/awq_format.md), k_bits 4
+  int awq_group = 0;
   DType dtype = DType::f16;
   int num_experts = 0;                       // 0 for a dense problem
   std::vector<std::int64_t> expert_offsets;  // host copy, E+1 entries (grouped only)
@@ -49,6 +54,7 @@ struct GemmDims {
 
 // One copy of the weights in one layout. For grouped problems expert e starts at
 // e * expert_words (packed), e * expert_bytes (absmax) or e * expert_elems (dequantized).
+// AWQ weights are dense only (one expert).
 struct WeightView {
   WeightLayout layout;
   const std::uint32_t* packed = nullptr;
@@ -56,6 +62,14 @@ struct WeightView {
   const void* dequantized = nullptr;
   TiledGeometry geo{};  // valid for tiled layouts (one expert's geometry)
   std::int64_t expert_words = 0, expert_bytes = 0, expert_elems = 0;
+  // kind awq: qweight [K_dim][N/8], qzeros [K_dim/G][N/8], scales [K_dim/G][N] (fp16 bits)
+  const std::int32_t* awq_qweight = nullptr;
+  const std::int32_t* awq_qzeros = nullptr;
+  const std::uint16_t* awq_scales = nullptr;
+  // kind awq_tiled: AwqTiled::words [k_tiles][n_tiles][1024], AwqTiled::meta (reference/awq.hpp)
+  const std::uint32_t* awq_tiles = nullptr;
+  const std::uint32_t* awq_meta = nullptr;
+  int awq_group = 0;  // G of the awq layouts, 0 otherwise
 };
 
 struct GemmArgs {

@@ -31,10 +31,19 @@ class Problem:
     baseline_us: float = 0.0
     experts: int = 0
     expert_offsets: tuple = ()
+    # The weights' format (harness/weight_format.hpp): "kbit" (K bits and a codebook) or
+    # "awq_g32" / "awq_g64" / "awq_g128" (docs/awq_format.md, k_bits 4). A peer runs only on
+    # the problems of its own format.
+    format: str = "kbit"
 
     @property
     def moe(self) -> bool:
         return self.experts > 0
+
+    @property
+    def awq_group(self) -> int:
+        """G of an AWQ problem, 0 for kbit."""
+        return int(self.format[len("awq_g"):]) if self.format.startswith("awq_g") else 0
 
     @property
     def active_experts(self) -> int:
@@ -50,13 +59,17 @@ class Problem:
         """(bytes, flops) of harness/problem.cpp problem_cost: our compressed bytes, so that
         gb_per_s and tflops compare with our rows."""
         experts = self.active_experts if self.moe else 1
-        weight_bytes = experts * float(self.N) * float(self.K_dim) * (self.k_bits / 8.0 + 1.0 / 32.0)
+        # AWQ per group of G: G nibbles, an fp16 scale and a 4-bit zero.
+        G = self.awq_group
+        per_weight = 0.5 + 2.5 / G if G else self.k_bits / 8.0 + 1.0 / 32.0
+        weight_bytes = experts * float(self.N) * float(self.K_dim) * per_weight
         io = float(self.M) * float(self.K_dim + self.N) * 2.0
         return weight_bytes + io, 2.0 * self.M * self.N * self.K_dim
 
     def label(self) -> str:
         moe = f" E={self.experts}" if self.moe else ""
-        return f"{self.shape} M={self.M} K={self.k_bits} {self.dtype}{moe}"
+        weights = self.format if self.awq_group else f"K={self.k_bits}"  # harness weights_label
+        return f"{self.shape} M={self.M} {weights} {self.dtype}{moe}"
 
 
 def sample_rows(M: int, max_rows: int) -> list:

@@ -24,6 +24,45 @@ def _log(msg: str) -> None:
     print(f"peers: {msg}", file=sys.stderr, flush=True)
 
 
+def stream_k_slices(tuning: dict) -> int:
+    """The most partial sums of one output tile that the chosen kernel adds in the output type
+    (check.gemm_bound's `slices`)."""
+    return HUMMING_MAX_SLICES if tuning.get("use_stream_k", True) else 1
+
+
+_forward = None
+
+
+def gemm(config, t, A, C, locks, compute, tuning_json, offsets=None):
+    """One launch of humming's GEMM: C = A * W^T with the transformed tensors `t` of a layer
+    (weight, weight_scale, zero_point, ... as layer.transform() left them)."""
+    global _forward
+    if _forward is None:  # imported once: launches are timed, host side included
+        from humming.forward import humming_forward
+
+        _forward = humming_forward
+    _forward(
+        config,
+        inputs=A,
+        weight=t["weight"],
+        weight_scale=t.get("weight_scale"),
+        zero_point=t.get("zero_point"),
+        weight_scale_2=t.get("weight_scale_2"),
+        bias=t.get("bias"),
+        outputs=C,
+        expert_layout=offsets,
+        locks=locks,
+        compute_config=compute,
+        tuning_config=tuning_json,
+    )
+
+
+def layer_tensors(layer) -> dict:
+    """The tensors the kernel reads, after layer.transform()."""
+    names = ("weight", "weight_scale", "zero_point", "weight_scale_2", "bias")
+    return {n: getattr(layer, n).data for n in names if getattr(layer, n, None) is not None}
+
+
 class HummingPeer:
     package = "humming-kernels"
     dtypes = ["fp16", "bf16"]
@@ -76,7 +115,17 @@ class HummingPeer:
     # -- the kernel's configuration -------------------------------------------------------------
 
     def _schema_config(self):
+        """The layer's weight_config (HummingLayer(weight_config=...))."""
         return {"quant_method": "humming", "dtype": f"uint{self.bits}", "group_size": self.group}
+
+    def _humming_schema(self, param_dtype):
+        """The HummingWeightSchema that layer.transform() ends with: the kernel's config."""
+        from humming.schema import HummingWeightSchema
+
+        return HummingWeightSchema.from_config(self._schema_config())
+
+    def codebook_text(self, p):
+        return f"humming uint{self.bits} g{self.group} {p.dtype} scales"
 
     @staticmethod
     def _gemm_type(p):
@@ -107,10 +156,10 @@ class HummingPeer:
         at first use, and a real error shows in that problem's row."""
         import torch
 
-        from humming import dtypes
         from humming.kernel.humming import HummingKernel
-        from humming.schema import HummingWeightSchema
         from humming.transform import prepare_layer_config
+
+        from harness.peers.check import torch_dtype
 
         device = torch.cuda.current_device()
         jobs = {}
@@ -118,13 +167,12 @@ class HummingPeer:
             if self.unsupported_reason(p):
                 continue
             try:
-                schema = HummingWeightSchema.from_config(self._schema_config())
                 cfg = prepare_layer_config(
                     shape_n=p.N,
                     shape_k=p.K_dim,
-                    weight_schema=schema,
+                    weight_schema=self._humming_schema(torch_dtype(p.dtype)),
                     num_experts=p.experts if p.moe else None,
-                    torch_dtype={"fp16": torch.float16, "bf16": torch.bfloat16}[p.dtype],
+                    torch_dtype=torch_dtype(p.dtype),
                     device=device,
                 )
                 compute, tuning_json, _ = self._tuning(cfg, p, ctx)
@@ -138,45 +186,42 @@ class HummingPeer:
                 (label, lambda k=key: HummingKernel.prepare_kernels(k[0], k[1], k[2], device)),
             )
 
-        def helper(kind, **kw):
-            def build():
-                from humming.kernel.pack_weight import PackWeightKernel
-                from humming.kernel.quant_weight import QuantWeightKernel
-                from humming.kernel.repack_weight import RepackWeightKernel
-                from humming.kernel.unpack_weight import UnpackWeightKernel
-
-                cls = {
-                    "quant": QuantWeightKernel,
-                    "pack": PackWeightKernel,
-                    "unpack": UnpackWeightKernel,
-                    "repack": RepackWeightKernel,
-                }[kind]
-                with torch.cuda.device(device):
-                    cls(**kw)
-
-            return build
-
         if jobs:
-            B = self.bits
-            jobs[f"quant fp32 u{B} g{self.group}"] = (
-                f"humming quant_weight float32->uint{B} g{self.group}",
-                helper(
-                    "quant",
-                    source_dtype=dtypes.DataType.from_str("float32"),
-                    target_dtype=dtypes.DataType.from_str(f"uint{B}"),
-                    group_size=self.group,
-                    has_scale=True,
-                    has_zero_point=False,
-                    use_e8m0_scale=False,
-                    is_fp_zero_point=False,
-                    allow_negative_scale=True,
-                ),
-            )
-            jobs[f"pack {B}"] = (f"humming pack_weight {B} bits", helper("pack", num_bits=B))
-            jobs[f"unpack {B}"] = (f"humming unpack_weight {B} bits", helper("unpack", num_bits=B))
-            jobs[f"repack {B}"] = (
+            jobs.update(self._helper_jobs(device))
+        return list(jobs.items())
+
+    @staticmethod
+    def _helper(device, kind, **kw):
+        """A job that compiles one of the package's helper kernels on `device`."""
+
+        def build():
+            import torch
+            from humming.kernel.pack_weight import PackWeightKernel
+            from humming.kernel.quant_weight import QuantWeightKernel
+            from humming.kernel.repack_weight import RepackWeightKernel
+            from humming.kernel.unpack_weight import UnpackWeightKernel
+
+            cls = {
+                "quant": QuantWeightKernel,
+                "pack": PackWeightKernel,
+                "unpack": UnpackWeightKernel,
+                "repack": RepackWeightKernel,
+            }[kind]
+            with torch.cuda.device(device):
+                cls(**kw)
+
+        return build
+
+    def _pack_jobs(self, device):
+        """pack, unpack and repack of B-bit weights: what load and transform() run."""
+        B = self.bits
+        return {
+            f"pack {B}": (f"humming pack_weight {B} bits", self._helper(device, "pack", num_bits=B)),
+            f"unpack {B}": (f"humming unpack_weight {B} bits", self._helper(device, "unpack", num_bits=B)),
+            f"repack {B}": (
                 f"humming repack_weight {B} bits",
-                helper(
+                self._helper(
+                    device,
                     "repack",
                     weight_bits=B,
                     activation_bits=16,
@@ -188,8 +233,32 @@ class HummingPeer:
                     use_packed_k_layout=False,
                     use_native_dequant=False,
                 ),
+            ),
+        }
+
+    def _helper_jobs(self, device):
+        from humming import dtypes
+
+        B = self.bits
+        jobs = {
+            f"quant fp32 u{B} g{self.group}": (
+                f"humming quant_weight float32->uint{B} g{self.group}",
+                self._helper(
+                    device,
+                    "quant",
+                    source_dtype=dtypes.DataType.from_str("float32"),
+                    target_dtype=dtypes.DataType.from_str(f"uint{B}"),
+                    group_size=self.group,
+                    has_scale=True,
+                    has_zero_point=False,
+                    use_e8m0_scale=False,
+                    is_fp_zero_point=False,
+                    allow_negative_scale=True,
+                ),
             )
-        return list(jobs.items())
+        }
+        jobs.update(self._pack_jobs(device))
+        return jobs
 
     # -- weights and launches -------------------------------------------------------------------
 
@@ -203,18 +272,13 @@ class HummingPeer:
             gc.collect()
             torch.cuda.empty_cache()
 
-    def _weights(self, p, ctx):
-        """Quantized, dequantized (reference) and repacked weights of a shape, reused for
-        every M of it."""
-        import torch
+    def _make_layer(self, p, ctx):
+        """The quantized layer, loaded but not yet transformed, and the check's reference: a
+        function (expert, k0, k1) -> float64 [N, k1 - k0] of the dequantized weight."""
         from humming.layer import HummingLayer
 
         from harness.peers.check import make_weights, torch_dtype
 
-        key = (p.shape, p.N, p.K_dim, p.experts, p.dtype, ctx.check_cfg.seed)
-        if self._cache is not None and self._cache["key"] == key:
-            return self._cache
-        self.release()
         layer = HummingLayer(
             shape_n=p.N,
             shape_k=p.K_dim,
@@ -230,21 +294,32 @@ class HummingPeer:
             for name in ("weight", "weight_scale", "zero_point", "weight_scale_2")
             if getattr(layer, name, None) is not None
         }
-        deq = layer.weight_schema.dequant_tensors(packed).float()  # the package's dequantize
+        # The package's dequantize: float32 [E?, N, K], (q - 2^(B-1)) * scale is exact in float32.
+        deq = layer.weight_schema.dequant_tensors(packed).float()
         del packed
+
+        def deq_chunk(e, k0, k1):
+            W = deq[e] if p.moe else deq
+            return W[:, k0:k1].double()
+
+        return layer, deq_chunk
+
+    def _weights(self, p, ctx):
+        """Quantized, dequantized (reference) and repacked weights of a shape, reused for
+        every M of it."""
+        key = (p.shape, p.N, p.K_dim, p.experts, p.dtype, ctx.check_cfg.seed)
+        if self._cache is not None and self._cache["key"] == key:
+            return self._cache
+        self.release()
+        layer, deq_chunk = self._make_layer(p, ctx)
         layer.transform()  # repack for the kernel
-        names = [
-            n
-            for n in ("weight", "weight_scale", "zero_point", "weight_scale_2", "bias")
-            if getattr(layer, n, None) is not None
-        ]
-        first = {n: getattr(layer, n).data for n in names}
+        first = layer_tensors(layer)
         per_copy = sum(t.numel() * t.element_size() for t in first.values())
         self._cache = {
             "key": key,
             "layer": layer,
             "config": layer.humming_config,
-            "deq": deq,  # float32 [E?, N, K]: (q - 2^(B-1)) * scale is exact in float32
+            "deq_chunk": deq_chunk,
             "copies": [first],
             "per_copy": per_copy,
         }
@@ -252,7 +327,6 @@ class HummingPeer:
 
     def build(self, p, A, ctx):
         import torch
-        from humming.forward import humming_forward
 
         w = self._weights(p, ctx)
         compute, tuning_json, tuning = self._tuning(w["config"], p, ctx)
@@ -263,7 +337,6 @@ class HummingPeer:
             torch.tensor(list(p.expert_offsets), dtype=torch.int64, device=A.device) if p.moe else None
         )
         copies = w["copies"]
-        deq = w["deq"]
         peer = self
 
         class Built:
@@ -272,8 +345,8 @@ class HummingPeer:
                 w["per_copy"] * p.active_experts // max(1, p.experts) if p.moe else w["per_copy"]
             )
             extra_additions = p.K_dim // peer.group  # one scale step per group
-            slices = HUMMING_MAX_SLICES if tuning.get("use_stream_k", True) else 1
-            codebook = f"humming uint{peer.bits} g{peer.group} {p.dtype} scales"
+            slices = stream_k_slices(tuning)
+            codebook = peer.codebook_text(p)
             config_text = (
                 f"bits/weight={peer.bits_per_weight:g} group={peer.group} "
                 f"package=humming-kernels {peer._version} gemm={peer._gemm_type(p)} "
@@ -291,21 +364,7 @@ class HummingPeer:
 
             @staticmethod
             def launch(i):
-                t = copies[i]
-                humming_forward(
-                    config,
-                    inputs=A,
-                    weight=t["weight"],
-                    weight_scale=t.get("weight_scale"),
-                    zero_point=t.get("zero_point"),
-                    weight_scale_2=t.get("weight_scale_2"),
-                    bias=t.get("bias"),
-                    outputs=C,
-                    expert_layout=offsets,
-                    locks=locks,
-                    compute_config=compute,
-                    tuning_config=tuning_json,
-                )
+                gemm(config, copies[i], A, C, locks, compute, tuning_json, offsets)
 
             @staticmethod
             def poison():
@@ -315,10 +374,7 @@ class HummingPeer:
             def output():
                 return C
 
-            @staticmethod
-            def deq_chunk(e, k0, k1):
-                W = deq[e] if p.moe else deq
-                return W[:, k0:k1].double()
+            deq_chunk = staticmethod(w["deq_chunk"])
 
             @staticmethod
             def cached_copies():

@@ -42,6 +42,10 @@ COLUMNS = [
 ]  # fmt: skip
 
 
+# harness/weight_format.hpp weight_format_names(): what a problem's "format" may be.
+WEIGHT_FORMATS = ("kbit", "awq_g32", "awq_g64", "awq_g128")
+
+
 class InputError(Exception):
     """A malformed problems JSON or an unknown peer (exit 2)."""
 
@@ -59,6 +63,7 @@ def _debug() -> bool:
 
 
 def real_peers():
+    from harness.peers.humming_awq_peer import HummingAwqPeer
     from harness.peers.humming_peer import HummingPeer
     from harness.peers.tinygemm_peer import TinygemmPeer
 
@@ -68,9 +73,23 @@ def real_peers():
         HummingPeer(2, 128),
         HummingPeer(3, 128),
         HummingPeer(5, 128),
+        HummingAwqPeer(128),
+        HummingAwqPeer(64),
+        HummingAwqPeer(32),
         TinygemmPeer(128),
         TinygemmPeer(32),
     ]
+
+
+def unsupported_reason(peer, p):
+    """Why `peer` does not run problem `p` (None: it does). A peer runs on the problems of its
+    own weight format only (its `formats`, kbit by default): a row is labelled with the format
+    (its codebook column), so a kbit peer's row on an AWQ problem would be filed under the wrong
+    weights."""
+    formats = getattr(peer, "formats", ("kbit",))
+    if p.format not in formats:
+        return f"format {p.format} not {' or '.join(formats)}"
+    return peer.unsupported_reason(p)
 
 
 def test_peers():
@@ -176,7 +195,11 @@ def parse_problem(obj, i: int) -> Problem:
             raise InputError(
                 f"{where}: 'expert_offsets' must be non-decreasing from 0 to M = {M} (got {off[0]}..{off[-1]})"
             )
-    return Problem(shape, M, N, K, k, dtype, floor_us, base_us, E, tuple(off))
+    fmt = _get(obj, "format", "str", where, "kbit", check=lambda v: v in WEIGHT_FORMATS,
+               limit="must be one of " + ", ".join(WEIGHT_FORMATS))  # fmt: skip
+    if fmt != "kbit" and k != 4:
+        raise InputError(f"{where}: 'format' = {json.dumps(fmt)} holds 4-bit weights; k_bits = {k}")
+    return Problem(shape, M, N, K, k, dtype, floor_us, base_us, E, tuple(off), fmt)
 
 
 def parse_spec(obj) -> Spec:
@@ -506,7 +529,7 @@ def run(spec: Spec) -> int:
         st = status["peers"][name]
         supported = []
         for p in spec.problems:
-            reason = peer.unsupported_reason(p)
+            reason = unsupported_reason(peer, p)
             if reason:
                 st["skipped"][reason] = st["skipped"].get(reason, 0) + 1
             else:

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <thread>
 #include <tuple>
+#include <type_traits>
 
 #include "harness/execute.hpp"
 #include "harness/timing.hpp"
@@ -25,6 +26,11 @@ struct Fixture {
       : hw(make_host_weights(N, K, k, codebook_nf(k), std::max(1, experts), 11)),
         A(make_activations(M, K, t, 12)) {
     d.M = M, d.N = N, d.K_dim = K, d.k_bits = k, d.dtype = t, d.num_experts = experts;
+  }
+  // AWQ int4 weights of group `awq_group` (dense).
+  Fixture(std::int64_t M, std::int64_t N, std::int64_t K, DType t, int awq_group)
+      : hw(make_host_weights_awq(N, K, awq_group, 1, 11)), A(make_activations(M, K, t, 12)) {
+    d.M = M, d.N = N, d.K_dim = K, d.k_bits = 4, d.awq_group = awq_group, d.dtype = t;
   }
 };
 
@@ -54,6 +60,49 @@ TEST_CASE("baselines pass the check on random data", "[gpu][baseline]") {
         }
       }
     }
+  }
+}
+
+TEST_CASE("cuBLAS passes the check on AWQ weights of every group; the device layouts hold them",
+          "[gpu][baseline][awq]") {
+  KBIT_REQUIRE_GPU();
+  Stream s;
+  const VariantRow& row = find_variant("cublas_fp16");
+  for (int g : {32, 64, 128}) {
+    for (DType t : {DType::f16, DType::bf16}) {
+      for (std::int64_t M : {1, 17, 64}) {
+        Fixture f(M, 264, 384, t, g);
+        REQUIRE(unsupported_reason(row, f.d).empty());
+        const Outcome o = run_row(row, f, s);
+        INFO("G = " << g << " " << dtype_name(t) << " M=" << M << " " << o.error);
+        REQUIRE(o.error.empty());
+        CHECK(o.check.pass);
+        CHECK(o.check.max_err_over_bound > 0.0);
+      }
+    }
+    // The awq layouts are the host tensors, byte for byte, in every rotation copy.
+    const HostWeights hw = make_host_weights_awq(264, 384, g, 1, 11);
+    DeviceWeights dw(hw, DType::f16, {{LayoutKind::awq, {}}, {LayoutKind::awq_tiled, {}}}, 2,
+                     s.get());
+    const AwqTiled tiled = awq_tile(hw.awq);
+    for (int copy : {0, 1}) {
+      const WeightView a = dw.view({LayoutKind::awq, {}}, copy);
+      const WeightView b = dw.view({LayoutKind::awq_tiled, {}}, copy);
+      CHECK(a.awq_group == g);
+      CHECK(b.awq_group == g);
+      auto download = [](const auto* p, std::size_t n) {
+        std::vector<std::remove_const_t<std::remove_pointer_t<decltype(p)>>> h(n);
+        KBIT_CUDA_CHECK(cudaMemcpy(h.data(), p, n * sizeof(h[0]), cudaMemcpyDeviceToHost));
+        return h;
+      };
+      CHECK(download(a.awq_qweight, hw.awq.qweight.size()) == hw.awq.qweight);
+      CHECK(download(a.awq_qzeros, hw.awq.qzeros.size()) == hw.awq.qzeros);
+      CHECK(download(a.awq_scales, hw.awq.scales.size()) == hw.awq.scales);
+      CHECK(download(b.awq_tiles, tiled.words.size()) == tiled.words);
+      CHECK(download(b.awq_meta, tiled.meta.size()) == tiled.meta);
+    }
+    CHECK_THROWS_WITH(DeviceWeights(hw, DType::f16, {{LayoutKind::tiled, {64, 128}}}, 1, s.get()),
+                      Catch::Contains("awq_g"));
   }
 }
 

@@ -277,3 +277,98 @@ TEST_CASE("config_hash is stable and sensitive", "[config]") {
   CHECK(config_hash("abc") != config_hash("abd"));
   CHECK(config_hash("").size() == 16);
 }
+
+TEST_CASE("formats: kbit by default, AWQ groups beside or instead of kbit", "[config][awq]") {
+  const std::string dense = R"(name = "f"
+shapes = [{ name = "a", k_dim = 256, n = 264 }, { include = "shapes/llama3_8b.toml" }]
+m = [1, 16]
+k_bits = [2, 4]
+dtype = "fp16"
+variants = ["cublas_fp16"]
+)";
+  const auto plain = parse_experiment(dense, P("f.toml"));
+  CHECK(plain.formats == std::vector<std::string>{"kbit"});
+  CHECK(plain.has_kbit());
+  CHECK(plain.awq_groups().empty());
+  const auto both = parse_experiment(dense + "formats = [\"kbit\", \"awq_g128\", \"awq_g32\"]\n",
+                                     P("f.toml"));
+  CHECK(both.formats == std::vector<std::string>{"kbit", "awq_g128", "awq_g32"});
+  CHECK(both.has_kbit());
+  CHECK(both.awq_groups() == std::vector<int>{128, 32});
+  CHECK(both.k_bits == std::vector<int>{2, 4});
+  // AWQ alone: no k_bits (AWQ weights are 4-bit); one given is refused.
+  auto sub = [](std::string s, const std::string& from, const std::string& to) {
+    return s.replace(s.find(from), from.size(), to);
+  };
+  const std::string awq_only = sub(dense, "k_bits = [2, 4]\n", "formats = \"awq_g64\"\n");
+  const auto a = parse_experiment(awq_only, P("f.toml"));
+  CHECK_FALSE(a.has_kbit());
+  CHECK(a.awq_groups() == std::vector<int>{64});
+  CHECK(a.k_bits.empty());
+  CHECK_THROWS_WITH(parse_experiment(awq_only + "k_bits = 4\n", P("f.toml")),
+                    Catch::Contains("f.toml:7") && Catch::Contains("'k_bits'") &&
+                        Catch::Contains("no \"kbit\""));
+  CHECK_THROWS_WITH(
+      parse_experiment(sub(dense, "k_bits = [2, 4]\n", "formats = [\"kbit\"]\n"), P("f.toml")),
+      Catch::Contains("'k_bits' is missing"));
+}
+
+TEST_CASE("formats: unknown names, repeats, shapes AWQ cannot hold and MoE layers are refused",
+          "[config][awq]") {
+  const std::string dense = R"(name = "f"
+shapes = [{ name = "a", k_dim = 256, n = 264 }]
+m = 1
+k_bits = 4
+dtype = "fp16"
+variants = ["cublas_fp16"]
+formats = [
+  "kbit", "FORMAT"]
+)";
+  auto with_format = [&](const std::string& f) {
+    std::string s = dense;
+    return s.replace(s.find("FORMAT"), 6, f);
+  };
+  CHECK_NOTHROW(parse_experiment(with_format("awq_g32"), P("f.toml")));
+  for (const char* bad : {"awq_g48", "awq", "AWQ_G128", "nf"}) {
+    INFO(bad);
+    CHECK_THROWS_WITH(parse_experiment(with_format(bad), P("f.toml")),
+                      Catch::Contains("f.toml:7") && Catch::Contains("'formats'") &&
+                          Catch::Contains(std::string("'") + bad + "'") &&
+                          Catch::Contains("kbit, awq_g32, awq_g64, awq_g128"));
+  }
+  CHECK_THROWS_WITH(parse_experiment(with_format("kbit"), P("f.toml")),
+                    Catch::Contains("f.toml:7") && Catch::Contains("\"kbit\" twice"));
+  std::string number = dense;
+  number.replace(number.find("\"FORMAT\""), 8, "128");
+  CHECK_THROWS_WITH(parse_experiment(number, P("f.toml")),
+                    Catch::Contains("'formats'") && Catch::Contains("must be a string"));
+  // N = 260 is no multiple of 8; K_dim = 96 none of 64 (fine at G = 32).
+  std::string odd = with_format("awq_g128");
+  odd.replace(odd.find("n = 264"), 7, "n = 260");
+  CHECK_THROWS_WITH(parse_experiment(odd, P("f.toml")),
+                    Catch::Contains("f.toml:7") && Catch::Contains("shape 'a'") &&
+                        Catch::Contains("n = 260") && Catch::Contains("multiple of 8"));
+  std::string k96 = with_format("awq_g64");
+  k96.replace(k96.find("k_dim = 256"), 11, "k_dim = 96");
+  CHECK_THROWS_WITH(parse_experiment(k96, P("f.toml")),
+                    Catch::Contains("\"awq_g64\"") && Catch::Contains("k_dim = 96") &&
+                        Catch::Contains("multiple of the group size 64"));
+  std::string k96_g32 = k96;
+  k96_g32.replace(k96_g32.find("awq_g64"), 7, "awq_g32");
+  CHECK_NOTHROW(parse_experiment(k96_g32, P("f.toml")));
+  const std::string moe = R"(name = "moe"
+moe = [{ name = "x", experts = 64, k_dim = 2048, n = 512, top_k = 8 }]
+tokens = [1, 4]
+k_bits = 4
+dtype = "fp16"
+variants = ["cublas_fp16"]
+formats = ["kbit", "awq_g128"]
+)";
+  CHECK_THROWS_WITH(parse_experiment(moe, P("m.toml")),
+                    Catch::Contains("m.toml:7") && Catch::Contains("'formats'") &&
+                        Catch::Contains("\"awq_g128\"") && Catch::Contains("dense only") &&
+                        Catch::Contains("'x'"));
+  std::string moe_kbit = moe;
+  moe_kbit.replace(moe_kbit.find(", \"awq_g128\""), 12, "");
+  CHECK(parse_experiment(moe_kbit, P("m.toml")).formats == std::vector<std::string>{"kbit"});
+}

@@ -5,7 +5,10 @@
 
 Covers the problems JSON (parsing, malformed input, unknown peers: exit 2), the rows appended
 to a CSV with our header and escaping, peers skipped with a reason, a raising peer (a failed
-row, and the run goes on), the status JSON, and the check failing an output of zeros.
+row, and the run goes on), the status JSON, and the check failing an output of zeros; the AWQ
+peer's quantizer against the golden words of docs/awq_format.md (its torch port too where torch
+is importable), and, with KBIT_HARNESS naming the kbit-harness binary, against the words of
+`format --awq --dump` with the dump's C_ref and bound.
 """
 
 import contextlib
@@ -15,6 +18,7 @@ import json
 import math
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -23,11 +27,13 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, ROOT)
 
+from harness.peers import awq_format as awq  # noqa: E402
 from harness.peers import check as chk  # noqa: E402
 from harness.peers import runner  # noqa: E402
 from harness.peers import timing  # noqa: E402
 
 RUNNER = os.path.join(ROOT, "harness", "peers", "runner.py")
+PARITY = os.path.join(ROOT, "harness", "peers", "awq_parity.py")
 
 
 def dense(shape="llama3_8b.gate_up", M=16, N=96, K_dim=128, k_bits=4, dtype="fp16", floor_us=10.0,
@@ -190,6 +196,28 @@ class TestProblemsJson(unittest.TestCase):
         self.assertEqual(nbytes, 2 * 64 * 128 * (4 / 8 + 1 / 32) + 4 * (128 + 64) * 2)
         self.assertEqual(flops, 2 * 4 * 64 * 128)
 
+    def test_the_weight_format_of_a_problem(self):
+        w = Workdir(self)
+        awq_prob = dict(dense(N=128, K_dim=256), format="awq_g128")
+        spec = runner.parse_spec({"csv": w.csv, "status_path": w.status, "peers": ["humming_awq_g128"],
+                                  "problems": [dense(), awq_prob]})  # fmt: skip
+        d, a = spec.problems
+        self.assertEqual((d.format, d.awq_group, a.format, a.awq_group), ("kbit", 0, "awq_g128", 128))
+        self.assertEqual(a.label(), "llama3_8b.gate_up M=16 awq_g128 fp16")
+        self.assertEqual(d.label(), "llama3_8b.gate_up M=16 K=4 fp16")
+        # harness/problem.cpp problem_cost: AWQ holds 4 + 20/G bits a weight.
+        self.assertEqual(a.cost()[0], 128 * 256 * (0.5 + 2.5 / 128) + 16 * (256 + 128) * 2)
+        for change, message in [
+            ({"format": "awq_g48"}, "'format' = \"awq_g48\" must be one of kbit, awq_g32, awq_g64, awq_g128"),
+            ({"format": "awq_g32", "k_bits": 3}, "'format' = \"awq_g32\" holds 4-bit weights; k_bits = 3"),
+        ]:
+            with self.subTest(change=change):
+                prob = dense()
+                prob.update(change)
+                rc, _, err = w.run(w.spec(["fake_ok"], [prob]))
+                self.assertEqual(rc, 2)
+                self.assertIn(message, err)
+
     def test_malformed_json_exits_2_naming_the_value(self):
         w = Workdir(self)
         cases = [
@@ -310,6 +338,20 @@ class TestRun(unittest.TestCase):
         self.assertEqual(st["fake_ok"]["skipped"], {"MoE not wired for this peer": 1})
         self.assertEqual(st["fake_zero"]["skipped"], {"k_bits not 4": 1, "MoE not wired for this peer": 1})
 
+    def test_a_peer_runs_on_its_own_weight_format_only(self):
+        w = Workdir(self)
+        awq_fp16 = dict(dense(M=3), format="awq_g128")
+        awq_bf16 = dict(dense(dtype="bf16"), format="awq_g128")
+        self.run_fakes(w, peers=("fake_ok", "humming_awq_g128", "humming_awq_g32"),
+                       problems=[dense(), awq_fp16, awq_bf16])  # fmt: skip
+        self.assertEqual([(r["variant"], r["M"]) for r in w.peer_rows()], [("fake_ok", "16")])
+        st = w.status_json()["peers"]
+        self.assertEqual(st["fake_ok"]["skipped"], {"format awq_g128 not kbit": 2})
+        self.assertEqual(st["humming_awq_g128"]["skipped"].get("format kbit not awq_g128"), 1)
+        self.assertEqual(st["humming_awq_g128"]["skipped"].get("AWQ scales are fp16: fp16 only"), 1)
+        self.assertEqual(st["humming_awq_g32"]["skipped"],
+                         {"format kbit not awq_g32": 1, "format awq_g128 not awq_g32": 2})  # fmt: skip
+
     def test_status_json(self):
         w = Workdir(self)
         self.run_fakes(w, peers=("fake_raises", "fake_ok", "fake_zero", "tinygemm_int4_g128"))
@@ -428,6 +470,190 @@ class TestBound(unittest.TestCase):
             # Even with humming's stream-K term (10 slices in bf16) zeros fail.
             wide = chk.gemm_bound(dtype, K, slices=10)
             self.assertFalse(chk.check_rows_py(wide, [0], ref, dot, asum, prefix, [[0.0] * N]).passed, dtype)
+
+
+# docs/awq_format.md, "Golden vectors" (reference/tests/test_awq.cpp): N = 8, K = 32, G = 32.
+def golden_awq_w():
+    cols = [
+        lambda k: (k % 16 - 5) / 8,
+        lambda k: (10 - k % 16) / 16,
+        lambda k: (k - 5) / 8 if k <= 30 else 0.0,
+        lambda k: 0.0,
+        lambda k: (k - 16) / 32 if k <= 30 else 0.5,
+        lambda k: float(20 + k % 16),
+        lambda k: -((3 * k) % 16) / 2,
+        lambda k: ((7 * k) % 16) * 2.0,
+    ]
+    return [[f(k) for k in range(32)] for f in cols]
+
+
+GOLDEN_QWEIGHT = [
+    0x0F0FF000, 0x7F0EC101, 0xEF0D9102, 0x5F0C6213, 0xCF0B3224, 0x3F0A0325, 0xAF09D326, 0x1F08A437,
+    0x8F077448, 0xFF064549, 0x6F05154A, 0xDF04E65B, 0x4F03B66C, 0xBF02876D, 0x2F01576E, 0x9F00287F,
+    0x0F0FF880, 0x7F0EC881, 0xEF0D9982, 0x5F0C6993, 0xCF0B3AA4, 0x3F0A0AA5, 0xAF09DBA6, 0x1F08ABB7,
+    0x8F077CC8, 0xFF064CC9, 0x6F051DCA, 0xDF04EDDB, 0x4F03BEEC, 0xBF028EED, 0x2F015FEE, 0x9F002F2F,
+]  # fmt: skip
+GOLDEN_QZEROS = 0x0005F825
+GOLDEN_SCALES = [0x3000, 0x2C00, 0x3400, 0x000B, 0x2C44, 0x3C00, 0x3800, 0x4000]
+
+
+def _have_torch():
+    try:
+        import torch  # noqa: F401
+
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+class TestAwqFormat(unittest.TestCase):
+    """harness/peers/awq_format.py: the AWQ peer's quantizer and packing (docs/awq_format.md)."""
+
+    def test_golden_words(self):
+        qweight, qzeros, scales = awq.quantize_py(golden_awq_w(), 8, 32, 32)
+        self.assertEqual([w & 0xFFFFFFFF for w in qweight], GOLDEN_QWEIGHT)
+        self.assertEqual([z & 0xFFFFFFFF for z in qzeros], [GOLDEN_QZEROS])
+        self.assertEqual(scales, GOLDEN_SCALES)
+        self.assertLess(qweight[8], 0, "0x8F077448: a top nibble of 8 or more is a negative int32")
+        deq = awq.dequantize_py(qweight, qzeros, scales, 8, 32, 32)
+        self.assertEqual(deq[0], golden_awq_w()[0], "column 0 is on its grid: exact")
+        self.assertEqual(deq[5], [15.0] * 32, "an all-positive group clips at q = 15 (zero 0, s = 1)")
+
+    def test_nibble_order(self):
+        self.assertEqual(awq.pack_nibbles(list(range(8))) & 0xFFFFFFFF, 0x75316420)
+        for c in range(8):
+            v = [0] * 8
+            v[c] = 0xF
+            self.assertEqual(awq.pack_nibbles(v) & 0xFFFFFFFF, 0xF << (4 * awq.REVERSE[c]))
+            self.assertEqual(awq.unpack_nibbles(awq.pack_nibbles(v)), v)
+        for i in range(8):
+            self.assertEqual(awq.REVERSE[awq.ORDER[i]], i)
+        with self.assertRaisesRegex(awq.AwqFormatError, "value 16 of column 2"):
+            awq.pack_nibbles([0, 0, 16, 0, 0, 0, 0, 0])
+
+    def test_refusals_name_the_value(self):
+        w = [[0.0] * 64 for _ in range(8)]
+        for args, message in [
+            ((w, 8, 64, 48), "group size 48 is not one of 32, 64, 128"),
+            (([[0.0] * 64] * 12, 12, 64, 32), "N_out = 12 must be a positive multiple of 8"),
+            ((w, 8, 64, 128), "K_in = 64 must be a positive multiple of the group size 128"),
+        ]:
+            with self.subTest(message=message), self.assertRaisesRegex(awq.AwqFormatError, re.escape(message)):
+                awq.quantize_py(*args)
+        bad = [row[:] for row in w]
+        bad[3][17] = math.inf
+        with self.assertRaisesRegex(awq.AwqFormatError, re.escape("w_kbit[n = 3][k = 17] is inf")):
+            awq.quantize_py(bad, 8, 64, 32)
+        huge = [row[:] for row in w]
+        huge[1][0] = 2.0e6  # range 2e6: s32 = 133333 > 65504
+        with self.assertRaisesRegex(awq.AwqFormatError, "group 0 .k 0..31., column 1 overflows fp16"):
+            awq.quantize_py(huge, 8, 64, 32)
+
+    @unittest.skipUnless(_have_torch(), "torch is not importable here")
+    def test_torch_port_is_word_for_word_the_python_one(self):
+        import random
+
+        import torch
+
+        qw, qz, sc = awq.quantize_torch(torch.tensor(golden_awq_w(), dtype=torch.float32), 32).values()
+        self.assertEqual([w & 0xFFFFFFFF for w in qw.flatten().tolist()], GOLDEN_QWEIGHT)
+        self.assertEqual(qz.flatten().tolist(), [GOLDEN_QZEROS])
+        self.assertEqual(sc.view(torch.int16).flatten().tolist(), GOLDEN_SCALES)
+        rng = random.Random(11)
+        for N, K, G, sigma in [(16, 128, 32, 1.0), (8, 256, 128, 1e-5), (24, 128, 64, 300.0)]:
+            with self.subTest(N=N, K=K, G=G, sigma=sigma):
+                w = [[awq.f32(rng.gauss(0, sigma)) for _ in range(K)] for _ in range(N)]
+                want = awq.quantize_py(w, N, K, G)
+                t = awq.quantize_torch(torch.tensor(w, dtype=torch.float32), G)
+                self.assertEqual(t["qweight"].flatten().tolist(), want[0])
+                self.assertEqual(t["qzeros"].flatten().tolist(), want[1])
+                self.assertEqual([b & 0xFFFF for b in t["scales"].view(torch.int16).flatten().tolist()], want[2])
+                deq = awq.dequantize_rows_torch(t["qweight"], t["qzeros"], t["scales"], G, 0, K).t().tolist()
+                self.assertEqual(deq, awq.dequantize_py(*want, N, K, G))
+        words = [0x12345678, awq.to_int32(0xF1234568), -1, 0]
+        want = [awq.to_int32(int(f"{w & 0xFFFFFFFF:08x}"[::-1], 16)) for w in words]
+        self.assertEqual(want[0], awq.to_int32(0x87654321))
+        got = awq.reverse_nibbles_torch(torch.tensor(words, dtype=torch.int32)).tolist()
+        self.assertEqual(got, want)
+
+
+@unittest.skipUnless(os.environ.get("KBIT_HARNESS"), "KBIT_HARNESS (the kbit-harness binary) is not set")
+class TestAwqDump(unittest.TestCase):
+    """kbit-harness format --awq --dump: the files awq_parity.py reads, against the Python port."""
+
+    N, K, G = 64, 256, 32
+
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory()
+        cls.dir = os.path.join(cls.tmp.name, "dump")
+        cmd = [os.environ["KBIT_HARNESS"], "format", "--awq", "--rows", str(cls.N), "--k-dim", str(cls.K),
+               "--group", str(cls.G), "--seed", "5", "--dump", cls.dir]  # fmt: skip
+        cls.proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.tmp.cleanup()
+
+    def read(self, name, code):
+        import array
+
+        a = array.array(code)
+        with open(os.path.join(self.dir, name), "rb") as f:
+            a.frombytes(f.read())
+        return list(a)
+
+    def test_the_dump_is_the_python_ports_and_its_reference(self):
+        self.assertEqual(self.proc.returncode, 0, self.proc.stdout + self.proc.stderr)
+        self.assertIn("dump: ", self.proc.stdout)
+        with open(os.path.join(self.dir, "meta.json")) as f:
+            meta = json.load(f)
+        N, K, G, M = self.N, self.K, self.G, meta["M"]
+        self.assertEqual((meta["N"], meta["K_in"], meta["group"], meta["dtype"], M), (N, K, G, "fp16", 16))
+        w = [awq.half_value(h) for h in self.read("w.f16", "H")]
+        qweight, qzeros, scales = awq.quantize_py(w, N, K, G)
+        self.assertEqual(self.read("qweight.i32", "i"), qweight)
+        self.assertEqual(self.read("qzeros.i32", "i"), qzeros)
+        self.assertEqual(self.read("scales.f16", "H"), scales)
+        # C_ref, R and the bound from the spec's dequantization, in double (the C++ sums in
+        # another order: agreement to rounding, relative to sum |a w|).
+        deq = awq.dequantize_py(qweight, qzeros, scales, N, K, G)
+        a = [awq.half_value(h) for h in self.read("a.f16", "H")]
+        c_ref, bound, rng = self.read("c_ref.f64", "d"), self.read("bound.f64", "d"), self.read("prefix_range.f64", "d")
+        b = chk.gemm_bound("fp16", K, K // G)
+        self.assertAlmostEqual(b.gamma, meta["bound"]["gamma"], places=15)
+        for m in range(M):
+            row = a[m * K : (m + 1) * K]
+            asum = sum(abs(x) for x in row)
+            for n in range(N):
+                prods = [x * y for x, y in zip(row, deq[n])]
+                S = sum(abs(p) for p in prods)
+                sums = [0.0]
+                for k0 in range(0, K, 32):
+                    sums.append(sums[-1] + sum(prods[k0 : k0 + 32]))
+                i = m * N + n
+                self.assertLessEqual(abs(c_ref[i] - sums[-1]), 1e-13 * S, (m, n))
+                self.assertLessEqual(abs(rng[i] - (max(sums) - min(sums))), 1e-13 * S, (m, n))
+                want = chk.element_bound(b, S, asum, c_ref[i], 0.0)
+                self.assertLessEqual(abs(bound[i] - want), 1e-12 * want, (m, n))
+
+    def test_the_parity_script_reads_it_and_refuses_a_truncated_file(self):
+        self.assertEqual(self.proc.returncode, 0, self.proc.stdout + self.proc.stderr)
+        if not _have_torch():  # with torch it would run the GPU check: the gpu ctest's job
+            p = subprocess.run([sys.executable, PARITY, self.dir], capture_output=True, text=True, timeout=60)
+            self.assertEqual(p.returncode, 77, p.stdout + p.stderr)
+            self.assertRegex(p.stdout, r"^skipped: torch is not importable")
+        bad = os.path.join(self.tmp.name, "truncated")
+        shutil.copytree(self.dir, bad)
+        with open(os.path.join(bad, "scales.f16"), "r+b") as f:
+            f.truncate(100)
+        p = subprocess.run([sys.executable, PARITY, bad], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2, p.stdout + p.stderr)
+        self.assertIn("scales.f16' holds 100 bytes; fp16 [8, 64] needs 1024", p.stderr)
+        p = subprocess.run([sys.executable, PARITY, os.path.join(self.tmp.name, "none")], capture_output=True,
+                           text=True, timeout=60)  # fmt: skip
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("cannot read", p.stderr)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@
 #include "reference/codebook.hpp"
 #include "reference/error.hpp"
 #include "reference/gemm_ref.hpp"
+#include "reference/random.hpp"
 
 using namespace kbit;
 
@@ -106,4 +107,117 @@ TEST_CASE("percentiles interpolate between order statistics", "[problem]") {
   CHECK(percentile({1, 2, 3, 4}, 50) == 2.5);
   CHECK(percentile({5}, 90) == 5);
   CHECK(percentile({1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 10) == Approx(2));
+}
+
+TEST_CASE("AWQ host weights: the kbit weights' N(0,1) values, quantized by awq_quantize",
+          "[problem][awq]") {
+  const std::int64_t N = 264, K = 192;
+  for (int g : {32, 64}) {
+    INFO("G = " << g);
+    const HostWeights hw = make_host_weights_awq(N, K, g, 1, 21);
+    CHECK(hw.N == N);
+    CHECK(hw.K_dim == K);
+    CHECK(hw.k_bits == 4);
+    CHECK(hw.experts == 1);
+    CHECK(hw.awq_group == g);
+    CHECK(hw.codebook.empty());
+    CHECK(hw.q.packed.empty());
+    REQUIRE(hw.awq.k_in == K);
+    REQUIRE(hw.awq.n_out == N);
+    CHECK(hw.awq.group == g);
+    CHECK(hw.awq.qweight.size() == std::size_t(K * N / 8));
+    CHECK(hw.awq.scales.size() == std::size_t(K / g * N));
+    // W is the dequantized tensor, [N][K_dim], and the tensor is that of the kbit weights' data.
+    CHECK(hw.W == awq_dequantize(hw.awq));
+    const HostWeights kb = make_host_weights(N, K, 4, codebook_nf(4), 1, 21);
+    const AwqTensor same = awq_quantize(random_normal(N * K, 21), N, K, g);
+    CHECK(hw.awq.qweight == same.qweight);
+    CHECK(hw.awq.qzeros == same.qzeros);
+    CHECK(hw.awq.scales == same.scales);
+    // Both quantize the same values: their dequantized weights are close, not equal.
+    double diff = 0, norm = 0;
+    for (std::size_t i = 0; i < hw.W.size(); ++i) {
+      diff += double(hw.W[i] - kb.W[i]) * (hw.W[i] - kb.W[i]);
+      norm += double(kb.W[i]) * kb.W[i];
+    }
+    CHECK(diff > 0);
+    CHECK(diff < 0.05 * norm);
+  }
+  CHECK_THROWS_WITH(make_host_weights_awq(N, K, 128, 1, 1),
+                    Catch::Contains("K_in = 192") && Catch::Contains("group size 128"));
+  CHECK_THROWS_WITH(make_host_weights_awq(100, K, 32, 1, 1), Catch::Contains("N_out = 100"));
+  CHECK_THROWS_WITH(make_host_weights_awq(N, K, 48, 1, 1), Catch::Contains("group size 48"));
+  CHECK_THROWS_WITH(make_host_weights_awq(N, K, 32, 8, 1),
+                    Catch::Contains("experts = 8") && Catch::Contains("dense only"));
+}
+
+TEST_CASE("AWQ problems: reference on the dequantized W, cost 4 + 20/G bits a weight",
+          "[problem][awq]") {
+  const HostWeights hw = make_host_weights_awq(24, 128, 64, 1, 5);
+  GemmDims d;
+  d.M = 3, d.N = 24, d.K_dim = 128, d.k_bits = 4, d.awq_group = 64, d.dtype = DType::f16;
+  const auto A = make_activations(3, 128, DType::f16, 8);
+  const auto ref = make_reference(hw, A, d, {0, 2});
+  const GemmReference g = awq_gemm_ref(A.values.data(), 3, hw.awq, {0, 2});
+  for (int r = 0; r < 2; ++r)
+    for (int n = 0; n < 24; ++n) CHECK(ref.C(r, n) == g.C(r, n));
+
+  GemmDims p;
+  p.M = 4, p.N = 128, p.K_dim = 256, p.k_bits = 4, p.dtype = DType::f16;
+  const double io = 4 * (256 + 128) * 2;
+  for (int G : {32, 64, 128}) {
+    INFO("G = " << G);
+    p.awq_group = G;
+    // Nibbles, then per (group, column) an fp16 scale and a 4-bit zero.
+    const double weights = 128.0 * 256 / 2 + (256.0 / G) * 128 * (2 + 0.5);
+    CHECK(problem_cost(p).bytes == weights + io);
+    CHECK(problem_cost(p).bytes == 128.0 * 256 * (4 + 20.0 / G) / 8 + io);
+    CHECK(problem_cost(p).flops == 2.0 * 4 * 128 * 256);
+  }
+  p.awq_group = 0;
+  CHECK(problem_cost(p).bytes == 128 * 256 * (0.5 + 1.0 / 32) + io);  // kbit K = 4: 4.25 bits
+}
+
+TEST_CASE("AWQ layouts hold the tensors and awq_tile's words and meta, and no kbit layout",
+          "[problem][awq]") {
+  for (int g : {32, 64, 128}) {
+    for (auto [N, K] : {std::pair<std::int64_t, std::int64_t>{264, 384}, {128, 128}, {8, 256},
+                        {1000, 2176}}) {
+      INFO("G = " << g << " N = " << N << " K_dim = " << K);
+      const HostWeights hw = make_host_weights_awq(N, K, g, 1, 3);
+      const AwqTiled t = awq_tile(hw.awq);
+      CHECK(DeviceWeights::expert_bytes(hw, DType::f16, {LayoutKind::awq_tiled, {}}) ==
+            std::int64_t(t.words.size() + t.meta.size()) * 4);
+      CHECK(awq_tiled_bytes(N, K, g) == std::int64_t(t.words.size() + t.meta.size()) * 4);
+      CHECK(DeviceWeights::expert_bytes(hw, DType::f16, {LayoutKind::awq, {}}) ==
+            std::int64_t(hw.awq.qweight.size() * 4 + hw.awq.qzeros.size() * 4 +
+                         hw.awq.scales.size() * 2));
+      CHECK(DeviceWeights::expert_bytes(hw, DType::bf16, {LayoutKind::dequantized, {}}) ==
+            N * K * 2);
+    }
+  }
+  const HostWeights awq = make_host_weights_awq(264, 256, 128, 1, 3);
+  CHECK_THROWS_WITH(DeviceWeights::expert_bytes(awq, DType::f16, {LayoutKind::tiled, {64, 128}}),
+                    Catch::Contains("'tiled 64x128'") && Catch::Contains("awq_g128"));
+  CHECK_THROWS_WITH(DeviceWeights::expert_bytes(awq, DType::f16, {LayoutKind::flat, {}}),
+                    Catch::Contains("'flat'"));
+  const HostWeights kbit = make_host_weights(264, 256, 4, codebook_nf(4), 1, 3);
+  CHECK_THROWS_WITH(DeviceWeights::expert_bytes(kbit, DType::f16, {LayoutKind::awq, {}}),
+                    Catch::Contains("'awq'") && Catch::Contains("kbit (K = 4)"));
+}
+
+TEST_CASE("device memory of an AWQ problem: its layouts only, no flat kbit copy",
+          "[problem][awq]") {
+  const std::vector<WeightLayout> both{{LayoutKind::dequantized, {}}, {LayoutKind::awq_tiled, {}}};
+  const DeviceMemoryNeed need =
+      estimate_device_memory(28672, 8192, 4, DType::f16, 1, both, 16, false, 128);
+  CHECK(need.weights == 28672LL * 8192 * 2 + awq_tiled_bytes(28672, 8192, 128));
+  const std::vector<WeightLayout> awq{{LayoutKind::awq, {}}};
+  const std::int64_t groups = 8192 / 32;
+  CHECK(estimate_device_memory(28672, 8192, 4, DType::f16, 1, awq, 16, false, 32).weights ==
+        28672LL * 8192 / 2 + groups * 28672 / 8 * 4 + groups * 28672 * 2);
+  // The same layouts for kbit weights add the flat copy.
+  const std::vector<WeightLayout> deq{{LayoutKind::dequantized, {}}};
+  CHECK(estimate_device_memory(28672, 8192, 4, DType::f16, 1, deq, 16, false).weights ==
+        28672LL * 8192 / 32 * 17 + 28672LL * 8192 * 2);
 }

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "harness/registry.hpp"
+#include "harness/weight_format.hpp"
 #include "reference/error.hpp"
 
 using namespace kbit;
@@ -64,4 +65,84 @@ TEST_CASE("unsupported problems say why", "[registry]") {
   row.support.grouped = false;
   d.num_experts = 4;
   CHECK_THAT(unsupported_reason(row, d), Catch::Contains("grouped"));
+}
+
+TEST_CASE("a problem of the other weight format is refused with the reason", "[registry][awq]") {
+  GemmDims kbit;
+  kbit.M = 4, kbit.N = 264, kbit.K_dim = 256, kbit.k_bits = 4, kbit.dtype = DType::f16;
+  GemmDims awq = kbit;
+  awq.awq_group = 128;
+  // cuBLAS reads the dequantized layout: both formats, every AWQ group.
+  const VariantRow& cublas = find_variant("cublas_fp16");
+  CHECK(unsupported_reason(cublas, kbit, 90).empty());
+  for (int g : {32, 64, 128}) {
+    awq.awq_group = g;
+    CHECK(unsupported_reason(cublas, awq, 90).empty());
+  }
+  // Rows of kbit layouts refuse AWQ problems, naming the format.
+  for (const char* name : {"dequant_cublas", "scalar_gemv", "fetch_dequant", "auto"}) {
+    INFO(name);
+    awq.awq_group = 128;
+    CHECK(unsupported_reason(find_variant(name), awq, 90) ==
+          "weights are awq_g128; this row reads kbit weights");
+  }
+  // A row of AWQ weights (the shape of the awq rows): kbit problems and other groups refused.
+  VariantRow row = cublas;
+  row.support.kbit = false;
+  row.support.awq_groups = {128};
+  CHECK(unsupported_reason(row, kbit, 90) ==
+        "this row reads AWQ weights (awq_g128); the weights are kbit");
+  awq.awq_group = 32;
+  CHECK(unsupported_reason(row, awq, 90) == "AWQ group 32 is not one of this row's groups (128)");
+  awq.awq_group = 128;
+  CHECK(unsupported_reason(row, awq, 90).empty());
+  awq.k_bits = 3;
+  CHECK_THAT(unsupported_reason(row, awq, 90), Catch::Contains("4-bit") && Catch::Contains("K = 3"));
+  awq.k_bits = 4;
+  awq.dtype = DType::bf16;
+  row.support.dtypes = {DType::f16};
+  CHECK_THAT(unsupported_reason(row, awq, 90), Catch::Contains("dtype bf16"));
+  CHECK(describe_formats(row.support) == "awq_g128");
+  CHECK(describe_k_bits(row.support) == "4");
+  CHECK(describe_formats(cublas.support) == "kbit,awq_g32,awq_g64,awq_g128");
+  CHECK(describe_formats(find_variant("scalar_gemv").support) == "kbit");
+}
+
+TEST_CASE("weight formats of the registry rows follow their layouts", "[registry][awq]") {
+  for (const auto& r : registry()) {
+    INFO(r.name);
+    const LayoutKind k = r.layout.kind;
+    CHECK(bool(r.support.kbit || !r.support.awq_groups.empty()));
+    for (int g : r.support.awq_groups) CHECK((g == 32 || g == 64 || g == 128));
+    // kbit layouts hold no AWQ weights and AWQ layouts no kbit ones; only dense problems are AWQ.
+    if (k == LayoutKind::flat || k == LayoutKind::tiled) CHECK(r.support.awq_groups.empty());
+    if (k == LayoutKind::awq || k == LayoutKind::awq_tiled) {
+      CHECK_FALSE(r.support.kbit);
+      CHECK(r.support.dense);
+      CHECK(r.support.n_multiple % 8 == 0);
+    }
+  }
+  CHECK(find_variant("cublas_fp16").support.awq_groups == std::vector<int>{32, 64, 128});
+}
+
+TEST_CASE("weight format names parse both ways", "[registry][awq]") {
+  CHECK(weight_format_names() ==
+        std::vector<std::string>{"kbit", "awq_g32", "awq_g64", "awq_g128"});
+  for (const std::string& n : weight_format_names())
+    CHECK(weight_format_name(parse_weight_format(n)) == n);
+  CHECK_THROWS_WITH(parse_weight_format("awq_g256"),
+                    Catch::Contains("'awq_g256'") && Catch::Contains("kbit, awq_g32"));
+  CHECK(format_of_codebook("nf") == "kbit");
+  CHECK(format_of_codebook("custom") == "kbit");
+  CHECK(format_of_codebook("awq_g64") == "awq_g64");
+  CHECK(format_of_codebook("awq_g128 humming fp16 scales") == "awq_g128");
+  CHECK(format_of_codebook("awq_g1280") == "kbit");
+  CHECK(format_of_codebook("humming uint4 g128 fp16 scales") == "kbit");
+  CHECK(is_awq_codebook("awq_g32"));
+  CHECK_FALSE(is_awq_codebook("nf_expected"));
+  GemmDims d;
+  d.k_bits = 3;
+  CHECK(weights_label(d) == "K=3");
+  d.k_bits = 4, d.awq_group = 64;
+  CHECK(weights_label(d) == "awq_g64");
 }

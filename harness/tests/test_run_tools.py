@@ -31,11 +31,16 @@ def row(shape, M, variant, us, check="pass", config="", mhz=1980):
     return ["t", shape, M, 64, 128, 4, "fp16", variant, us, check, 0, mhz, mhz, config, ""]
 
 
-def write_run(path, rows, sha="abc1234", shapes=("a*",)):
+def with_codebook(r, codebook):
+    """The row with a codebook column (after HEADER's): "nf", or an AWQ problem's "awq_g128"."""
+    return r + [codebook]
+
+
+def write_run(path, rows, sha="abc1234", shapes=("a*",), header=HEADER):
     os.makedirs(path)
     with open(os.path.join(path, "results.csv"), "w", newline="") as f:
         w = csv.writer(f, lineterminator="\n")
-        w.writerow(HEADER)
+        w.writerow(header)
         w.writerows(rows)
     run = {"argv": ["run", "--shapes", *shapes], "experiment": "t", "config": {"hash": "h1"},
            "build": {"git_sha": sha, "dirty": False}, "device": {"name": "GPU X"},
@@ -104,6 +109,22 @@ class MergeRuns(unittest.TestCase):
         write_run(self.b, [row("a1", 1, "auto", 12)])
         self.assert_refused(tool(MERGE, self.a, self.b), "in both run_a and run_b")
 
+    def test_the_kbit_and_awq_problems_of_a_shape_are_two_problems(self):
+        header = HEADER + ["codebook"]
+        for d in (self.a, self.b):
+            shutil.rmtree(d)
+        write_run(self.a, [with_codebook(row("a1", 1, "cublas_fp16", 30), "nf")], header=header)
+        write_run(self.b, [with_codebook(row("a1", 1, "cublas_fp16", 31), "awq_g128")],
+                  header=header)
+        r = tool(MERGE, self.a, self.b)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(self.a, "results.csv"), newline="") as f:
+            rows = list(csv.reader(f))
+        self.assertEqual(sorted(r[-1] for r in rows[1:]), ["awq_g128", "nf"])
+        # The same format in both parts is one problem twice.
+        write_run(self.b, [with_codebook(row("a1", 1, "cublas_fp16", 31), "nf")], header=header)
+        self.assert_refused(tool(MERGE, self.a, self.b), "'codebook': 'nf'")
+
 
 class AutoCheck(unittest.TestCase):
     def setUp(self):
@@ -142,6 +163,17 @@ class AutoCheck(unittest.TestCase):
         r = self.check([row("a1", 1, "auto", 10, config="auto -> scalar_gemv (exact)")])
         self.assertEqual(r.returncode, 1)
         self.assertIn("auto chose scalar_gemv, which has no passing row", r.stdout)
+
+    def test_rows_of_an_awq_problem_are_not_auto_s_problem(self):
+        header = HEADER + ["codebook"]
+        rows = [with_codebook(row("a1", 1, "auto", 10.0, config="auto -> scalar_gemv (exact)"), "nf"),
+                with_codebook(row("a1", 1, "scalar_gemv", 10.0), "nf"),
+                with_codebook(row("a1", 1, "scalar_gemv", 5.0), "awq_g128")]
+        write_run(self.run, rows, header=header)
+        r = tool(CHECK, self.run)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("1 problems with an auto row", r.stdout)
+        self.assertIn("beyond 5% of the best row of ours: 0", r.stdout)
 
     def test_a_failed_row_of_ours_fails(self):
         r = self.check([row("a1", 1, "auto", 10, config="auto -> scalar_gemv (exact)"),

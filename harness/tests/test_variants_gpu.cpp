@@ -1,5 +1,6 @@
 // GPU: every registry row that is not a baseline passes the check on a small sweep (odd N,
-// K_dim not a multiple of 64, every K, both dtypes, split-K forced on and off), and with
+// K_dim not a multiple of 64, every K, both dtypes, split-K forced on and off; AWQ rows on AWQ
+// weights of each of their groups), and with
 // split-K off two runs give identical bits; a row that supports programmatic dependent launch
 // also passes with a PDL call right behind a plain one. Driven by the registry: a new row is tested
 // here without touching this file. The full sweep is `kbit-harness validate --variant NAME`.
@@ -97,6 +98,32 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
         for (std::int64_t M : {1, 3, 4, 17, 64}) {
           check_row(row, dense(M, 200, 96, k, t), s);
           check_row(row, dense(M, 257, 2080, k, t), s);
+        }
+      }
+    }
+  }
+}
+
+// AWQ weights (the same N(0,1) values as dense()'s at K = 4, quantized by awq_quantize).
+static Problem dense_awq(std::int64_t M, std::int64_t N, std::int64_t K, int group, DType t) {
+  Problem p{make_host_weights_awq(N, K, group, 1, std::uint64_t(N * 7 + K + 4)),
+            make_activations(M, K, t, std::uint64_t(M + 4)),
+            {}};
+  p.d.M = M, p.d.N = N, p.d.K_dim = K, p.d.k_bits = 4, p.d.awq_group = group, p.d.dtype = t;
+  return p;
+}
+
+TEST_CASE("every AWQ variant passes a small sweep of its groups", "[gpu][variants][awq]") {
+  KBIT_REQUIRE_GPU();
+  Stream s;
+  for (const auto& row : registry()) {
+    if (row.family == Family::baseline || !computes_gemm(row) || !row.support.dense) continue;
+    for (int g : row.support.awq_groups) {
+      for (DType t : {DType::f16, DType::bf16}) {
+        for (std::int64_t M : {1, 3, 4, 17, 64}) {
+          // N a multiple of 8, not of 128; K_dim a multiple of G, not of 128 where G allows.
+          check_row(row, dense_awq(M, 200, g == 128 ? 384 : 192, g, t), s);
+          check_row(row, dense_awq(M, 264, 2176, g, t), s);
         }
       }
     }

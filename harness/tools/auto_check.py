@@ -4,10 +4,10 @@
 
     python3 harness/tools/auto_check.py results/envelope/<run> [--chosen-pct 3] [--best-pct 5]
 
-For every problem (shape, M, K, dtype, PDL) with a passing `auto` row: its time against the same
-run's row of the variant it chose (named in its `config`: "auto -> NAME ...") and against the fastest
-passing row of ours (auto, scalar_gemv, warp_specialized, fetch_dequant, inline_dequant) at that
-problem. Prints the rows of ours that failed, the problems whose chosen row is missing, and those
+For every problem (shape, M, K, dtype, PDL; K is the format, "awq_g128", of an AWQ problem) with a
+passing `auto` row: its time against the same run's row of the variant it chose (named in its
+`config`: "auto -> NAME ...") and against the fastest passing row of ours (auto, scalar_gemv,
+warp_specialized, fetch_dequant, inline_dequant) at that problem. Prints the rows of ours that failed, the problems whose chosen row is missing, and those
 outside --chosen-pct / --best-pct with both rows' SM clocks (sampled before and after each row): a
 row timed while the GPU clocked down (power capping at large M) reads slower for the same kernel.
 Exit status 1 when anything is printed but the count.
@@ -19,6 +19,13 @@ import re
 import sys
 
 OURS = {"auto", "scalar_gemv", "warp_specialized", "fetch_dequant", "inline_dequant"}
+AWQ_FORMATS = ("awq_g32", "awq_g64", "awq_g128")
+
+
+def weights(r):
+    """The bit width of a kbit problem, the format of an AWQ one (the codebook column)."""
+    first = (r.get("codebook") or "").split(" ")[0]
+    return first if first in AWQ_FORMATS else str(int(r["k_bits"]))
 
 
 def mhz(r):
@@ -34,7 +41,7 @@ def main():
     rows, failed = {}, []
     with open(os.path.join(a.run, "results.csv"), newline="") as f:
         for r in csv.DictReader(f):
-            key = (r["shape"], int(r["M"]), int(r["k_bits"]), r["dtype"], r.get("pdl", "0"))
+            key = (r["shape"], int(r["M"]), weights(r), r["dtype"], r.get("pdl", "0"))
             name = r["variant"].split(" ")[0]
             if r["check"] == "fail" or r["error"]:
                 if name in OURS:

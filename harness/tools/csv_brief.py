@@ -16,7 +16,9 @@ def main(path):
         if r.get("pdl") == "1":
             r["variant"] += " (PDL)"
         frac = float(r["frac_of_floor"] or 0) * 100
-        print(f"{r['shape']:28} {r['M']:>3} {r['k_bits']:>2} {r['variant']:22} "
+        fmt = (r.get("codebook") or "").split(" ")[0]  # an AWQ problem's K column: its format
+        k = fmt if fmt in ("awq_g32", "awq_g64", "awq_g128") else r["k_bits"]
+        print(f"{r['shape']:28} {r['M']:>3} {k:>2} {r['variant']:22} "
               f"{float(r['median_us'] or 0):9.2f} {float(r['floor_us'] or 0):7.2f} "
               f"{frac:6.1f}% {float(r['speedup_vs_baseline'] or 0):7.2f} {r['check']:6} "
               f"{r['config']}{(' ERROR ' + r['error']) if r['error'] else ''}")

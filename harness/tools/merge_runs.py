@@ -5,7 +5,8 @@ config and build, into one run folder:
     python3 harness/tools/merge_runs.py results/envelope/<part 1> results/envelope/<part 2> ...
 
 The parts must be different folders of the same experiment, config hash, git SHA and GPU with the
-same CSV header, and no problem row (shape, M, K, dtype, variant, PDL) may appear in two of them;
+same CSV header, and no problem row (shape, M, K, dtype, weight format (the codebook column),
+variant, PDL) may appear in two of them;
 else it refuses before writing anything. The joined folder takes the first part's name: results.csv
 holds every part's rows; run.json is the first part's with `merged_from` (each part's argv, start,
 end and status), the summary counts and the peers' counts summed, and `overrides.shapes` the union;
@@ -66,13 +67,15 @@ def main(parts):
     same(parts, [r["device"]["name"] for r in runs], "GPU")
     same(parts, [rows[0] for _, rows in loaded], "CSV header")
     header = loaded[0][1][0]
-    idx = [header.index(k) for k in KEY]
+    # The codebook column tells a kbit problem from an AWQ one of the same shape, M, K and dtype.
+    key_names = KEY + (("codebook",) if "codebook" in header else ())
+    idx = [header.index(k) for k in key_names]
     seen = {}
     for part, (_, rows) in zip(parts, loaded):
         for row in rows[1:]:
             key = tuple(row[i] for i in idx)
             if key in seen:
-                sys.exit(f"merge_runs: {dict(zip(KEY, key))} is in both {seen[key]} and "
+                sys.exit(f"merge_runs: {dict(zip(key_names, key))} is in both {seen[key]} and "
                          f"{os.path.basename(part)}")
             seen[key] = os.path.basename(part)
     merged = json.loads(json.dumps(runs[0]))

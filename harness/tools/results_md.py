@@ -47,6 +47,9 @@ def experiment_section(name):
     kinds = OrderedDict()
     for r in rows:
         key = r["variant"] + (" (PDL)" if r.get("pdl") == "1" else "")
+        fmt = (r.get("codebook") or "").split(" ")[0]
+        if fmt in ("awq_g32", "awq_g64", "awq_g128"):  # the rows of AWQ problems: a kind of their own
+            key += " on " + fmt
         kinds.setdefault(key, []).append(r)
     dev = meta.get("device", {}).get("name", "?")
     build = meta.get("build", {})

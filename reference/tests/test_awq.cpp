@@ -276,6 +276,61 @@ TEST_CASE("awq: awq_gemm_ref computes C = A * W_awq with W_awq[k][n] = W[n][k]",
   }
 }
 
+TEST_CASE("awq: the tiled layout, one word by hand and every nibble by the inverse map", "[awq]") {
+  // Golden column 0 holds q = k % 16, scale 0x3000, zero 5. Thread 0 decodes rows 0 and 8 (row 8
+  // is past N = 8: zeros), k 0, 1 (nibbles 0, 4) and 8, 9 (nibbles 2, 6) at k16 step 0.
+  const AwqTiled g = awq_tile(awq_quantize(golden_w(), 8, 32, 32));
+  REQUIRE(g.n_tiles == 1);
+  REQUIRE(g.k_tiles == 1);
+  REQUIRE(g.meta_tiles == 1);  // one 64-k meta tile holds two groups of 32; the second is past K
+  REQUIRE(g.meta_words_per_tile == 256);
+  CHECK(g.words[0] == 0x09010800u);
+  CHECK(g.meta[0] == 0x64053000u);  // 1024 + 5 over the scale 1/8
+  CHECK(g.meta[128] == 0u);
+
+  // Every (k, n) of a random tensor, located by the inverse of the layout's map, in all three
+  // group sizes, N and K_in not multiples of the tile.
+  for (int G : {32, 64, 128}) {
+    const std::int64_t N = 136, K = G == 32 ? 160 : 2 * G + (G == 64 ? 64 : 128);
+    const AwqTensor t = awq_quantize(random_normal(N * K, 40 + G), N, K, G);
+    const AwqTiled tl = awq_tile(t);
+    const AwqValues v = awq_unpack(t);
+    const int span = G > 64 ? G : 64, per = span / G;
+    CHECK(tl.k_tiles == int((K + 63) / 64));
+    CHECK(tl.meta_tiles == int((K + span - 1) / span));
+    int bad = 0;
+    for (std::int64_t k = 0; k < K; ++k)
+      for (std::int64_t n = 0; n < N; ++n) {
+        const int kk = int(k % 64), rr = int(n % 128), e = kk % 8;
+        const int th = 128 * (rr / 64) + 32 * ((rr % 64) / 16) + 4 * (rr % 8) + e / 2;
+        const int p = (rr % 16 >= 8) + 2 * (kk % 16 >= 8) + 4 * (e % 2);
+        const std::uint32_t word =
+            tl.words[(std::size_t(k / 64) * tl.n_tiles + n / 128) * 1024 + th * 4 + kk / 16];
+        bad += int((word >> (4 * p)) & 15u) != v.q_at(k, n);
+        const std::int64_t g = k / G;
+        const std::uint32_t m =
+            tl.meta[(std::size_t(g / per) * tl.n_tiles + n / 128) * tl.meta_words_per_tile +
+                    (g % per) * 128 + rr];
+        bad += (m & 0xFFFFu) != t.scales[std::size_t(g * N + n)];
+        bad += int(m >> 16) != 0x6400 + v.zero_at(g, n);
+      }
+    CHECK(bad == 0);
+    // Rows past N in the last n-tile: zero nibbles (and zero metadata, which the kernel's
+    // (q - z) * s turns into zero weights).
+    int tail = 0;
+    for (std::size_t kt = 0; kt < std::size_t(tl.k_tiles); ++kt)
+      for (int th = 0; th < 256; ++th)
+        for (int i = 0; i < 4; ++i)
+          for (int p = 0; p < 8; ++p) {
+            const int row = 64 * (th / 128) + 16 * ((th / 32) % 4) + (th % 32) / 4 + 8 * (p & 1);
+            const std::uint32_t word = tl.words[(kt * tl.n_tiles + 1) * 1024 + th * 4 + i];
+            tail += 128 + row >= N && ((word >> (4 * p)) & 15u) != 0;
+          }
+    for (int r = int(N) - 128; r < 128; ++r) tail += tl.meta[std::size_t(tl.meta_words_per_tile) + r] != 0;
+    CHECK(tail == 0);
+  }
+}
+
 TEST_CASE("awq: bad shapes, groups and non-finite input are refused by name", "[awq]") {
   const auto w = random_normal(16 * 256, 3);
   CHECK_THROWS_AS(awq_quantize(w, 12, 256, 128), Error);

@@ -2,12 +2,13 @@
 // operand, A and B swapped) over any order of output tiles. Variant 03 (warp_specialized.cu)
 // runs it over a dense problem's tiles with stream-K; variant 05 (grouped_mma.cu) over the
 // (expert, m-tile, n-tile) tiles of an MoE layer, listed on the device. The tile order is the
-// policy P (below); everything else is shared. README.md beside this file has the picture, the
-// register budget and what each step bought.
+// policy P (below), the weights' layout and decode the format F (below: KbitWeights here, the AWQ
+// repack in variants/06_awq); everything else is shared. README.md beside this file has the
+// picture, the register budget and what each step bought.
 //
 // * One producer warpgroup (threads 256..383; one thread works) fills a ring of kStages stages,
-//   each KT k-tiles (64 each) of one 128-row weight tile: the tiled layout's plane and code tiles
-//   by cp.async.bulk, the activation boxes (token tile x 64) by TMA tensor copies with the
+//   each KT k-tiles (64 each) of one 128-row weight tile: the format's weight and scale tiles
+//   (kbit: the tiled layout's planes and codes) by cp.async.bulk, the activation boxes (token tile x 64) by TMA tensor copies with the
 //   128-byte swizzle, all completing on the stage's `full` mbarrier.
 // * Two consumer warpgroups (threads 0..255, rows 0..63 and 64..127 of the weight tile) wait on
 //   `full`, decode their A fragments for the stage's 4 KT k16 steps, issue them as one wgmma
@@ -61,14 +62,14 @@ struct Config {
   static constexpr long long kGroupBytes = 16ll << 20;  // activations a tile group keeps in L2
 };
 
-// Shared memory of (K, token tile TT): the decode table, then the ring, then its barriers. A
-// stage holds KT k-tiles of the tiled layout (a k-step of 64 KT): KT activation boxes, then KT
-// plane tiles, then KT code tiles.
-template <int K, int TT>
+// Shared memory of (weight format F, token tile TT): the format's decode table, then the ring,
+// then its barriers. A stage holds KT k-tiles (a k-step of 64 KT): KT activation boxes, then KT
+// weight tiles, then KT scale tiles.
+template <typename F, int TT>
 struct Layout {
   // Blocks per SM: two at the smallest token tiles, where a block's 8 consumer warps cannot
   // hide the decode's latency (latency-bound at ~50% issue, F-033); the budgets below follow.
-  static constexpr int kBlocksPerSm = TT <= 32 && K <= 4 ? 2 : 1;  // K = 5: a 128 KB table
+  static constexpr int kBlocksPerSm = TT <= 32 && F::kTwoBlocksPerSm ? 2 : 1;
   // setmaxnreg: the producer warpgroup gives registers back, the consumers take them, to the
   // block's pool exactly (an .inc past it waits forever, which was measured as a hang). One
   // block per SM: ptxas allocates 168 a thread (65536 / 384), 384 x 168 = 128 x 56 + 256 x 224.
@@ -87,12 +88,11 @@ struct Layout {
   // Accumulator sets, k16 step q adding into set q % kAccSets: at small token tiles a wgmma is
   // a few cycles of tensor work, and one chain of dependent wgmmas would run at its latency.
   static constexpr int kAccSets = TT <= 64 ? 2 : 1;
-  static constexpr int kLutBytes = dev::fragment_lut::Table<K>::kBytes;
+  static constexpr int kLutBytes = F::kTableBytes;
   static constexpr int kABytes = TT * Config::kTileK * 2;  // one box: TT rows of 128 B, swizzled
-  static constexpr int kPlaneBytes = Config::kTileN * Config::kKbPerTile * K * 4;
-  static constexpr int kPlanesAt = KT * kABytes;                 // offset of the plane tiles
-  static constexpr int kCodesAt = kPlanesAt + KT * kPlaneBytes;  // offset of the code tiles
-  static constexpr int kCopyBytes = kCodesAt + KT * Config::kCodeBytes;
+  static constexpr int kWeightsAt = KT * kABytes;                    // offset of the weight tiles
+  static constexpr int kScalesAt = kWeightsAt + KT * F::kWeightBytes;  // and of the scale tiles
+  static constexpr int kCopyBytes = kScalesAt + KT * F::kScaleBytes;
   static constexpr int kStageBytes = (kCopyBytes + 1023) / 1024 * 1024;  // boxes at 1024 B
   static constexpr int kBarrierBytes = 1024;
   static constexpr int kStages = std::min(
@@ -110,8 +110,9 @@ struct Layout {
 // what its tile() reads.
 struct MainloopArgs {
   void* C;
-  const uint32_t* packed;
-  const uint8_t* absmax;
+  const unsigned char* weights;  // the format's weight tiles (kbit: the tiled layout's planes)
+  const unsigned char* scales;   // and its scale tiles (kbit: the E4M4 codes)
+  int group;                     // AWQ: the group size G; kbit: unused
   int M, N, n_tiles, k_tiles;
   int k_steps;   // stages per tile: ceil(k_tiles / KT)
   int dp_tiles;  // tiles [0, dp_tiles) are whole, block b takes b, b + grid, ...
@@ -119,16 +120,85 @@ struct MainloopArgs {
   int per;       // the rest: block b streams units [dp_tiles * k_steps + b * per, + per)
   float* ws;     // split-K workspace [M][N] fp32, zero between calls
   int* counters;
-  float cb[32];
+  float cb[32];  // kbit: the codebook
 };
 
 // One output tile as the mainloop sees it: TT rows of A from a_row (the TMA box), of which rows
-// [a_row, row_end) are stored; weight n-tile nt of the plane and code tiles at planes / codes
-// (the tiled layout of one weight matrix: tile (kt, nt) at kt * n_tiles + nt).
+// [a_row, row_end) are stored; weight n-tile nt of one weight matrix's weight and scale tiles
+// (the format's tiled layout: weight tile (kt, nt) at kt * n_tiles + nt).
 struct TileInfo {
   int a_row, row_end, nt;
-  const unsigned char* planes;
-  const uint8_t* codes;
+  const unsigned char* weights;
+  const unsigned char* scales;
+};
+
+// A weight format F gives the kernel:
+//   F::kTableBytes, F::kTwoBlocksPerSm : its decode table in shared memory (a multiple of 1 KB,
+//                                        0 for none), and whether two blocks per SM fit beside it
+//   F::kWeightBytes, F::kScaleBytes    : the bytes a stage reserves per k-tile
+//   F::k_tile_bytes(a)                 : the bytes copy_k_tile brings (the stage's expect_tx)
+//   F::copy_k_tile(w, s, a, tile, kt, bar) : issues the bulk copies of k-tile kt of the tile into
+//                                        stage addresses w and s on mbarrier bar
+//   F::Decoder<T>(smem, cb, a, lane)   : one consumer thread's decoder (build_table fills the
+//                                        table first, all consumers, then a barrier);
+//                                        decode(smem, w, s, row0, f) writes the A registers of
+//                                        the k-tile's 4 k16 steps, f[4 i + r] (i: the k16 step,
+//                                        r: wgmma's A register: rows row0, row0 + 8 at k 2c,
+//                                        then at k 2c + 8)
+
+// The kbit tiled layout (docs/format.md): K bit planes and one E4M4 code per block of 32, decoded
+// through the fragment table (fragment_lut.cuh).
+template <int K>
+struct KbitWeights {
+  using Table = dev::fragment_lut::Table<K>;
+  static constexpr int kTableBytes = Table::kBytes;
+  static constexpr bool kTwoBlocksPerSm = K <= 4;  // K = 5: a 128 KB table
+  static constexpr int kWeightBytes = Config::kTileN * Config::kKbPerTile * K * 4;
+  static constexpr int kScaleBytes = Config::kCodeBytes;
+
+  __device__ static uint32_t k_tile_bytes(const MainloopArgs&) {
+    return kWeightBytes + kScaleBytes;
+  }
+  __device__ static void copy_k_tile(uint32_t w, uint32_t s, const MainloopArgs& a,
+                                     const TileInfo& tile, int kt, uint32_t bar) {
+    const long long t = (long long)kt * a.n_tiles + tile.nt;
+    dev::bulk_copy_g2s(w, tile.weights + t * kWeightBytes, kWeightBytes, bar);
+    dev::bulk_copy_g2s(s, tile.scales + t * kScaleBytes, kScaleBytes, bar);
+  }
+
+  template <typename T>
+  struct Decoder {
+    dev::fragment_lut::Decoder<K, T> dec;
+    __device__ Decoder(const MainloopArgs&, int lane) : dec(lane) {}
+    __device__ static void build_table(unsigned char* smem, const float* cb, int tid) {
+      dev::fragment_lut::build<K, T>(smem, cb, tid, Config::kConsumers);
+    }
+    // Rows row0 and row0 + 8, blocks kb = 0, 1; k16 step 2kb + h takes pairs Q = 2h (k 2c..)
+    // and 2h + 1 (k 2c + 8 ..).
+    __device__ __forceinline__ void decode(const unsigned char* smem, const unsigned char* w,
+                                           const unsigned char* s, int row0,
+                                           uint32_t (&f)[16]) const {
+      const uint32_t* planes = reinterpret_cast<const uint32_t*>(w);
+#pragma unroll
+      for (int rr = 0; rr < 2; ++rr) {
+        const int r = row0 + 8 * rr;
+        const uint32_t code2 = *reinterpret_cast<const uint16_t*>(s + r * 2);
+#pragma unroll
+        for (int kb = 0; kb < 2; ++kb) {
+          uint32_t p[K], out[4];
+          dev::load_planes<K>(planes + (r * 2 + kb) * K, p);
+          const uint32_t scale2 =
+              kb == 0 ? dec.template scale<0>(smem, code2) : dec.template scale<1>(smem, code2);
+          dec.decode(smem, p, scale2, out);
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            f[(2 * kb + h) * 4 + rr] = out[2 * h];
+            f[(2 * kb + h) * 4 + 2 + rr] = out[2 * h + 1];
+          }
+        }
+      }
+    }
+  };
 };
 
 // A tile policy P gives the kernel:
@@ -188,11 +258,11 @@ struct Walk {
   }
 };
 
-template <int K, int TT, typename T, typename P>
-__global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
+template <typename F, int TT, typename T, typename P>
+__global__ void __launch_bounds__(Config::kThreads, Layout<F, TT>::kBlocksPerSm)
     warp_specialized_kernel(const __grid_constant__ typename P::Args a,
                             const __grid_constant__ CUtensorMap amap) {
-  using L = Layout<K, TT>;
+  using L = Layout<F, TT>;
   constexpr int S = L::kStages;
   extern __shared__ __align__(16) unsigned char smem[];
   // The table at the start of shared memory; the ring after it on a 1024-byte boundary, where
@@ -236,31 +306,27 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
       const uint32_t st = stage_a(s);
       // Every activation box, even one past K_dim (the TMA fills it with zeros), so that the
       // consumers' wgmmas need no branch; weights only for the k-tiles that exist.
-      dev::mbar_arrive_expect_tx(full(s),
-                                 L::KT * L::kABytes + n_kt * (L::kPlaneBytes + Config::kCodeBytes));
+      dev::mbar_arrive_expect_tx(full(s), L::KT * L::kABytes + n_kt * F::k_tile_bytes(a));
       for (int j = 0; j < L::KT; ++j)
         dev::tma_load_2d(st + j * L::kABytes, &amap, (kt0 + j) * Config::kTileK, tile.a_row,
                          full(s));
-      for (int j = 0; j < n_kt; ++j) {
-        const long long t = (long long)(kt0 + j) * a.n_tiles + tile.nt;
-        dev::bulk_copy_g2s(st + L::kPlanesAt + j * L::kPlaneBytes, tile.planes + t * L::kPlaneBytes,
-                           L::kPlaneBytes, full(s));
-        dev::bulk_copy_g2s(st + L::kCodesAt + j * Config::kCodeBytes,
-                           tile.codes + t * Config::kCodeBytes, Config::kCodeBytes, full(s));
-      }
+      for (int j = 0; j < n_kt; ++j)
+        F::copy_k_tile(st + L::kWeightsAt + j * F::kWeightBytes,
+                       st + L::kScalesAt + j * F::kScaleBytes, a, tile, kt0 + j, full(s));
     }
     return;
   }
 
   // ------------------------------------------------------------------ consumers
   dev::wgmma::claim_registers<L::kConsumerRegs>();
-  dev::fragment_lut::build<K, T>(smem, s_cb, int(threadIdx.x), Config::kConsumers);
+  using Decoder = typename F::template Decoder<T>;
+  Decoder::build_table(smem, s_cb, int(threadIdx.x));
   dev::sync_threads<Config::kConsumers>();
   dev::pdl::wait();  // C and the workspace: the previous kernel may still use them
 
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int row0 = (warp >> 2) * 64 + (warp & 3) * 16 + (lane >> 2);  // and row0 + 8
-  const dev::fragment_lut::Decoder<K, T> dec(lane);
+  const Decoder dec(a, lane);
   using Mma = dev::wgmma::MmaRS<TT, T>;
   constexpr int kSteps16 = 4 * L::KT;  // k16 steps per stage
   float acc[L::kAccSets][Mma::kRegs];
@@ -272,31 +338,11 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
   // arrival per warp after __syncwarp: F-001).
   auto free_stage = [&](int s) { dev::mbar_arrive(empty(s)); };
 
-  // Decodes k-tile j of stage s into f: rows row0 and row0 + 8, blocks kb = 0, 1; k16 step
-  // 4j + 2kb + h takes pairs Q = 2h (k 2c..) and 2h + 1 (k 2c + 8 ..).
+  // Decodes k-tile j of stage s into f's registers of k16 steps 4j .. 4j + 3.
   auto decode = [&](int s, int j, uint32_t(&f)[kSteps16 * 4]) {
     const unsigned char* st = smem + ring_off + s * L::kStageBytes;
-    const uint32_t* planes =
-        reinterpret_cast<const uint32_t*>(st + L::kPlanesAt + j * L::kPlaneBytes);
-    const unsigned char* codes = st + L::kCodesAt + j * Config::kCodeBytes;
-#pragma unroll
-    for (int rr = 0; rr < 2; ++rr) {
-      const int r = row0 + 8 * rr;
-      const uint32_t code2 = *reinterpret_cast<const uint16_t*>(codes + r * 2);
-#pragma unroll
-      for (int kb = 0; kb < 2; ++kb) {
-        uint32_t p[K], out[4];
-        dev::load_planes<K>(planes + (r * 2 + kb) * K, p);
-        const uint32_t scale2 =
-            kb == 0 ? dec.template scale<0>(smem, code2) : dec.template scale<1>(smem, code2);
-        dec.decode(smem, p, scale2, out);
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          f[(4 * j + 2 * kb + h) * 4 + rr] = out[2 * h];
-          f[(4 * j + 2 * kb + h) * 4 + 2 + rr] = out[2 * h + 1];
-        }
-      }
-    }
+    dec.decode(smem, st + L::kWeightsAt + j * F::kWeightBytes, st + L::kScalesAt + j * F::kScaleBytes,
+               row0, *reinterpret_cast<uint32_t(*)[16]>(&f[16 * j]));
   };
 
   // Tile t's sums: straight to C when this block is its only contributor, else added into the
@@ -404,7 +450,7 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<K, TT>::kBlocksPerSm)
 
 // ---------------------------------------------------------------- host side
 
-// The kernel of (K, token tile, element type, tile policy) and what its launch needs.
+// The kernel of (weight format, token tile, element type, tile policy) and what its launch needs.
 struct Kernel {
   const void* fn;
   int smem_bytes, stages, k_tiles_per_stage;
@@ -422,16 +468,20 @@ decltype(auto) with_token_tile(int tt, const char* who, Fn&& fn) {
   });
 }
 
+template <typename F, typename T, typename P>
+Kernel kernel_of(int tt, const char* who) {
+  return with_token_tile(tt, who, [&](auto tt_const) {
+    constexpr int TT = decltype(tt_const)::value;
+    using L = Layout<F, TT>;
+    return Kernel{reinterpret_cast<const void*>(warp_specialized_kernel<F, TT, T, P>),
+                  L::kBytes + Config::kAlignSlack, L::kStages, L::KT, L::kRegisterPool};
+  });
+}
+// The kbit kernel of K = k.
 template <typename T, typename P>
 Kernel kernel_for(int k, int tt, const char* who) {
   return with_k_bits(k, [&](auto k_const) {
-    constexpr int KB = decltype(k_const)::value;
-    return with_token_tile(tt, who, [&](auto tt_const) {
-      constexpr int TT = decltype(tt_const)::value;
-      using L = Layout<KB, TT>;
-      return Kernel{reinterpret_cast<const void*>(warp_specialized_kernel<KB, TT, T, P>),
-                    L::kBytes + Config::kAlignSlack, L::kStages, L::KT, L::kRegisterPool};
-    });
+    return kernel_of<KbitWeights<decltype(k_const)::value>, T, P>(tt, who);
   });
 }
 

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "reference/error.hpp"
+#include "variants/03_warp_specialized/dense_tiles.cuh"
 #include "variants/03_warp_specialized/mainloop.cuh"
 #include "variants/03_warp_specialized/warp_specialized.hpp"
 #include "variants/common/cuda_check.hpp"
@@ -93,84 +94,39 @@ int prepare_kernel(const Kernel& k, const char* who) {
 
 }  // namespace ws
 
-namespace {
+namespace ws {
 
-// A dense problem's tiles: (m-tile, n-tile) in groups of group_m m-tiles, n-tiles outer inside a
-// group; tiles from dp_tiles on are split into stream-K stripes.
-struct DenseTiles {
-  struct Args : ws::MainloopArgs {
-    int m_tiles, group_m, token_tile;
-  };
-  __device__ static int whole_tiles(const Args& a) { return a.dp_tiles; }
-  __device__ static ws::TileInfo tile(const Args& a, int t) {
-    const int per_group = a.group_m * a.n_tiles;
-    const int g = t / per_group, r = t - g * per_group;
-    const int gm = min(a.group_m, a.m_tiles - g * a.group_m);
-    const int nt = r / gm;
-    const int mt = g * a.group_m + (r - nt * gm);
-    return {mt * a.token_tile, a.M, nt, reinterpret_cast<const unsigned char*>(a.packed), a.absmax};
-  }
-  __device__ static int row_end(const Args& a, const ws::TileInfo&) { return a.M; }
-  __device__ static int contributors(const Args& a, int t) {
-    return t < a.dp_tiles
-               ? 1
-               : kbit::dev::splitk::stripe_contributors(t - a.dp_tiles, a.k_steps, a.per);
-  }
-};
-
-// The token tile by M: the smallest that holds M up to 128 (the weights are read once per
-// m-tile, so fewer m-tiles win while the tensor work is small), 256 from there (tensor-bound:
-// the widest wgmma halves the activation traffic per weight).
 int token_tile_for(std::int64_t m) {
-  for (int tt : ws::kTokenTiles)
+  for (int tt : kTokenTiles)
     if (m <= tt) return tt;
   return 256;
 }
 
-struct WarpSpecializedState : VariantState {
-  int token_tile = 16, m_tiles = 0, n_tiles = 0, k_tiles = 0, k_steps = 0, group_m = 1, tiles = 0;
-  int dp_tiles = 0, units = 0, per = 0, grid = 0, split_tiles = 0, max_contributors = 1;
-  ws::Kernel kernel{};
-  SplitKWorkspace split;  // allocated when a tile is split
-  std::string describe() const override {
-    return "tile " + std::to_string(token_tile) + " tokens x 128 weight rows x " +
-           std::to_string(64 * kernel.k_tiles_per_stage) + " k, " + std::to_string(kernel.stages) +
-           "-stage TMA ring, RS wgmma (weights from registers), " + std::to_string(dp_tiles) +
-           " of " + std::to_string(tiles) + " tiles whole over " + std::to_string(grid) +
-           " blocks, the rest in stripes of " + std::to_string(per) + " k-steps (" +
-           std::to_string(split_tiles) + " tiles split), m-tile groups of " +
-           std::to_string(group_m);
-  }
-  // Split-K partial sums and the accumulator sets' sum on top of the K_dim additions.
-  std::int64_t extra_additions() const override { return max_contributors + 2; }
-};
+std::string DensePlan::describe() const {
+  return "tile " + std::to_string(token_tile) + " tokens x 128 weight rows x " +
+         std::to_string(64 * kernel.k_tiles_per_stage) + " k, " + std::to_string(kernel.stages) +
+         "-stage TMA ring, RS wgmma (weights from registers), " + std::to_string(dp_tiles) +
+         " of " + std::to_string(tiles) + " tiles whole over " + std::to_string(grid) +
+         " blocks, the rest in stripes of " + std::to_string(per) + " k-steps (" +
+         std::to_string(split_tiles) + " tiles split), m-tile groups of " +
+         std::to_string(group_m);
+}
 
-}  // namespace
-
-std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const VariantOptions& o) {
-  const char* who = "warp_specialized";
-  require_dense_gemm_dims(d, who);
-  ws::require_wgmma_device(who);
-  auto s = std::make_unique<WarpSpecializedState>();
-  const std::int64_t tt_opt = o.get(kWarpSpecializedTokenTile);
-  s->token_tile = tt_opt == 0 ? token_tile_for(d.M) : int(tt_opt);
-  s->kernel = d.dtype == DType::f16
-                  ? ws::kernel_for<__half, DenseTiles>(d.k_bits, s->token_tile, who)
-                  : ws::kernel_for<__nv_bfloat16, DenseTiles>(d.k_bits, s->token_tile, who);
-  s->m_tiles = int((d.M + s->token_tile - 1) / s->token_tile);
-  s->n_tiles = int((d.N + ws::Config::kTileN - 1) / ws::Config::kTileN);
-  s->k_tiles = int((d.K_dim + ws::Config::kTileK - 1) / ws::Config::kTileK);
-  s->k_steps = (s->k_tiles + s->kernel.k_tiles_per_stage - 1) / s->kernel.k_tiles_per_stage;
-  const long long tiles = (long long)s->m_tiles * s->n_tiles;
-  if (tiles * s->k_steps >= (1ll << 31))
-    throw Error(std::string(who) + ": " + std::to_string(tiles * s->k_steps) +
+void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const char* who) {
+  s.m_tiles = int((d.M + s.token_tile - 1) / s.token_tile);
+  s.n_tiles = int((d.N + Config::kTileN - 1) / Config::kTileN);
+  s.k_tiles = int((d.K_dim + Config::kTileK - 1) / Config::kTileK);
+  s.k_steps = (s.k_tiles + s.kernel.k_tiles_per_stage - 1) / s.kernel.k_tiles_per_stage;
+  const long long tiles = (long long)s.m_tiles * s.n_tiles;
+  if (tiles * s.k_steps >= (1ll << 31))
+    throw Error(std::string(who) + ": " + std::to_string(tiles * s.k_steps) +
                 " (tile, k-step) units reach the 32-bit limit 2^31");
-  s->tiles = int(tiles);
-  s->units = int(tiles * s->k_steps);
-  const long long m_tile_bytes = (long long)s->token_tile * d.K_dim * 2;
-  s->group_m = int(std::clamp<long long>(ws::Config::kGroupBytes / m_tile_bytes, 1, s->m_tiles));
+  s.tiles = int(tiles);
+  s.units = int(tiles * s.k_steps);
+  const long long m_tile_bytes = (long long)s.token_tile * d.K_dim * 2;
+  s.group_m = int(std::clamp<long long>(Config::kGroupBytes / m_tile_bytes, 1, s.m_tiles));
 
-  const int slots = ws::prepare_kernel(s->kernel, who);
+  const int slots = prepare_kernel(s.kernel, who);
   // Whole tiles while two waves or more remain (or all of them when they fill whole waves, or
   // split-K is forced off), the rest in equal stripes of units.
   // Whole tiles everywhere when they keep >= 90% of the slots busy on average over all waves
@@ -178,59 +134,78 @@ std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const Va
   // activations' k-slices in L2, which stripes starting at scattered k-offsets do not (F-033:
   // Llama3-70B down at M = 1024, 58 MB of activations). Else whole tiles for all but the last
   // two waves (the last full one and the partial one), which are split into stripes.
-  const int waves = s->tiles / slots;
-  const int all_waves = (s->tiles + slots - 1) / slots;
+  const int waves = s.tiles / slots;
+  const int all_waves = (s.tiles + slots - 1) / slots;
   if (o.split_k == SplitMode::force_on)
-    s->dp_tiles = 0;
-  else if (o.split_k == SplitMode::force_off || s->tiles % slots == 0 ||
-           (waves >= 1 && 10 * s->tiles >= 9 * all_waves * slots))
-    s->dp_tiles = s->tiles;
+    s.dp_tiles = 0;
+  else if (o.split_k == SplitMode::force_off || s.tiles % slots == 0 ||
+           (waves >= 1 && 10 * s.tiles >= 9 * all_waves * slots))
+    s.dp_tiles = s.tiles;
   else
-    s->dp_tiles = waves >= 2 ? (waves - 1) * slots : 0;
-  const int rest = (s->tiles - s->dp_tiles) * s->k_steps;
+    s.dp_tiles = waves >= 2 ? (waves - 1) * slots : 0;
+  const int rest = (s.tiles - s.dp_tiles) * s.k_steps;
   const int even = (rest + slots - 1) / slots;
   if (o.split_k == SplitMode::force_on)
-    s->per = s->k_steps < 2 ? even : std::max(1, std::min(even, s->k_steps - 1));
+    s.per = s.k_steps < 2 ? even : std::max(1, std::min(even, s.k_steps - 1));
   else
-    s->per = std::max(std::min(4, s->k_steps), even);  // a stripe pays one ring fill
-  s->per = std::max(s->per, 1);
-  const int sk_blocks = rest == 0 ? 0 : (rest + s->per - 1) / s->per;
-  s->grid = std::max(std::min(slots, std::max(s->dp_tiles, 1)), sk_blocks);
-  for (int t = s->dp_tiles; t < s->tiles; ++t) {
-    const int c = kbit::dev::splitk::stripe_contributors(t - s->dp_tiles, s->k_steps, s->per);
-    s->split_tiles += c > 1;
-    s->max_contributors = std::max(s->max_contributors, c);
+    s.per = std::max(std::min(4, s.k_steps), even);  // a stripe pays one ring fill
+  s.per = std::max(s.per, 1);
+  const int sk_blocks = rest == 0 ? 0 : (rest + s.per - 1) / s.per;
+  s.grid = std::max(std::min(slots, std::max(s.dp_tiles, 1)), sk_blocks);
+  for (int t = s.dp_tiles; t < s.tiles; ++t) {
+    const int c = kbit::dev::splitk::stripe_contributors(t - s.dp_tiles, s.k_steps, s.per);
+    s.split_tiles += c > 1;
+    s.max_contributors = std::max(s.max_contributors, c);
   }
-  if (s->split_tiles > 0) {  // the workspace and counters, zeroed once; each call leaves them so
-    s->split.allocate(d.M * d.N, s->tiles);
+  if (s.split_tiles > 0) {  // the workspace and counters, zeroed once; each call leaves them so
+    s.split.allocate(d.M * d.N, s.tiles);
   }
+}
+
+void launch_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g,
+                  const void* weights, const void* scales, int group, cudaStream_t stream) {
+  DenseTiles::Args a{};
+  a.C = g.C;
+  a.weights = static_cast<const unsigned char*>(weights);
+  a.scales = static_cast<const unsigned char*>(scales);
+  a.group = group;
+  a.M = int(d.M);
+  a.N = int(d.N);
+  a.m_tiles = s.m_tiles;
+  a.n_tiles = s.n_tiles;
+  a.k_tiles = s.k_tiles;
+  a.k_steps = s.k_steps;
+  a.group_m = s.group_m;
+  a.token_tile = s.token_tile;
+  a.dp_tiles = s.dp_tiles;
+  a.units = s.units;
+  a.per = s.per;
+  a.ws = s.split.sums.get();
+  a.counters = s.split.counters.get();
+  for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
+  launch_mainloop(s.kernel, s.grid, a, g.A, d.dtype, d.M, d.K_dim, s.token_tile, stream, g.pdl);
+}
+
+}  // namespace ws
+
+std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const VariantOptions& o) {
+  const char* who = "warp_specialized";
+  require_dense_gemm_dims(d, who);
+  ws::require_wgmma_device(who);
+  auto s = std::make_unique<ws::DensePlan>();
+  const std::int64_t tt_opt = o.get(kWarpSpecializedTokenTile);
+  s->token_tile = tt_opt == 0 ? ws::token_tile_for(d.M) : int(tt_opt);
+  s->kernel = d.dtype == DType::f16
+                  ? ws::kernel_for<__half, ws::DenseTiles>(d.k_bits, s->token_tile, who)
+                  : ws::kernel_for<__nv_bfloat16, ws::DenseTiles>(d.k_bits, s->token_tile, who);
+  ws::plan_dense(*s, d, o, who);
   return s;
 }
 
 void warp_specialized_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
                           cudaStream_t stream) {
-  auto* s = static_cast<WarpSpecializedState*>(state);
   require_tiled_args(g, d, TileConfig{ws::Config::kTileK, ws::Config::kTileN}, "warp_specialized");
-  DenseTiles::Args a{};
-  a.C = g.C;
-  a.packed = g.w.packed;
-  a.absmax = g.w.absmax;
-  a.M = int(d.M);
-  a.N = int(d.N);
-  a.m_tiles = s->m_tiles;
-  a.n_tiles = s->n_tiles;
-  a.k_tiles = s->k_tiles;
-  a.k_steps = s->k_steps;
-  a.group_m = s->group_m;
-  a.token_tile = s->token_tile;
-  a.dp_tiles = s->dp_tiles;
-  a.units = s->units;
-  a.per = s->per;
-  a.ws = s->split.sums.get();
-  a.counters = s->split.counters.get();
-  for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
-  ws::launch_mainloop(s->kernel, s->grid, a, g.A, d.dtype, d.M, d.K_dim, s->token_tile, stream,
-                      g.pdl);
+  ws::launch_dense(*static_cast<ws::DensePlan*>(state), d, g, g.w.packed, g.w.absmax, 0, stream);
 }
 
 }  // namespace kbit::variants

@@ -146,15 +146,15 @@ struct GroupedTiles {
   struct Args : ws::MainloopArgs {
     const int4* mtiles;                    // list_mtiles's entries
     const int* count;                      // and their number
-    long long expert_words, expert_bytes;  // one expert's plane words and code bytes
+    long long expert_weight_bytes, expert_scale_bytes;  // one expert's planes and codes
   };
   // Read at L2 (ld.cg): list_mtiles wrote them, and this grid may have started before it ended.
   __device__ static int whole_tiles(const Args& a) { return __ldcg(a.count) * a.n_tiles; }
   __device__ static ws::TileInfo tile(const Args& a, int t) {
     const int g = t / a.n_tiles, nt = t - g * a.n_tiles;
     const int4 m = __ldcg(a.mtiles + g);
-    return {m.y, m.z, nt, reinterpret_cast<const unsigned char*>(a.packed + m.x * a.expert_words),
-            a.absmax + m.x * a.expert_bytes};
+    return {m.y, m.z, nt, a.weights + m.x * a.expert_weight_bytes,
+            a.scales + m.x * a.expert_scale_bytes};
   }
   __device__ static int row_end(const Args&, const ws::TileInfo& t) { return t.row_end; }
   __device__ static int contributors(const Args&, int) { return 1; }
@@ -265,8 +265,8 @@ void grouped_mma_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
   if (d.M == 0) return;  // no rows: C has nothing to write (and a TMA tensor needs one row)
   GroupedTiles::Args a{};
   a.C = g.C;
-  a.packed = g.w.packed;
-  a.absmax = g.w.absmax;
+  a.weights = reinterpret_cast<const unsigned char*>(g.w.packed);
+  a.scales = g.w.absmax;
   a.M = rows;
   a.N = int(d.N);
   a.n_tiles = s->n_tiles;
@@ -274,8 +274,8 @@ void grouped_mma_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
   a.k_steps = s->k_steps;
   a.mtiles = mtiles;
   a.count = count;
-  a.expert_words = g.w.expert_words;
-  a.expert_bytes = g.w.expert_bytes;
+  a.expert_weight_bytes = g.w.expert_words * 4;
+  a.expert_scale_bytes = g.w.expert_bytes;
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
   // A as one [M][K_dim] tensor: a box starts at its expert's row. Behind list_mtiles with PDL
   // always: the GEMM waits (griddepcontrol.wait) for the list, and the list for the kernel before

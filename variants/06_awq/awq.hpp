@@ -1,0 +1,30 @@
+// Variant 06 (docs/awq_format.md): GEMMs on AWQ int4 weights. awq_gemv (awq_gemv.cu) reads the
+// AutoAWQ checkpoint tensors as they are, for M = 1..4; awq_gemm (awq_gemm.cu) runs variant 03's
+// wgmma mainloop on the AWQ tiled repack (reference/awq.hpp awq_tile), any M. Host entry points
+// and options for the registry.
+#pragma once
+#include "variants/variant_api.hpp"
+
+namespace kbit::variants {
+
+// Tokens per tile (wgmma's N), as variant 03's option.
+inline constexpr OptionSpec kAwqGemmTokenTile{
+    "token_tile", 0, 0, 256, false, "tokens per tile (wgmma N): 16, 32, 64, 128 or 256; 0 = by M"};
+
+std::unique_ptr<VariantState> awq_gemm_setup(const GemmDims& dims, const VariantOptions& opts);
+void awq_gemm_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
+                  cudaStream_t stream);
+
+// 1: the mma.m16n8k16 kernel (the weights as the A fragment); 0: fp32 FMAs (awq_gemv.cu).
+inline constexpr OptionSpec kAwqGemvTensorCores{
+    "tensor_cores", 1, 0, 1, true, "1: weights through mma.m16n8k16; 0: fp32 FMAs"};
+
+std::unique_ptr<VariantState> awq_gemv_setup(const GemmDims& dims, const VariantOptions& opts);
+void awq_gemv_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
+                  cudaStream_t stream);
+
+// The checks both rows make in setup: an AWQ problem (dims.awq_group 32, 64 or 128), fp16, N a
+// multiple of 8, K_dim of the group. Throws kbit::Error naming `who`, the value and the rule.
+void require_awq_dims(const GemmDims& dims, const char* who);
+
+}  // namespace kbit::variants

@@ -1,0 +1,57 @@
+// awq_gemm: variant 03's warp-specialized wgmma mainloop (mainloop.cuh, dense_tiles.cuh) on the
+// AWQ tiled repack (awq_weights.cuh). Everything but the weight format is variant 03's: the TMA
+// ring, the RS wgmma, the stream-K plan. README.md beside this file has the numbers.
+#include <cuda_fp16.h>
+
+#include <string>
+
+#include "reference/error.hpp"
+#include "variants/03_warp_specialized/dense_tiles.cuh"
+#include "variants/06_awq/awq.hpp"
+#include "variants/06_awq/awq_weights.cuh"
+
+namespace kbit::variants {
+
+void require_awq_dims(const GemmDims& d, const char* who) {
+  const std::string w(who);
+  if (d.awq_group != 32 && d.awq_group != 64 && d.awq_group != 128)
+    throw Error(w + ": the weights' AWQ group is " + std::to_string(d.awq_group) +
+                " (0: kbit weights); this row reads AWQ weights of group 32, 64 or 128");
+  require_dense_gemm_dims(d, who);
+  if (d.dtype != DType::f16)
+    throw Error(w + ": dtype " + dtype_name(d.dtype) +
+                ": AWQ scales are fp16, so the activations must be fp16 too");
+  if (d.N % 8 != 0)
+    throw Error(w + ": N = " + std::to_string(d.N) +
+                " is not a multiple of 8 (eight 4-bit columns share an AWQ word)");
+  if (d.K_dim % d.awq_group != 0)
+    throw Error(w + ": K_dim = " + std::to_string(d.K_dim) + " is not a multiple of the group " +
+                std::to_string(d.awq_group));
+}
+
+std::unique_ptr<VariantState> awq_gemm_setup(const GemmDims& d, const VariantOptions& o) {
+  const char* who = "awq_gemm";
+  require_awq_dims(d, who);
+  ws::require_wgmma_device(who);
+  auto s = std::make_unique<ws::DensePlan>();
+  const std::int64_t tt_opt = o.get(kAwqGemmTokenTile);
+  s->token_tile = tt_opt == 0 ? ws::token_tile_for(d.M) : int(tt_opt);
+  s->kernel = ws::kernel_of<awq::AwqWeights, __half, ws::DenseTiles>(s->token_tile, who);
+  ws::plan_dense(*s, d, o, who);
+  return s;
+}
+
+void awq_gemm_run(VariantState* state, const GemmDims& d, const GemmArgs& g, cudaStream_t stream) {
+  const char* who = "awq_gemm";
+  if (g.w.layout.kind != LayoutKind::awq_tiled || g.w.awq_tiles == nullptr ||
+      g.w.awq_meta == nullptr)
+    throw Error(std::string(who) + ": needs the weights in the AWQ tiled layout, got " +
+                layout_name(g.w.layout));
+  if (g.w.awq_group != d.awq_group)
+    throw Error(std::string(who) + ": the weights' group is " + std::to_string(g.w.awq_group) +
+                ", the problem's " + std::to_string(d.awq_group));
+  ws::launch_dense(*static_cast<ws::DensePlan*>(state), d, g, g.w.awq_tiles, g.w.awq_meta,
+                   d.awq_group, stream);
+}
+
+}  // namespace kbit::variants
