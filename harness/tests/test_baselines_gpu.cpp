@@ -63,7 +63,7 @@ TEST_CASE("baselines pass the check on random data", "[gpu][baseline]") {
   }
 }
 
-TEST_CASE("cuBLAS passes the check on AWQ weights of every group; the device layouts hold them",
+TEST_CASE("cuBLAS passes the check on AWQ weights of every group, and the device layouts hold them",
           "[gpu][baseline][awq]") {
   KBIT_REQUIRE_GPU();
   Stream s;

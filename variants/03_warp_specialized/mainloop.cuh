@@ -84,7 +84,9 @@ struct Layout {
   // k-tiles per stage: 2 at 64 tokens, whose stages are short (twice the independent decode
   // work between two barrier waits); 1 at 16 and 32 (two blocks share the SM's shared memory)
   // and from 128 tokens (tensor-bound, and the activation boxes leave room for few stages).
-  static constexpr int KT = TT <= 64 && kBlocksPerSm == 1 ? 2 : 1;
+  // A format whose decode is short (F::kTwoTilesAtTwoBlocks: AWQ's, ~2 instructions a weight)
+  // takes 2 at 16 and 32 tokens too: its stages are barrier waits with little work between.
+  static constexpr int KT = TT <= 64 && (kBlocksPerSm == 1 || F::kTwoTilesAtTwoBlocks) ? 2 : 1;
   // Accumulator sets, k16 step q adding into set q % kAccSets: at small token tiles a wgmma is
   // a few cycles of tensor work, and one chain of dependent wgmmas would run at its latency.
   static constexpr int kAccSets = TT <= 64 ? 2 : 1;
@@ -135,6 +137,7 @@ struct TileInfo {
 // A weight format F gives the kernel:
 //   F::kTableBytes, F::kTwoBlocksPerSm : its decode table in shared memory (a multiple of 1 KB,
 //                                        0 for none), and whether two blocks per SM fit beside it
+//   F::kTwoTilesAtTwoBlocks            : 2 k-tiles a stage also at two blocks per SM (Layout)
 //   F::kWeightBytes, F::kScaleBytes    : the bytes a stage reserves per k-tile
 //   F::k_tile_bytes(a)                 : the bytes copy_k_tile brings (the stage's expect_tx)
 //   F::copy_k_tile(w, s, a, tile, kt, bar) : issues the bulk copies of k-tile kt of the tile into
@@ -153,6 +156,7 @@ struct KbitWeights {
   using Table = dev::fragment_lut::Table<K>;
   static constexpr int kTableBytes = Table::kBytes;
   static constexpr bool kTwoBlocksPerSm = K <= 4;  // K = 5: a 128 KB table
+  static constexpr bool kTwoTilesAtTwoBlocks = false;  // F-033: 1 measured faster there
   static constexpr int kWeightBytes = Config::kTileN * Config::kKbPerTile * K * 4;
   static constexpr int kScaleBytes = Config::kCodeBytes;
 

@@ -15,9 +15,12 @@ std::unique_ptr<VariantState> awq_gemm_setup(const GemmDims& dims, const Variant
 void awq_gemm_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
                   cudaStream_t stream);
 
-// 1: the mma.m16n8k16 kernel (the weights as the A fragment); 0: fp32 FMAs (awq_gemv.cu).
+// 1: the mma.m16n8k16 kernel (the weights as the A fragment); 0: fp32 FMAs (awq_gemv.cu); 2: by
+// M, the kernel measured faster (README.md): FMAs at M = 1, mma from kAwqGemvMmaFromRows.
 inline constexpr OptionSpec kAwqGemvTensorCores{
-    "tensor_cores", 1, 0, 1, true, "1: weights through mma.m16n8k16; 0: fp32 FMAs"};
+    "tensor_cores", 2, 0, 2, false,
+    "1: weights through mma.m16n8k16; 0: fp32 FMAs; 2: by M (FMAs at M = 1, mma above)"};
+inline constexpr std::int64_t kAwqGemvMmaFromRows = 2;
 
 std::unique_ptr<VariantState> awq_gemv_setup(const GemmDims& dims, const VariantOptions& opts);
 void awq_gemv_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,

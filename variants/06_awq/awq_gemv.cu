@@ -50,7 +50,7 @@ struct MmaConfig : GemvConfig {
   static constexpr int kWordsPerWarp = 8;  // lane / 4 picks the word
   static constexpr int kWordsPerBlock = kWordsPerWarp * kWarps;  // 512 output columns
   static constexpr int kChunkK = 32;  // two k16 steps; K_dim is a multiple of the smallest group
-  static constexpr int kUnroll = 2;   // chunks loaded together: 16 loads in flight a lane
+  static constexpr int kUnroll = 4;   // chunks loaded together: 32 loads in flight a lane
   static constexpr int kMinChunks = 2 * kUnroll;
 };
 
@@ -154,7 +154,8 @@ __device__ __forceinline__ void mma_chunk(const MmaChunk& x, float (&acc)[4][4])
   }
 }
 
-__global__ void __launch_bounds__(MmaConfig::kThreads) awq_gemv_mma_kernel(const __grid_constant__ GemvArgs a) {
+// Two blocks an SM (128 registers a thread): the loaded words are the bytes in flight.
+__global__ void __launch_bounds__(MmaConfig::kThreads, 2) awq_gemv_mma_kernel(const __grid_constant__ GemvArgs a) {
   using Cfg = MmaConfig;
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
   const int g = lane >> 2, c = lane & 3;
@@ -301,7 +302,8 @@ std::unique_ptr<VariantState> awq_gemv_setup(const GemmDims& d, const VariantOpt
     throw Error(std::string(who) + ": M = " + std::to_string(d.M) + " is above 4 (awq_gemm runs M >= 5)");
   auto s = std::make_unique<AwqGemvState>();
   s->rows = int(d.M);
-  s->mma = o.flag(kAwqGemvTensorCores);
+  const std::int64_t tc = o.get(kAwqGemvTensorCores);
+  s->mma = tc == 1 || (tc == 2 && d.M >= kAwqGemvMmaFromRows);
   int words_per_block = 0, min_chunks = 0;
   if (s->mma) {
     s->fn = reinterpret_cast<const void*>(awq_gemv_mma_kernel);
@@ -327,7 +329,11 @@ std::unique_ptr<VariantState> awq_gemv_setup(const GemmDims& d, const VariantOpt
   // Enough blocks for kWaves waves, each with at least min_chunks chunks.
   const int want = (GemvConfig::kWaves * sms * per_sm + s->col_blocks - 1) / s->col_blocks;
   const int most = std::max(1, chunks / min_chunks);
-  s->k_blocks = std::clamp(want, 1, most);
+  // validate's split modes: one block a column range (each sum in one order: two runs agree bit
+  // for bit), or at least two.
+  s->k_blocks = o.split_k == SplitMode::force_off  ? 1
+                : o.split_k == SplitMode::force_on ? std::clamp(want, std::min(2, most), most)
+                                                   : std::clamp(want, 1, most);
   s->chunks_per_block = (chunks + s->k_blocks - 1) / s->k_blocks;
   s->k_blocks = (chunks + s->chunks_per_block - 1) / s->chunks_per_block;
   if (s->k_blocks > 1) s->split.allocate(d.M * d.N, s->col_blocks);

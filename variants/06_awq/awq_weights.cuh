@@ -19,6 +19,8 @@ namespace kbit::variants::awq {
 struct AwqWeights {
   static constexpr int kTableBytes = 0;        // nothing to look up
   static constexpr bool kTwoBlocksPerSm = true;  // no table: two blocks fit at 16, 32 tokens
+  // Half the barrier waits a weight at 16, 32 tokens (F-038).
+  static constexpr bool kTwoTilesAtTwoBlocks = true;
   static constexpr int kWeightBytes = kAwqTileWords * 4;  // 4096: 128 x 64 nibbles
   static constexpr int kScaleBytes = 2 * kAwqTileN * 4;   // two groups of 32 at most per k-tile
   static_assert(kAwqTileN == ws::Config::kTileN && kAwqTileK == ws::Config::kTileK,
