@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
-#include <type_traits>
 
 #include "reference/error.hpp"
 #include "variants/06_awq/awq.hpp"
@@ -195,55 +194,34 @@ __global__ void __launch_bounds__(MmaConfig::kThreads, 2) awq_gemv_mma_kernel(co
   });
 }
 
-// W words a lane (W = 2: one 8-byte load a row, twice the bytes in flight for the same loads;
-// three blocks an SM, 85 registers: 96 KB in flight an SM, against 64 KB with W = 1).
-template <int MV, int W>
-__global__ void __launch_bounds__(GemvConfig::kThreads, W == 2 ? 3 : 1)
+template <int MV>
+__global__ void __launch_bounds__(GemvConfig::kThreads)
     awq_gemv_kernel(const __grid_constant__ GemvArgs a) {
   using Cfg = FmaConfig;
-  using Words = std::conditional_t<W == 2, uint2, uint32_t>;
-  constexpr int kE = 8 * W;  // the lane's columns
-  // The warps' sums, [warp][row][e][lane] (lane's column e): stores and loads conflict-free.
-  __shared__ float red[Cfg::kWarps][MV][kE][32];
+  // The warps' sums, [warp][row][e][lane] (column 8 lane + e): stores and loads conflict-free.
+  __shared__ float red[Cfg::kWarps][MV][8][32];
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
-  const int j = int(blockIdx.x) * Cfg::kWordsPerBlock * W + lane * W;  // the lane's first word
-  const int jl = min(j, a.words - W);  // lanes past N load valid words and store nothing
+  const int j = int(blockIdx.x) * Cfg::kWordsPerBlock + lane;
+  const int jl = min(j, a.words - 1);  // lanes past N load a valid word and store nothing
   const int chunks = a.K / Cfg::kChunkK;
   const int c0 = int(blockIdx.y) * a.chunks_per_block;
   const int c1 = min(c0 + a.chunks_per_block, chunks);
 
-  float acc[MV][kE];
+  float acc[MV][8];
 #pragma unroll
   for (int m = 0; m < MV; ++m)
 #pragma unroll
-    for (int e = 0; e < kE; ++e) acc[m][e] = 0.0f;
+    for (int e = 0; e < 8; ++e) acc[m][e] = 0.0f;
 
 #pragma unroll 1
   for (int c = c0 + warp; c < c1; c += Cfg::kWarps) {
     const int k0 = c * Cfg::kChunkK, g = k0 / a.group;
-    uint32_t w[Cfg::kChunkK][W];
+    uint32_t w[Cfg::kChunkK];
 #pragma unroll
-    for (int u = 0; u < Cfg::kChunkK; ++u) {
-      const uint32_t* src = a.qweight + (long long)(k0 + u) * a.words + jl;
-      if constexpr (W == 2) {
-        uint2 v;
-        asm volatile("ld.global.nc.L1::no_allocate.v2.b32 {%0, %1}, [%2];"
-                     : "=r"(v.x), "=r"(v.y)
-                     : "l"(src));
-        w[u][0] = v.x, w[u][1] = v.y;
-      } else {
-        w[u][0] = load_stream(src);
-      }
-    }
-    uint32_t z2[W][4], s2[W][4];  // per word: columns (2p, 2p + 1)'s 1024 + zero and scales
-#pragma unroll
-    for (int i = 0; i < W; ++i) {
-      const uint32_t zw = __ldg(a.qzeros + (long long)g * a.words + jl + i);
-      const uint4 sv = __ldg(reinterpret_cast<const uint4*>(a.scales + (long long)g * a.N) + jl + i);
-      s2[i][0] = sv.x, s2[i][1] = sv.y, s2[i][2] = sv.z, s2[i][3] = sv.w;
-#pragma unroll
-      for (int p = 0; p < 4; ++p) z2[i][p] = pair_1024(zw >> (4 * p));
-    }
+    for (int u = 0; u < Cfg::kChunkK; ++u)
+      w[u] = load_stream(a.qweight + (long long)(k0 + u) * a.words + jl);
+    const uint32_t zw = __ldg(a.qzeros + (long long)g * a.words + jl);
+    const uint4 sv = __ldg(reinterpret_cast<const uint4*>(a.scales + (long long)g * a.N) + jl);
     uint4 av[MV][2];  // A[m][k0 .. k0 + 15]: the same 32 bytes in every lane (broadcast)
 #pragma unroll
     for (int m = 0; m < MV; ++m) {
@@ -251,6 +229,10 @@ __global__ void __launch_bounds__(GemvConfig::kThreads, W == 2 ? 3 : 1)
       av[m][0] = __ldg(src);
       av[m][1] = __ldg(src + 1);
     }
+    const uint32_t s2[4] = {sv.x, sv.y, sv.z, sv.w};  // scales of columns (2p, 2p + 1)
+    uint32_t z2[4];
+#pragma unroll
+    for (int p = 0; p < 4; ++p) z2[p] = pair_1024(zw >> (4 * p));
 #pragma unroll
     for (int u = 0; u < Cfg::kChunkK; ++u) {
       float x[MV];
@@ -262,62 +244,51 @@ __global__ void __launch_bounds__(GemvConfig::kThreads, W == 2 ? 3 : 1)
         x[m] = u % 2 == 0 ? __low2float(as_half2(h2)) : __high2float(as_half2(h2));
       }
 #pragma unroll
-      for (int i = 0; i < W; ++i)
+      for (int p = 0; p < 4; ++p) {
+        // (1024 + q) - (1024 + z) = q - z exactly; times the scale: the reference's fp16 weight.
+        const float2 wf = __half22float2(
+            __hmul2(__hsub2(as_half2(pair_1024(w[u] >> (4 * p))), as_half2(z2[p])),
+                    as_half2(s2[p])));
 #pragma unroll
-        for (int p = 0; p < 4; ++p) {
-          // (1024 + q) - (1024 + z) = q - z exactly; times the scale: the reference's fp16 weight.
-          const float2 wf = __half22float2(
-              __hmul2(__hsub2(as_half2(pair_1024(w[u][i] >> (4 * p))), as_half2(z2[i][p])),
-                      as_half2(s2[i][p])));
-#pragma unroll
-          for (int m = 0; m < MV; ++m) {
-            acc[m][8 * i + 2 * p] = fmaf(x[m], wf.x, acc[m][8 * i + 2 * p]);
-            acc[m][8 * i + 2 * p + 1] = fmaf(x[m], wf.y, acc[m][8 * i + 2 * p + 1]);
-          }
+        for (int m = 0; m < MV; ++m) {
+          acc[m][2 * p] = fmaf(x[m], wf.x, acc[m][2 * p]);
+          acc[m][2 * p + 1] = fmaf(x[m], wf.y, acc[m][2 * p + 1]);
         }
+      }
     }
   }
 
 #pragma unroll
   for (int m = 0; m < MV; ++m)
 #pragma unroll
-    for (int e = 0; e < kE; ++e) red[warp][m][e][lane] = acc[m][e];
+    for (int e = 0; e < 8; ++e) red[warp][m][e][lane] = acc[m][e];
   __syncthreads();
-  // Thread t sums slots (e, l) = (t / 32 + 8 i, t % 32) over the warps: lane l's column e.
-  const int l = int(threadIdx.x) & 31;
-  float sum[W][MV];
-  int n[W];
+  // Thread t sums slot (e, l) = (t / 32, t % 32) over the warps: column 8 (first word + l) + e.
+  const int e = int(threadIdx.x) >> 5, l = int(threadIdx.x) & 31;
+  const int n = (int(blockIdx.x) * Cfg::kWordsPerBlock + l) * 8 + e;
+  float sum[MV];
 #pragma unroll
-  for (int i = 0; i < W; ++i) {
-    const int e = (int(threadIdx.x) >> 5) + 8 * i;
-    n[i] = (int(blockIdx.x) * Cfg::kWordsPerBlock * W + l * W + e / 8) * 8 + e % 8;
+  for (int m = 0; m < MV; ++m) {
+    sum[m] = 0.0f;
 #pragma unroll
-    for (int m = 0; m < MV; ++m) {
-      sum[i][m] = 0.0f;
-#pragma unroll
-      for (int wp = 0; wp < Cfg::kWarps; ++wp) sum[i][m] += red[wp][m][e][l];
-    }
+    for (int wp = 0; wp < Cfg::kWarps; ++wp) sum[m] += red[wp][m][e][l];
   }
-  dev::splitk::store_tile<MV * W>(a.C, a.ws, a.counters + blockIdx.x, a.k_blocks, [&](auto&& fn) {
+  dev::splitk::store_tile<MV>(a.C, a.ws, a.counters + blockIdx.x, a.k_blocks, [&](auto&& fn) {
 #pragma unroll
-    for (int i = 0; i < W; ++i)
-#pragma unroll
-      for (int m = 0; m < MV; ++m) fn(i * MV + m, n[i] < a.N ? m * a.N + n[i] : -1, sum[i][m]);
+    for (int m = 0; m < MV; ++m) fn(m, n < a.N ? m * a.N + n : -1, sum[m]);
   });
 }
 
 struct AwqGemvState : VariantState {
   bool mma = true;
   int rows = 1, col_blocks = 0, k_blocks = 1, chunks_per_block = 0, chunk_k = 0, columns = 0;
-  int words_per_lane = 1;  // the fma kernel's W
   const void* fn = nullptr;
   SplitKWorkspace split;
   std::string describe() const override {
     return std::string(mma ? "mma.m16n8k16" : "fp32 FMA") + ", " + std::to_string(col_blocks) +
            " x " + std::to_string(k_blocks) + " blocks of " + std::to_string(columns) +
            " columns x " + std::to_string(chunks_per_block * chunk_k) +
-           " k" + (mma ? "" : ", " + std::to_string(words_per_lane) + " word(s) a lane") +
-           ", AutoAWQ tensors read as they are";
+           " k, AutoAWQ tensors read as they are";
   }
   // The fma kernel's 8 warps' partial sums, and the split blocks' through the workspace.
   std::int64_t extra_additions() const override { return 8 + k_blocks; }
@@ -340,15 +311,10 @@ std::unique_ptr<VariantState> awq_gemv_setup(const GemmDims& d, const VariantOpt
     words_per_block = MmaConfig::kWordsPerBlock, s->chunk_k = MmaConfig::kChunkK;
     min_chunks = MmaConfig::kMinChunks;
   } else {
-    // Two words a lane at M = 1 (8-byte loads; the words a row even, for their alignment).
-    s->words_per_lane = d.M == 1 && (d.N / 8) % 2 == 0 ? 2 : 1;
-    s->fn = s->words_per_lane == 2
-                ? reinterpret_cast<const void*>(awq_gemv_kernel<1, 2>)
-                : with_rows_1_to_4(s->rows, [](auto r) {
-                    return reinterpret_cast<const void*>(awq_gemv_kernel<decltype(r)::value, 1>);
-                  });
-    words_per_block = FmaConfig::kWordsPerBlock * s->words_per_lane;
-    s->chunk_k = FmaConfig::kChunkK;
+    s->fn = with_rows_1_to_4(s->rows, [](auto r) {
+      return reinterpret_cast<const void*>(awq_gemv_kernel<decltype(r)::value>);
+    });
+    words_per_block = FmaConfig::kWordsPerBlock, s->chunk_k = FmaConfig::kChunkK;
     min_chunks = FmaConfig::kMinChunks;
   }
   s->columns = 8 * words_per_block;
