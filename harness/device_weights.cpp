@@ -152,6 +152,7 @@ DeviceWeights::DeviceWeights(const HostWeights& hw, DType dtype,
   if (hw.awq_group > 0 && hw.experts != 1)
     throw Error("DeviceWeights: AWQ weights of " + std::to_string(hw.experts) +
                 " experts; AWQ problems are dense only");
+  for (const auto& l : layouts) check_layout_format(hw, l);  // before anything is uploaded
   Copy first;
   const Stored* flat = nullptr;  // kbit: the other kbit layouts are made from it on the device
   if (hw.awq_group == 0) {

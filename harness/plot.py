@@ -22,7 +22,9 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-AWQ_FORMATS = ("awq_g32", "awq_g64", "awq_g128")
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "tools"))
+from weight_format import weight_format  # noqa: E402
+
 
 NUMERIC = {"M", "N", "K_dim", "k_bits", "median_us", "p10_us", "p90_us", "samples", "gb_per_s", "tflops",
            "floor_us", "frac_of_floor", "speedup_vs_baseline", "max_err_over_bound"}
@@ -54,13 +56,6 @@ def load_run(run_dir):
 
 def timed(rows):
     return [r for r in rows if r["median_us"] > 0 and math.isfinite(r["median_us"])]
-
-
-def weight_format(r):
-    """The problem's weight format from the codebook column (harness/weight_format.hpp): "awq_g128"
-    etc. where the column is that name or starts with it and a space, else "kbit"."""
-    first = (r.get("codebook") or "").split(" ")[0]
-    return first if first in AWQ_FORMATS else "kbit"
 
 
 def groups(rows):

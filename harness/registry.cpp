@@ -67,14 +67,16 @@ Support awq_support(std::vector<int> groups) {
 
 // Variant 06: fp16 only (AWQ's scales are fp16), every group; the GEMV up to 4 rows.
 Support awq_gemv_support() {
-  Support s = awq_support({32, 64, 128});
+  Support s = awq_support(awq_group_sizes());
   s.dtypes = {DType::f16};
   s.m_max = 4;
-  s.split_k = true;  // its blocks split K; forced off, one block a column range (bit-stable)
+  // Its blocks split K; forced off, one block a column range (bit-stable); forced on, two or more
+  // where K_dim holds two ranges' worth of chunks (512 k), else one.
+  s.split_k = true;
   return s;
 }
 Support awq_gemm_support() {
-  Support s = awq_support({32, 64, 128});
+  Support s = awq_support(awq_group_sizes());
   s.dtypes = {DType::f16};
   s.split_k = true;  // variant 03's stream-K plan, forced on and off by validate
   s.pdl = true;

@@ -213,9 +213,7 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
 // One weight format of a layer: kbit of k_bits bits, or AWQ int4 (k_bits 4) of group awq_group.
 struct WeightsOf {
   int k_bits = 4, awq_group = 0;
-  std::string label() const {
-    return awq_group > 0 ? weight_format_name(awq_group) : "K=" + std::to_string(k_bits);
-  }
+  std::string label() const { return weights_label(k_bits, awq_group); }
 };
 
 // The config's formats in order: "kbit" as its k_bits list, each awq format as one entry (dense
@@ -605,10 +603,9 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
         for (std::int64_t tokens : cfg.tokens) {
           GemmDims d;
           d.N = m.n, d.K_dim = m.k_dim, d.k_bits = k, d.dtype = t, d.num_experts = m.experts;
-          d.expert_offsets =
-              route_tokens(m.experts, int(tokens), m.top_k,
-                           m.routing.empty() ? cfg.routing : m.routing, cfg.zipf_s,
-                           seed_of(cfg.routing_seed, m.name, tokens));
+          d.expert_offsets = route_tokens(m.experts, int(tokens), m.top_k,
+                                          m.routing.empty() ? cfg.routing : m.routing, cfg.zipf_s,
+                                          seed_of(cfg.routing_seed, m.name, tokens));
           d.M = d.expert_offsets.back();
           problems.push_back(d);
         }

@@ -38,8 +38,12 @@ std::string format_of_codebook(const std::string& codebook) {
   return "kbit";
 }
 
+std::string weights_label(int k_bits, int awq_group) {
+  return awq_group > 0 ? weight_format_name(awq_group) : "K=" + std::to_string(k_bits);
+}
+
 std::string weights_label(const GemmDims& d) {
-  return d.awq_group > 0 ? weight_format_name(d.awq_group) : "K=" + std::to_string(d.k_bits);
+  return weights_label(d.k_bits, d.awq_group);
 }
 
 }  // namespace kbit

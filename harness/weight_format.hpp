@@ -26,5 +26,6 @@ inline bool is_awq_codebook(const std::string& codebook) {
 }
 // "K=4" for a kbit problem, "awq_g128" for an AWQ one: how logs and file names tell them apart.
 std::string weights_label(const GemmDims& d);
+std::string weights_label(int k_bits, int awq_group);
 
 }  // namespace kbit

@@ -249,7 +249,8 @@ AwqTiled awq_tile(const AwqTensor& t) {
     for (int nt = 0; nt < o.n_tiles; ++nt)
       for (int gl = 0; gl < per_tile; ++gl)
         for (int r = 0; r < kAwqTileN; ++r) {
-          const std::int64_t g = std::int64_t(mt) * per_tile + gl, n = std::int64_t(nt) * kAwqTileN + r;
+          const std::int64_t g = std::int64_t(mt) * per_tile + gl,
+                             n = std::int64_t(nt) * kAwqTileN + r;
           if (g >= groups || n >= t.n_out) continue;
           o.meta[(std::size_t(mt) * o.n_tiles + nt) * o.meta_words_per_tile + gl * kAwqTileN + r] =
               std::uint32_t(t.scales[std::size_t(g * t.n_out + n)]) |

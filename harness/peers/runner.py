@@ -43,7 +43,7 @@ COLUMNS = [
 
 
 # harness/weight_format.hpp weight_format_names(): what a problem's "format" may be.
-WEIGHT_FORMATS = ("kbit", "awq_g32", "awq_g64", "awq_g128")
+from harness.tools.weight_format import WEIGHT_FORMATS  # noqa: E402
 
 
 class InputError(Exception):

@@ -18,14 +18,14 @@ import os
 import re
 import sys
 
+from weight_format import awq_format
+
 OURS = {"auto", "scalar_gemv", "warp_specialized", "fetch_dequant", "inline_dequant"}
-AWQ_FORMATS = ("awq_g32", "awq_g64", "awq_g128")
 
 
 def weights(r):
     """The bit width of a kbit problem, the format of an AWQ one (the codebook column)."""
-    first = (r.get("codebook") or "").split(" ")[0]
-    return first if first in AWQ_FORMATS else str(int(r["k_bits"]))
+    return awq_format(r.get("codebook")) or str(int(r["k_bits"]))
 
 
 def mhz(r):

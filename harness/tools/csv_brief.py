@@ -6,19 +6,20 @@
 import csv
 import sys
 
+from weight_format import awq_format
+
 
 def main(path):
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
-    print(f"{'shape':28} {'M':>3} {'K':>2} {'variant':22} {'us':>9} {'floor':>7} "
+    print(f"{'shape':28} {'M':>3} {'K':>8} {'variant':22} {'us':>9} {'floor':>7} "
           f"{'%floor':>7} {'speedup':>7} check  config")
     for r in rows:
         if r.get("pdl") == "1":
             r["variant"] += " (PDL)"
         frac = float(r["frac_of_floor"] or 0) * 100
-        fmt = (r.get("codebook") or "").split(" ")[0]  # an AWQ problem's K column: its format
-        k = fmt if fmt in ("awq_g32", "awq_g64", "awq_g128") else r["k_bits"]
-        print(f"{r['shape']:28} {r['M']:>3} {k:>2} {r['variant']:22} "
+        k = awq_format(r.get("codebook")) or r["k_bits"]  # an AWQ problem's K column: its format
+        print(f"{r['shape']:28} {r['M']:>3} {k:>8} {r['variant']:22} "
               f"{float(r['median_us'] or 0):9.2f} {float(r['floor_us'] or 0):7.2f} "
               f"{frac:6.1f}% {float(r['speedup_vs_baseline'] or 0):7.2f} {r['check']:6} "
               f"{r['config']}{(' ERROR ' + r['error']) if r['error'] else ''}")

@@ -13,6 +13,8 @@ import csv
 import json
 import os
 import sys
+
+from weight_format import awq_format
 from collections import OrderedDict
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -47,8 +49,8 @@ def experiment_section(name):
     kinds = OrderedDict()
     for r in rows:
         key = r["variant"] + (" (PDL)" if r.get("pdl") == "1" else "")
-        fmt = (r.get("codebook") or "").split(" ")[0]
-        if fmt in ("awq_g32", "awq_g64", "awq_g128"):  # the rows of AWQ problems: a kind of their own
+        fmt = awq_format(r.get("codebook"))
+        if fmt:  # the rows of AWQ problems: a kind of their own
             key += " on " + fmt
         kinds.setdefault(key, []).append(r)
     dev = meta.get("device", {}).get("name", "?")

@@ -326,7 +326,14 @@ TEST_CASE("awq: the tiled layout, one word by hand and every nibble by the inver
             const std::uint32_t word = tl.words[(kt * tl.n_tiles + 1) * 1024 + th * 4 + i];
             tail += 128 + row >= N && ((word >> (4 * p)) & 15u) != 0;
           }
-    for (int r = int(N) - 128; r < 128; ++r) tail += tl.meta[std::size_t(tl.meta_words_per_tile) + r] != 0;
+    for (int mt = 0; mt < tl.meta_tiles; ++mt)
+      for (int gl = 0; gl < per; ++gl)
+        for (int r = 0; r < 128; ++r) {
+          const std::size_t at =
+              (std::size_t(mt) * tl.n_tiles + 1) * tl.meta_words_per_tile + gl * 128 + r;
+          const bool past = 128 + r >= N || std::int64_t(mt) * per + gl >= K / G;
+          tail += past && tl.meta[at] != 0;
+        }
     CHECK(tail == 0);
   }
 }

@@ -17,6 +17,7 @@
 #pragma once
 #include <cstdint>
 
+#include "variants/common/bits.cuh"
 #include "variants/common/dtype.cuh"
 #include "variants/common/e4m4.cuh"
 
@@ -81,12 +82,6 @@ __device__ __forceinline__ uint32_t rotl(uint32_t x, uint32_t s) {
 }
 __device__ __forceinline__ uint32_t rotr(uint32_t x, uint32_t s) {
   return __funnelshift_r(x, x, s);
-}
-// (a & b) | c in one LOP3.
-__device__ __forceinline__ uint32_t and_or(uint32_t a, uint32_t b, uint32_t c) {
-  uint32_t d;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(a), "r"(b), "r"(c));
-  return d;
 }
 
 // One thread's decoder: its pair offset c (lane % 4) and lane column, fixed for the kernel.

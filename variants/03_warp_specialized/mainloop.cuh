@@ -8,8 +8,9 @@
 //
 // * One producer warpgroup (threads 256..383; one thread works) fills a ring of kStages stages,
 //   each KT k-tiles (64 each) of one 128-row weight tile: the format's weight and scale tiles
-//   (kbit: the tiled layout's planes and codes) by cp.async.bulk, the activation boxes (token tile x 64) by TMA tensor copies with the
-//   128-byte swizzle, all completing on the stage's `full` mbarrier.
+//   (kbit: the tiled layout's planes and codes) by cp.async.bulk, the activation boxes (token tile
+//   x 64) by TMA tensor copies with the 128-byte swizzle, all completing on the stage's `full`
+//   mbarrier.
 // * Two consumer warpgroups (threads 0..255, rows 0..63 and 64..127 of the weight tile) wait on
 //   `full`, decode their A fragments for the stage's 4 KT k16 steps, issue them as one wgmma
 //   commit group and, once the previous group has completed (wgmma.wait_group 1), free the
@@ -92,7 +93,7 @@ struct Layout {
   static constexpr int kAccSets = TT <= 64 ? 2 : 1;
   static constexpr int kLutBytes = F::kTableBytes;
   static constexpr int kABytes = TT * Config::kTileK * 2;  // one box: TT rows of 128 B, swizzled
-  static constexpr int kWeightsAt = KT * kABytes;                    // offset of the weight tiles
+  static constexpr int kWeightsAt = KT * kABytes;          // offset of the weight tiles
   static constexpr int kScalesAt = kWeightsAt + KT * F::kWeightBytes;  // and of the scale tiles
   static constexpr int kCopyBytes = kScalesAt + KT * F::kScaleBytes;
   static constexpr int kStageBytes = (kCopyBytes + 1023) / 1024 * 1024;  // boxes at 1024 B
@@ -142,8 +143,9 @@ struct TileInfo {
 //   F::k_tile_bytes(a)                 : the bytes copy_k_tile brings (the stage's expect_tx)
 //   F::copy_k_tile(w, s, a, tile, kt, bar) : issues the bulk copies of k-tile kt of the tile into
 //                                        stage addresses w and s on mbarrier bar
-//   F::Decoder<T>(smem, cb, a, lane)   : one consumer thread's decoder (build_table fills the
-//                                        table first, all consumers, then a barrier);
+//   F::Decoder<T>(a, lane)             : one consumer thread's decoder (consumers are threads
+//                                        0..255); Decoder<T>::build_table(smem, cb, tid) fills
+//                                        the table first, all consumers, then a barrier;
 //                                        decode(smem, w, s, row0, f) writes the A registers of
 //                                        the k-tile's 4 k16 steps, f[4 i + r] (i: the k16 step,
 //                                        r: wgmma's A register: rows row0, row0 + 8 at k 2c,
@@ -155,7 +157,7 @@ template <int K>
 struct KbitWeights {
   using Table = dev::fragment_lut::Table<K>;
   static constexpr int kTableBytes = Table::kBytes;
-  static constexpr bool kTwoBlocksPerSm = K <= 4;  // K = 5: a 128 KB table
+  static constexpr bool kTwoBlocksPerSm = K <= 4;      // K = 5: a 128 KB table
   static constexpr bool kTwoTilesAtTwoBlocks = false;  // F-033: 1 measured faster there
   static constexpr int kWeightBytes = Config::kTileN * Config::kKbPerTile * K * 4;
   static constexpr int kScaleBytes = Config::kCodeBytes;
@@ -345,8 +347,9 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<F, TT>::kBlocksPerSm)
   // Decodes k-tile j of stage s into f's registers of k16 steps 4j .. 4j + 3.
   auto decode = [&](int s, int j, uint32_t(&f)[kSteps16 * 4]) {
     const unsigned char* st = smem + ring_off + s * L::kStageBytes;
-    dec.decode(smem, st + L::kWeightsAt + j * F::kWeightBytes, st + L::kScalesAt + j * F::kScaleBytes,
-               row0, *reinterpret_cast<uint32_t(*)[16]>(&f[16 * j]));
+    dec.decode(smem, st + L::kWeightsAt + j * F::kWeightBytes,
+               st + L::kScalesAt + j * F::kScaleBytes, row0,
+               *reinterpret_cast<uint32_t(*)[16]>(&f[16 * j]));
   };
 
   // Tile t's sums: straight to C when this block is its only contributor, else added into the

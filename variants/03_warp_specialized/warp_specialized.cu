@@ -108,8 +108,7 @@ std::string DensePlan::describe() const {
          "-stage TMA ring, RS wgmma (weights from registers), " + std::to_string(dp_tiles) +
          " of " + std::to_string(tiles) + " tiles whole over " + std::to_string(grid) +
          " blocks, the rest in stripes of " + std::to_string(per) + " k-steps (" +
-         std::to_string(split_tiles) + " tiles split), m-tile groups of " +
-         std::to_string(group_m);
+         std::to_string(split_tiles) + " tiles split), m-tile groups of " + std::to_string(group_m);
 }
 
 void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const char* who) {
@@ -162,8 +161,8 @@ void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const 
   }
 }
 
-void launch_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g,
-                  const void* weights, const void* scales, int group, cudaStream_t stream) {
+void launch_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g, const void* weights,
+                  const void* scales, int group, cudaStream_t stream) {
   DenseTiles::Args a{};
   a.C = g.C;
   a.weights = static_cast<const unsigned char*>(weights);

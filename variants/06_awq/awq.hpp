@@ -18,7 +18,11 @@ void awq_gemm_run(VariantState* state, const GemmDims& dims, const GemmArgs& arg
 // 1: the mma.m16n8k16 kernel (the weights as the A fragment); 0: fp32 FMAs (awq_gemv.cu); 2: by
 // M, the kernel measured faster (README.md): FMAs at M = 1, mma from kAwqGemvMmaFromRows.
 inline constexpr OptionSpec kAwqGemvTensorCores{
-    "tensor_cores", 2, 0, 2, false,
+    "tensor_cores",
+    2,
+    0,
+    2,
+    false,
     "1: weights through mma.m16n8k16; 0: fp32 FMAs; 2: by M (FMAs at M = 1, mma above)"};
 inline constexpr std::int64_t kAwqGemvMmaFromRows = 2;
 

@@ -13,9 +13,10 @@
 //   About 2.3 instructions a weight, whatever M.
 // * tensor_cores = 0 (fma): a lane owns one word (8 columns) and walks k; the weights go to
 //   fp32 and M FMAs each (about 3 + M instructions a weight).
-// * A block's warps sit side by side on one row range (256 contiguous bytes of each qweight row
-//   for mma, 128 for fma); blocks of one column range split K and end through the self-cleaning
-//   split-K workspace (variants/common/splitk.cuh).
+// * A block is a column range x a K range. mma: its 8 warps sit side by side on 64 words (256
+//   contiguous bytes of each qweight row) and walk the whole range; fma: they share 32 words and
+//   take the range's 16-row chunks in turn, adding up through shared memory. Blocks of one column
+//   range split K and end through the self-cleaning split-K workspace (variants/common/splitk.cuh).
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
@@ -25,6 +26,7 @@
 
 #include "reference/error.hpp"
 #include "variants/06_awq/awq.hpp"
+#include "variants/06_awq/awq_decode.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/dispatch.hpp"
 #include "variants/common/launch.hpp"
@@ -41,13 +43,13 @@ struct GemvConfig {
 };
 // The fma kernel: one word a lane, the block's warps take turns over its k range.
 struct FmaConfig : GemvConfig {
-  static constexpr int kWordsPerBlock = 32;    // 256 output columns
-  static constexpr int kChunkK = 16;           // rows of a warp step: 16 loads in flight a lane
+  static constexpr int kWordsPerBlock = 32;      // 256 output columns
+  static constexpr int kChunkK = 16;             // rows of a warp step: 16 loads in flight a lane
   static constexpr int kMinChunks = 2 * kWarps;  // a block's k range: two steps a warp at least
 };
 // The mma kernel: 8 words a warp, 8 warps side by side over the block's whole k range.
 struct MmaConfig : GemvConfig {
-  static constexpr int kWordsPerWarp = 8;  // lane / 4 picks the word
+  static constexpr int kWordsPerWarp = 8;                        // lane / 4 picks the word
   static constexpr int kWordsPerBlock = kWordsPerWarp * kWarps;  // 512 output columns
   static constexpr int kChunkK = 32;  // two k16 steps; K_dim is a multiple of the smallest group
   static constexpr int kUnroll = 4;   // chunks loaded together: 32 loads in flight a lane
@@ -62,7 +64,7 @@ struct GemvArgs {
   const uint32_t* qzeros;   // [K / G][words]
   const uint16_t* scales;   // [K / G][N]
   int N, K, group, words;
-  int chunks_per_block;  // the k split: 16-row chunks per block
+  int chunks_per_block;  // the k split: chunks (fma: 16 rows, mma: 32) per block
   int k_blocks;          // blocks that add into one column range
   float* ws;             // split-K workspace [M][N], zero between calls
   int* counters;         // one per column range
@@ -74,20 +76,14 @@ __device__ __forceinline__ uint32_t load_stream(const uint32_t* p) {
   asm volatile("ld.global.nc.L1::no_allocate.b32 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
 }
-// Nibbles p and p + 4 of w >> 4p as the fp16 pair (1024 + q_lo, 1024 + q_hi): one LOP3.
-__device__ __forceinline__ uint32_t pair_1024(uint32_t w) {
-  uint32_t d;
-  asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(w), "n"(0x000F000F), "n"(0x64006400));
-  return d;
-}
+using dev::byte_perm;
+using dev::awq::dequant_pair;
+using dev::awq::pair_1024;
 __device__ __forceinline__ __half2 as_half2(uint32_t v) {
   return *reinterpret_cast<const __half2*>(&v);
 }
-__device__ __forceinline__ uint32_t as_u32(__half2 v) { return *reinterpret_cast<const uint32_t*>(&v); }
-__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
-  uint32_t d;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
-  return d;
+__device__ __forceinline__ uint32_t as_u32(__half2 v) {
+  return *reinterpret_cast<const uint32_t*>(&v);
 }
 
 // One 32-k chunk of the mma kernel, loaded: the lane's 8 weight words (k16 step s, rows
@@ -106,16 +102,17 @@ __device__ __forceinline__ void load_chunk(const GemvArgs& a, int chunk, int jl,
   for (int s = 0; s < 2; ++s)
 #pragma unroll
     for (int r = 0; r < 4; ++r)
-      x.w[s][r] = load_stream(a.qweight +
-                              (long long)(k0 + 16 * s + 2 * c + (r & 1) + 8 * (r >> 1)) * a.words + jl);
+      x.w[s][r] = load_stream(
+          a.qweight + (long long)(k0 + 16 * s + 2 * c + (r & 1) + 8 * (r >> 1)) * a.words + jl);
   x.zw = __ldg(a.qzeros + (long long)g * a.words + jl);
   x.sv = __ldg(reinterpret_cast<const uint4*>(a.scales + (long long)g * a.N) + jl);
 #pragma unroll
   for (int s = 0; s < 2; ++s)
 #pragma unroll
     for (int h = 0; h < 2; ++h)
-      x.b[s][h] = has_row ? __ldg(reinterpret_cast<const uint32_t*>(arow + k0 + 16 * s + 2 * c + 8 * h))
-                          : 0u;
+      x.b[s][h] = has_row
+                      ? __ldg(reinterpret_cast<const uint32_t*>(arow + k0 + 16 * s + 2 * c + 8 * h))
+                      : 0u;
 }
 
 // Column e's pair along k from the PRMT of two rows' words: x = bytes 0, 2 of each (columns
@@ -131,31 +128,31 @@ __device__ __forceinline__ void mma_chunk(const MmaChunk& x, float (&acc)[4][4])
 #pragma unroll
   for (int p = 0; p < 4; ++p) {
     const uint32_t zp = pair_1024(x.zw >> (4 * p));  // columns 2p, 2p + 1
-    z2[2 * p] = prmt(zp, zp, 0x1010);
-    z2[2 * p + 1] = prmt(zp, zp, 0x3232);
-    s2[2 * p] = prmt(sw[p], sw[p], 0x1010);
-    s2[2 * p + 1] = prmt(sw[p], sw[p], 0x3232);
+    z2[2 * p] = dev::awq::low_twice(zp);
+    z2[2 * p + 1] = dev::awq::high_twice(zp);
+    s2[2 * p] = dev::awq::low_twice(sw[p]);
+    s2[2 * p + 1] = dev::awq::high_twice(sw[p]);
   }
 #pragma unroll
   for (int s = 0; s < 2; ++s) {
-    const uint32_t x01 = prmt(x.w[s][0], x.w[s][1], 0x6420), y01 = prmt(x.w[s][0], x.w[s][1], 0x7531);
-    const uint32_t x23 = prmt(x.w[s][2], x.w[s][3], 0x6420), y23 = prmt(x.w[s][2], x.w[s][3], 0x7531);
+    const uint32_t x01 = byte_perm(x.w[s][0], x.w[s][1], 0x6420),
+                   y01 = byte_perm(x.w[s][0], x.w[s][1], 0x7531);
+    const uint32_t x23 = byte_perm(x.w[s][2], x.w[s][3], 0x6420),
+                   y23 = byte_perm(x.w[s][2], x.w[s][3], 0x7531);
 #pragma unroll
     for (int p = 0; p < 4; ++p) {
-      auto dq = [&](uint32_t q1024, int e) {
-        return as_u32(__hmul2(__hsub2(as_half2(q1024), as_half2(z2[e])), as_half2(s2[e])));
-      };
-      const uint32_t frag[4] = {dq(column_pair(x01, y01, 2 * p), 2 * p),
-                                dq(column_pair(x01, y01, 2 * p + 1), 2 * p + 1),
-                                dq(column_pair(x23, y23, 2 * p), 2 * p),
-                                dq(column_pair(x23, y23, 2 * p + 1), 2 * p + 1)};
+      auto dq = [&](uint32_t q1024, int e) { return as_u32(dequant_pair(q1024, z2[e], s2[e])); };
+      const uint32_t frag[4] = {
+          dq(column_pair(x01, y01, 2 * p), 2 * p), dq(column_pair(x01, y01, 2 * p + 1), 2 * p + 1),
+          dq(column_pair(x23, y23, 2 * p), 2 * p), dq(column_pair(x23, y23, 2 * p + 1), 2 * p + 1)};
       dev::mma_m16n8k16<__half>(acc[p], frag, x.b[s]);
     }
   }
 }
 
 // Two blocks an SM (128 registers a thread): the loaded words are the bytes in flight.
-__global__ void __launch_bounds__(MmaConfig::kThreads, 2) awq_gemv_mma_kernel(const __grid_constant__ GemvArgs a) {
+__global__ void __launch_bounds__(MmaConfig::kThreads, 2)
+    awq_gemv_mma_kernel(const __grid_constant__ GemvArgs a) {
   using Cfg = MmaConfig;
   const int lane = int(threadIdx.x) & 31, warp = int(threadIdx.x) >> 5;
   const int g = lane >> 2, c = lane & 3;
@@ -245,10 +242,7 @@ __global__ void __launch_bounds__(GemvConfig::kThreads)
       }
 #pragma unroll
       for (int p = 0; p < 4; ++p) {
-        // (1024 + q) - (1024 + z) = q - z exactly; times the scale: the reference's fp16 weight.
-        const float2 wf = __half22float2(
-            __hmul2(__hsub2(as_half2(pair_1024(w[u] >> (4 * p))), as_half2(z2[p])),
-                    as_half2(s2[p])));
+        const float2 wf = __half22float2(dequant_pair(pair_1024(w[u] >> (4 * p)), z2[p], s2[p]));
 #pragma unroll
         for (int m = 0; m < MV; ++m) {
           acc[m][2 * p] = fmaf(x[m], wf.x, acc[m][2 * p]);
@@ -281,7 +275,8 @@ __global__ void __launch_bounds__(GemvConfig::kThreads)
 
 struct AwqGemvState : VariantState {
   bool mma = true;
-  int rows = 1, col_blocks = 0, k_blocks = 1, chunks_per_block = 0, chunk_k = 0, columns = 0;
+  std::int64_t rows = 1, n = 0, k_dim = 0;  // the problem the plan is for
+  int col_blocks = 0, k_blocks = 1, chunks_per_block = 0, chunk_k = 0, columns = 0;
   const void* fn = nullptr;
   SplitKWorkspace split;
   std::string describe() const override {
@@ -290,8 +285,8 @@ struct AwqGemvState : VariantState {
            " columns x " + std::to_string(chunks_per_block * chunk_k) +
            " k, AutoAWQ tensors read as they are";
   }
-  // The fma kernel's 8 warps' partial sums, and the split blocks' through the workspace.
-  std::int64_t extra_additions() const override { return 8 + k_blocks; }
+  // The split blocks' sums through the workspace; in the fma kernel also its 8 warps' partial sums.
+  std::int64_t extra_additions() const override { return mma ? k_blocks : 8 + k_blocks; }
 };
 
 }  // namespace
@@ -300,9 +295,10 @@ std::unique_ptr<VariantState> awq_gemv_setup(const GemmDims& d, const VariantOpt
   const char* who = "awq_gemv";
   require_awq_dims(d, who);
   if (d.M > 4)
-    throw Error(std::string(who) + ": M = " + std::to_string(d.M) + " is above 4 (awq_gemm runs M >= 5)");
+    throw Error(std::string(who) + ": M = " + std::to_string(d.M) +
+                " is above 4 (awq_gemm runs M >= 5)");
   auto s = std::make_unique<AwqGemvState>();
-  s->rows = int(d.M);
+  s->rows = d.M, s->n = d.N, s->k_dim = d.K_dim;
   const std::int64_t tc = o.get(kAwqGemvTensorCores);
   s->mma = tc == 1 || (tc == 2 && d.M >= kAwqGemvMmaFromRows);
   int words_per_block = 0, min_chunks = 0;
@@ -311,7 +307,7 @@ std::unique_ptr<VariantState> awq_gemv_setup(const GemmDims& d, const VariantOpt
     words_per_block = MmaConfig::kWordsPerBlock, s->chunk_k = MmaConfig::kChunkK;
     min_chunks = MmaConfig::kMinChunks;
   } else {
-    s->fn = with_rows_1_to_4(s->rows, [](auto r) {
+    s->fn = with_rows_1_to_4(int(s->rows), [](auto r) {
       return reinterpret_cast<const void*>(awq_gemv_kernel<decltype(r)::value>);
     });
     words_per_block = FmaConfig::kWordsPerBlock, s->chunk_k = FmaConfig::kChunkK;
@@ -351,6 +347,15 @@ void awq_gemv_run(VariantState* state, const GemmDims& d, const GemmArgs& g, cud
   if (g.w.awq_group != d.awq_group)
     throw Error(std::string(who) + ": the weights' group is " + std::to_string(g.w.awq_group) +
                 ", the problem's " + std::to_string(d.awq_group));
+  // The fma kernel is compiled for the plan's M and the workspace sized for its M x N.
+  if (d.M != s->rows || d.N != s->n || d.K_dim != s->k_dim)
+    throw Error(std::string(who) + ": planned for M = " + std::to_string(s->rows) +
+                ", N = " + std::to_string(s->n) + ", K_dim = " + std::to_string(s->k_dim) +
+                "; called with M = " + std::to_string(d.M) + ", N = " + std::to_string(d.N) +
+                ", K_dim = " + std::to_string(d.K_dim));
+  if (reinterpret_cast<std::uintptr_t>(g.A) % 16 != 0 ||
+      reinterpret_cast<std::uintptr_t>(g.w.awq_scales) % 16 != 0)
+    throw Error(std::string(who) + ": A and the scales must be 16-byte aligned (16-byte loads)");
   GemvArgs a{};
   a.A = static_cast<const __half*>(g.A);
   a.M = int(d.M);
@@ -369,7 +374,6 @@ void awq_gemv_run(VariantState* state, const GemmDims& d, const GemmArgs& g, cud
   void* params[] = {&a};
   launch_kernel(s->fn, dim3(unsigned(s->col_blocks), unsigned(s->k_blocks)),
                 dim3(GemvConfig::kThreads), 0, stream, params, false);
-  (void)s->rows;
 }
 
 }  // namespace kbit::variants

@@ -12,12 +12,13 @@
 
 #include "reference/awq_layout.hpp"
 #include "variants/03_warp_specialized/mainloop.cuh"
+#include "variants/06_awq/awq_decode.cuh"
 #include "variants/common/bulk_copy.cuh"
 
 namespace kbit::variants::awq {
 
 struct AwqWeights {
-  static constexpr int kTableBytes = 0;        // nothing to look up
+  static constexpr int kTableBytes = 0;          // nothing to look up
   static constexpr bool kTwoBlocksPerSm = true;  // no table: two blocks fit at 16, 32 tokens
   // Half the barrier waits a weight at 16, 32 tokens (F-038).
   static constexpr bool kTwoTilesAtTwoBlocks = true;
@@ -28,49 +29,31 @@ struct AwqWeights {
 
   // A meta tile spans max(G, 64) k: a k-tile reads meta tile kt * 64 / span, one group (512 B) or
   // two groups of 32 (1024 B). A group of 128 is copied again for its second k-tile (an L2 hit).
+  __device__ static int meta_bytes(const ws::MainloopArgs& a) {
+    return awq_meta_tile_k(a.group) / a.group * kAwqTileN * 4;
+  }
   __device__ static uint32_t k_tile_bytes(const ws::MainloopArgs& a) {
-    return kWeightBytes + (a.group == 32 ? 2 : 1) * kAwqTileN * 4;
+    return kWeightBytes + meta_bytes(a);
   }
   __device__ static void copy_k_tile(uint32_t w, uint32_t s, const ws::MainloopArgs& a,
                                      const ws::TileInfo& tile, int kt, uint32_t bar) {
     const long long t = (long long)kt * a.n_tiles + tile.nt;
     dev::bulk_copy_g2s(w, tile.weights + t * kWeightBytes, kWeightBytes, bar);
-    const int meta_bytes = (a.group == 32 ? 2 : 1) * kAwqTileN * 4;
-    const long long mt = a.group > 64 ? kt / (a.group / 64) : kt;
-    dev::bulk_copy_g2s(s, tile.scales + (mt * a.n_tiles + tile.nt) * meta_bytes,
-                       uint32_t(meta_bytes), bar);
+    const long long mt = (long long)kt * kAwqTileK / awq_meta_tile_k(a.group);
+    dev::bulk_copy_g2s(s, tile.scales + (mt * a.n_tiles + tile.nt) * meta_bytes(a),
+                       uint32_t(meta_bytes(a)), bar);
   }
 
   template <typename T>
   struct Decoder {
     static_assert(std::is_same_v<T, __half>, "AWQ scales are fp16: fp16 activations only");
-    int thread;    // the consumer thread: its 16 bytes of each weight tile
-    int second;    // k16 steps 2, 3 read the second group (G = 32), else the first again
-    __device__ Decoder(const ws::MainloopArgs& a, int) : thread(int(threadIdx.x)),
-                                                         second(a.group == 32 ? kAwqTileN : 0) {}
+    // The consumer thread (the mainloop's consumers are threads 0..255, the repack's order): its
+    // 16 bytes of each weight tile.
+    int thread;
+    int second;  // k16 steps 2, 3 read the second group (G = 32), else the first again
+    __device__ Decoder(const ws::MainloopArgs& a, int)
+        : thread(int(threadIdx.x)), second(a.group == 32 ? kAwqTileN : 0) {}
     __device__ static void build_table(unsigned char*, const float*, int) {}
-
-    // (w & 0x000F000F) | 0x64006400 in one LOP3: nibbles p and p + 4 of w >> 4p become the
-    // fp16 values 1024 + q of the pair (k, k + 1).
-    __device__ static __forceinline__ uint32_t pair_1024(uint32_t w) {
-      uint32_t d;
-      asm("lop3.b32 %0, %1, %2, %3, 0xEA;" : "=r"(d) : "r"(w), "n"(0x000F000F), "n"(0x64006400));
-      return d;
-    }
-    __device__ static __forceinline__ uint32_t prmt(uint32_t x, uint32_t sel) {
-      uint32_t d;
-      asm("prmt.b32 %0, %1, %1, %2;" : "=r"(d) : "r"(x), "r"(sel));
-      return d;
-    }
-    // (1024 + q) - (1024 + z) is exact; times the fp16 scale, one rounding: the reference's
-    // round_to(fp16, float(q - z) * s).
-    __device__ static __forceinline__ uint32_t dequant(uint32_t q1024, uint32_t z1024,
-                                                       uint32_t s2) {
-      const __half2 d = __hmul2(__hsub2(*reinterpret_cast<const __half2*>(&q1024),
-                                        *reinterpret_cast<const __half2*>(&z1024)),
-                                *reinterpret_cast<const __half2*>(&s2));
-      return *reinterpret_cast<const uint32_t*>(&d);
-    }
 
     __device__ __forceinline__ void decode(const unsigned char*, const unsigned char* w,
                                            const unsigned char* s, int row0,
@@ -85,15 +68,18 @@ struct AwqWeights {
 #pragma unroll
         for (int rr = 0; rr < 2; ++rr) {
           const uint32_t m = meta[g * second + row0 + 8 * rr];
-          s2[g][rr] = prmt(m, 0x1010);
-          z2[g][rr] = prmt(m, 0x3232);
+          s2[g][rr] = dev::awq::low_twice(m);
+          z2[g][rr] = dev::awq::high_twice(m);
         }
       const uint32_t words[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
       for (int i = 0; i < 4; ++i)
 #pragma unroll
-        for (int p = 0; p < 4; ++p)
-          f[4 * i + p] = dequant(pair_1024(words[i] >> (4 * p)), z2[i / 2][p & 1], s2[i / 2][p & 1]);
+        for (int p = 0; p < 4; ++p) {
+          const __half2 w2 = dev::awq::dequant_pair(dev::awq::pair_1024(words[i] >> (4 * p)),
+                                                    z2[i / 2][p & 1], s2[i / 2][p & 1]);
+          f[4 * i + p] = *reinterpret_cast<const uint32_t*>(&w2);
+        }
     }
   };
 };
