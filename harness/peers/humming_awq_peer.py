@@ -59,17 +59,12 @@ class HummingAwqPeer(HummingPeer):
         )
 
     def unsupported_reason(self, p):
-        if p.k_bits != 4:
-            return "k_bits not 4"
-        if p.dtype not in self.dtypes:
+        # The uint4 peer's rules (k_bits, K_dim % G, N % 64), with the AWQ ones where K fits.
+        if p.k_bits == self.bits and p.dtype not in self.dtypes:
             return "AWQ scales are fp16: fp16 only"
-        if p.moe:
+        if p.k_bits == self.bits and p.moe:
             return "MoE not wired for this peer"
-        if p.K_dim % self.group:
-            return f"K_dim not a multiple of {self.group}"
-        if p.N % 64:
-            return "N not a multiple of 64"
-        return None
+        return super().unsupported_reason(p)
 
     def _schema_config(self):
         return awq_weight_config(self.group)

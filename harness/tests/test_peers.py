@@ -211,12 +211,16 @@ class TestProblemsJson(unittest.TestCase):
             ({"format": "awq_g48"}, "'format' = \"awq_g48\" must be one of kbit, awq_g32, awq_g64, awq_g128"),
             ({"format": "awq_g32", "k_bits": 3}, "'format' = \"awq_g32\" holds 4-bit weights; k_bits = 3"),
         ]:
-            with self.subTest(change=change):
-                prob = dense()
-                prob.update(change)
-                rc, _, err = w.run(w.spec(["fake_ok"], [prob]))
-                self.assertEqual(rc, 2)
-                self.assertIn(message, err)
+            self.assert_problem_refused(w, change, message)
+
+    def assert_problem_refused(self, w, change, message):
+        """A dense problem with `change` applied: exit 2 and `message` on stderr."""
+        with self.subTest(change=change):
+            prob = dense()
+            prob.update(change)
+            rc, _, err = w.run(w.spec(["fake_ok"], [prob]))
+            self.assertEqual(rc, 2)
+            self.assertIn(message, err)
 
     def test_malformed_json_exits_2_naming_the_value(self):
         w = Workdir(self)
@@ -230,12 +234,7 @@ class TestProblemsJson(unittest.TestCase):
             ({"expert_offsets": [0, 1]}, "experts = 0"),
         ]
         for change, message in cases:
-            with self.subTest(change=change):
-                prob = dense()
-                prob.update(change)
-                rc, _, err = w.run(w.spec(["fake_ok"], [prob]))
-                self.assertEqual(rc, 2)
-                self.assertIn(message, err)
+            self.assert_problem_refused(w, change, message)
         for spec, message in [
             ({"peers": "fake_ok"}, "'peers'"),
             ({"problems": {}}, "'problems'"),
