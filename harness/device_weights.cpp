@@ -5,6 +5,9 @@
 #include "harness/weight_format.hpp"
 #include "reference/awq.hpp"
 #include "reference/error.hpp"
+#include "reference/fragment.hpp"
+#include "variants/07_fragment_mma/fragment_mma.hpp"
+#include "variants/common/cuda_check.hpp"
 #include "variants/format/format_kernels.hpp"
 
 namespace kbit {
@@ -17,7 +20,8 @@ bool awq_layout(const WeightLayout& l) {
 
 // A layout of the other format has nothing to be built from.
 void check_layout_format(const HostWeights& hw, const WeightLayout& l) {
-  if (hw.awq_group > 0 && (l.kind == LayoutKind::flat || l.kind == LayoutKind::tiled))
+  if (hw.awq_group > 0 &&
+      (l.kind == LayoutKind::flat || l.kind == LayoutKind::tiled || l.kind == LayoutKind::fragment))
     throw Error("DeviceWeights: layout '" + layout_name(l) + "' holds kbit weights; these are " +
                 weight_format_name(hw.awq_group));
   if (hw.awq_group == 0 && awq_layout(l))
@@ -48,6 +52,10 @@ std::int64_t DeviceWeights::expert_bytes(const HostWeights& hw, DType dtype,
       return hw.expert_elems() / 32 * (hw.k_bits * 4 + 1);
     case LayoutKind::tiled: {
       const auto g = make_tiled_geometry(hw.N, hw.K_dim, hw.k_bits, l.tiles);
+      return g.packed_words() * 4 + g.absmax_bytes();
+    }
+    case LayoutKind::fragment: {  // the tiled 64x128 layout's bytes, permuted
+      const auto g = make_tiled_geometry(hw.N, hw.K_dim, hw.k_bits, {64, 128});
       return g.packed_words() * 4 + g.absmax_bytes();
     }
     case LayoutKind::dequantized:
@@ -90,6 +98,26 @@ DeviceWeights::Stored DeviceWeights::build(const HostWeights& hw, DType dtype,
                     stream);
       }
       break;
+    case LayoutKind::fragment: {  // the tiled 64x128 layout, then its tiles permuted
+      if (hw.k_bits != FragmentTile::kBits)
+        throw Error("DeviceWeights: the fragment layout is K = 4; these weights are K = " +
+                    std::to_string(hw.k_bits));
+      s.geo = make_tiled_geometry(hw.N, hw.K_dim, hw.k_bits, {64, 128});
+      s.expert_words = s.geo.packed_words();
+      s.expert_bytes = s.geo.absmax_bytes();
+      DeviceBuffer<std::uint32_t> words(std::size_t(E * s.expert_words));
+      DeviceBuffer<std::uint8_t> codes(std::size_t(E * s.expert_bytes));
+      s.packed = DeviceBuffer<std::uint32_t>(std::size_t(E * s.expert_words));
+      s.absmax = DeviceBuffer<std::uint8_t>(std::size_t(E * s.expert_bytes));
+      for (std::int64_t e = 0; e < E; ++e)
+        gpu::repack(flat->packed.get() + e * flat->expert_words,
+                    flat->absmax.get() + e * flat->expert_bytes, s.geo,
+                    words.get() + e * s.expert_words, codes.get() + e * s.expert_bytes, stream);
+      gpu::fragment_order(words.get(), codes.get(), E * s.geo.k_tiles() * s.geo.n_tiles(),
+                          s.packed.get(), s.absmax.get(), stream);
+      KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // the scratch buffers go out of scope
+      break;
+    }
     case LayoutKind::dequantized:
       s.expert_elems = elems;
       if (hw.awq_group > 0) {  // AWQ: (q - zero) * scale rounded once to the dtype, on the host

@@ -63,12 +63,28 @@ bool is_auto_row(std::string_view name) {
 
 // A row timed with options other than its defaults is not what an auto row runs (it sets the
 // chosen row up at its defaults). Rows from runs before options were recorded carry no
-// "[...]" prefix and are taken as they are.
+// "[...]" prefix and are taken as they are; an option the row gained after the run (absent
+// from the record) counts as its default.
 bool timed_at_defaults(const VariantRow& row, const std::string& config) {
   if (config.empty() || config[0] != '[') return true;
   const auto end = config.find(']');
   if (end == std::string::npos) return false;
-  return config.substr(1, end - 1) == resolve_options(row, {}).describe();
+  const VariantOptions defaults = resolve_options(row, {});
+  std::istringstream recorded(config.substr(1, end - 1));
+  std::string item;
+  while (recorded >> item) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos) return false;
+    const std::string name = item.substr(0, eq), value = item.substr(eq + 1);
+    bool known = false;
+    for (const auto& [n, v] : defaults.values) {
+      if (n != name) continue;
+      known = true;
+      if (std::to_string(v) != value) return false;
+    }
+    if (!known) return false;  // an option the row no longer has
+  }
+  return true;
 }
 
 // The columns of one results.csv by name: runs before a column existed lack it (pdl).

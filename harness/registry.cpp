@@ -15,6 +15,7 @@
 #include "variants/04_scalar_gemv/scalar_gemv.hpp"
 #include "variants/05_grouped_mma/grouped_mma.hpp"
 #include "variants/06_awq/awq.hpp"
+#include "variants/07_fragment_mma/fragment_mma.hpp"
 #include "variants/baselines/baselines.hpp"
 #include "variants/common/cuda_check.hpp"
 #include "variants/probes/probes.hpp"
@@ -121,6 +122,13 @@ Support gemm_support(int min_sm = 0) {
 Support hopper_gemm_support() {
   Support s = gemm_support(90);
   s.pdl = true;
+  return s;
+}
+
+// Variant 07: variant 03's support at K = 4 only (the fragment-order layout).
+Support fragment_mma_support() {
+  Support s = hopper_gemm_support();
+  s.k_bits = {4};
   return s;
 }
 
@@ -242,7 +250,7 @@ const std::vector<VariantRow>& registry() {
        kTiled64x128,
        variants::warp_specialized_setup,
        variants::warp_specialized_run,
-       {variants::kWarpSpecializedTokenTile}},
+       {variants::kWarpSpecializedTokenTile, variants::kWarpSpecializedMma}},
       {"scalar_gemv",
        "GEMV, M=1..4 (sm_90): producer warp streams (n-tile, 4 k-tile) units by cp.async.bulk "
        "into a 2-stage mbarrier ring; index pairs (K=2: quads, K=5: 10-bit pairs) -> 64 KB table "
@@ -294,6 +302,17 @@ const std::vector<VariantRow>& registry() {
        variants::awq_gemm_setup,
        variants::awq_gemm_run,
        {variants::kAwqGemmTokenTile}},
+      {"fragment_mma",
+       "variant 07 (sm_90a): variant 03's mainloop on the fragment-order layout (K = 4: each "
+       "thread's k-tile one 16-byte load of ready pair codes, no plane merge), mma.sync "
+       "consumers to 16 tokens (ldmatrix of the swizzled activation boxes), wgmma above",
+       Family::gemm,
+       fragment_mma_support(),
+       {LayoutKind::fragment, {}},
+       variants::fragment_mma_setup,
+       variants::fragment_mma_run,
+       {variants::kFragmentMmaTokenTile, variants::kFragmentMmaMma,
+        variants::kFragmentMmaStageKTiles}},
 
       // Each problem runs the row the committed results measured fastest on this GPU
       // (results/dispatch/, harness/dispatch.hpp). The harness builds the one layout a row names

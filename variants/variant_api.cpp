@@ -16,6 +16,8 @@ const char* layout_kind_name(LayoutKind k) {
       return "awq";
     case LayoutKind::awq_tiled:
       return "awq tiled";
+    case LayoutKind::fragment:
+      return "fragment";
   }
   return "?";
 }

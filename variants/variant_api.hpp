@@ -25,6 +25,7 @@ enum class LayoutKind {
   dequantized,  // W[N, K_dim] in the problem's dtype (what cuBLAS multiplies)
   awq,          // the AutoAWQ checkpoint tensors as they are (docs/awq_format.md)
   awq_tiled,    // the tiled repack of the AWQ tensors for the wgmma kernel (kbit::awq_tile)
+  fragment,     // the tiled 64x128 layout at K = 4 in fragment order (reference/fragment.hpp)
 };
 const char* layout_kind_name(LayoutKind k);
 
@@ -35,7 +36,7 @@ struct WeightLayout {
     return kind == o.kind && (kind != LayoutKind::tiled || tiles == o.tiles);
   }
 };
-// "flat", "tiled 64x128", "dequantized", "awq", "awq tiled"
+// "flat", "tiled 64x128", "dequantized", "awq", "awq tiled", "fragment"
 std::string layout_name(const WeightLayout& l);
 
 // Dimensions of one problem. Dense: C[M, N] = A[M, K_dim] * W^T. Grouped (MoE): experts

@@ -97,7 +97,8 @@ TEST_CASE("a problem of the other weight format is refused with the reason", "[r
   awq.awq_group = 128;
   CHECK(unsupported_reason(row, awq, 90).empty());
   awq.k_bits = 3;
-  CHECK_THAT(unsupported_reason(row, awq, 90), Catch::Contains("4-bit") && Catch::Contains("K = 3"));
+  CHECK_THAT(unsupported_reason(row, awq, 90),
+             Catch::Contains("4-bit") && Catch::Contains("K = 3"));
   awq.k_bits = 4;
   awq.dtype = DType::bf16;
   row.support.dtypes = {DType::f16};
@@ -115,7 +116,10 @@ TEST_CASE("weight formats of the registry rows follow their layouts", "[registry
     CHECK(bool(r.support.kbit || !r.support.awq_groups.empty()));
     for (int g : r.support.awq_groups) CHECK((g == 32 || g == 64 || g == 128));
     // kbit layouts hold no AWQ weights and AWQ layouts no kbit ones; only dense problems are AWQ.
-    if (k == LayoutKind::flat || k == LayoutKind::tiled) CHECK(r.support.awq_groups.empty());
+    if (k == LayoutKind::flat || k == LayoutKind::tiled || k == LayoutKind::fragment)
+      CHECK(r.support.awq_groups.empty());
+    // The fragment-order layout exists at K = 4 only (reference/fragment.hpp).
+    if (k == LayoutKind::fragment) CHECK(r.support.k_bits == std::vector<int>{4});
     if (k == LayoutKind::awq || k == LayoutKind::awq_tiled) {
       CHECK_FALSE(r.support.kbit);
       CHECK(r.support.dense);

@@ -127,6 +127,17 @@ struct Decoder {
     for (int q = 0; q < 4; ++q) out[q] = mul2<T>(out[q], scale2);
   }
 
+  // The same from a word whose byte Q already is pair Q's interleaved code (K = 4: the
+  // fragment-order layout, reference/fragment.hpp): no plane merge, four PRMT + LDS + HMUL2.
+  __device__ __forceinline__ void decode_codes(const unsigned char* lut, uint32_t v,
+                                               uint32_t scale2, uint32_t (&out)[4]) const {
+    static_assert(K == 4, "the fragment-order layout is K = 4");
+    out[0] = mul2<T>(lds(lut, __byte_perm(v, column, 0x5504)), scale2);
+    out[1] = mul2<T>(lds(lut, __byte_perm(v, column, 0x5514)), scale2);
+    out[2] = mul2<T>(lds(lut, __byte_perm(v, column, 0x5524)), scale2);
+    out[3] = mul2<T>(lds(lut, __byte_perm(v, column, 0x5534)), scale2);
+  }
+
   // The scale of byte B of `codes` (the E4M4 codes of a row's blocks) as a pair of T.
   template <int B>
   __device__ __forceinline__ uint32_t scale(const unsigned char* lut, uint32_t codes) const {

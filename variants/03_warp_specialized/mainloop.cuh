@@ -12,12 +12,13 @@
 //   x 64) by TMA tensor copies with the 128-byte swizzle, all completing on the stage's `full`
 //   mbarrier.
 // * Two consumer warpgroups (threads 0..255, rows 0..63 and 64..127 of the weight tile) wait on
-//   `full`, decode their A fragments for the stage's 4 KT k16 steps, issue them as one wgmma
-//   commit group and, once the previous group has completed (wgmma.wait_group 1), free the
-//   previous stage (one `empty` arrival per consumer thread). The fragments are double-buffered
-//   in registers (even and odd stages), so the decode of stage i overlaps the tensor work of
-//   stage i - 1.
-// * Per token tile (Layout): two blocks per SM at 16 and 32 tokens (K <= 4), else one; in both
+//   `full` and decode their A fragments for the stage's 4 KT k16 steps. On the wgmma path
+//   (MmaPath) they issue them as one wgmma commit group and, once the previous group has
+//   completed (wgmma.wait_group 1), free the previous stage (one `empty` arrival per consumer
+//   thread); the fragments are double-buffered in registers (even and odd stages), so the decode
+//   of stage i overlaps the tensor work of stage i - 1. On the mma.sync path each warp loads the
+//   activations by ldmatrix, multiplies its 16 rows and frees the stage at once.
+// * Per token tile (Layout): two blocks per SM at 8, 16 and 32 tokens (K <= 4), else one; in both
 //   the producer warpgroup gives registers to the consumers (setmaxnreg 48 / 96 and 56 / 224).
 // * Work: output tiles of token tile x 128 over K_dim in k-steps of 64 KT. Tiles [0, dp_tiles)
 //   go round-robin over the blocks; the rest (dense only) split into equal stripes of
@@ -33,12 +34,14 @@
 #include <utility>
 
 #include "reference/dtype.hpp"
+#include "reference/error.hpp"
 #include "variants/03_warp_specialized/fragment_lut.cuh"
 #include "variants/common/barrier.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/common/dispatch.hpp"
 #include "variants/common/launch.hpp"
 #include "variants/common/load.cuh"
+#include "variants/common/mma.cuh"
 #include "variants/common/pdl.cuh"
 #include "variants/common/splitk.cuh"
 #include "variants/common/tensor_map.hpp"
@@ -62,6 +65,23 @@ struct Config {
   static constexpr int kAlignSlack = 1024;   // dynamic smem rounded up to the swizzle's 1024 B
   static constexpr long long kGroupBytes = 16ll << 20;  // activations a tile group keeps in L2
 };
+
+// How the consumers multiply. wgmma: a warpgroup's m64nTTk16 (TT = 16..256), the activations
+// read by the tensor cores through a shared-memory descriptor, asynchronous (commit groups,
+// fences, a wait before a stage is freed). sync: each warp alone, mma.sync.m16n8k16 over its 16
+// weight rows and TT / 8 token columns of 8, the activations loaded by ldmatrix from the same
+// swizzled boxes (TT = 8..64): no descriptors, fences or group waits, and a stage is freed as
+// soon as its reads are done. Same fragments, same accumulator layout, same store.
+enum class MmaPath { wgmma, sync };
+// The path a caller that does not choose takes at token tile TT: sync at 8 and 16 tokens, where
+// a wgmma is a few cycles of tensor work behind ~45 instructions of descriptors, fences and
+// group waits a stage; wgmma from 32 (measured on the H200: variants/07_fragment_mma/README.md).
+__host__ __device__ constexpr MmaPath default_mma_path(int tt) {
+  return tt <= 16 ? MmaPath::sync : MmaPath::wgmma;
+}
+__host__ __device__ constexpr bool has_mma_path(int tt, MmaPath p) {
+  return p == MmaPath::sync ? tt <= 64 : tt >= 16;
+}
 
 // Shared memory of (weight format F, token tile TT): the format's decode table, then the ring,
 // then its barriers. A stage holds KT k-tiles (a k-step of 64 KT): KT activation boxes, then KT
@@ -264,7 +284,7 @@ struct Walk {
   }
 };
 
-template <typename F, int TT, typename T, typename P>
+template <typename F, int TT, typename T, typename P, MmaPath Path>
 __global__ void __launch_bounds__(Config::kThreads, Layout<F, TT>::kBlocksPerSm)
     warp_specialized_kernel(const __grid_constant__ typename P::Args a,
                             const __grid_constant__ CUtensorMap amap) {
@@ -333,9 +353,11 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<F, TT>::kBlocksPerSm)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int row0 = (warp >> 2) * 64 + (warp & 3) * 16 + (lane >> 2);  // and row0 + 8
   const Decoder dec(a, lane);
-  using Mma = dev::wgmma::MmaRS<TT, T>;
+  static_assert(has_mma_path(TT, Path), "no such token tile on this path");
+  constexpr bool kSync = Path == MmaPath::sync;
+  constexpr int kAccRegs = TT / 2;     // fp32 accumulators a thread holds (either path)
   constexpr int kSteps16 = 4 * L::KT;  // k16 steps per stage
-  float acc[L::kAccSets][Mma::kRegs];
+  float acc[L::kAccSets][kAccRegs];
   uint32_t frag[2][kSteps16 * 4] = {};  // even / odd stages: the A registers of each k16 step
   int pending = -1;                     // the stage to free once its wgmma group has completed
   bool first = true;                    // the next wgmma starts a tile (overwrites acc)
@@ -367,9 +389,9 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<F, TT>::kBlocksPerSm)
     // The accumulator sets' sum, in registers of its own: adding set 1 into set 0, registers
     // that wgmma defines, in this branch made ptxas wait after every wgmma of the kernel
     // (C7518, F-037).
-    float sum[Mma::kRegs];
+    float sum[kAccRegs];
 #pragma unroll
-    for (int r = 0; r < Mma::kRegs; ++r) {
+    for (int r = 0; r < kAccRegs; ++r) {
       sum[r] = acc[0][r];
 #pragma unroll
       for (int set = 1; set < L::kAccSets; ++set) sum[r] += acc[set][r];
@@ -377,17 +399,17 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<F, TT>::kBlocksPerSm)
     const int contributors = P::contributors(a, t);
     if (contributors == 1) {
 #pragma unroll
-      for (int r = 0; r < Mma::kRegs; ++r)
+      for (int r = 0; r < kAccRegs; ++r)
         if (const int i = index(r); i >= 0) C[i] = dev::from_float<T>(sum[r]);
       return;
     }
 #pragma unroll
-    for (int r = 0; r < Mma::kRegs; ++r)
+    for (int r = 0; r < kAccRegs; ++r)
       if (const int i = index(r); i >= 0) dev::splitk::add(a.ws, i, sum[r]);
     if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + t, contributors)) return;
-    constexpr int kChunk = Mma::kRegs < 16 ? Mma::kRegs : 16;
+    constexpr int kChunk = kAccRegs < 16 ? kAccRegs : 16;
 #pragma unroll
-    for (int r0 = 0; r0 < Mma::kRegs; r0 += kChunk) {
+    for (int r0 = 0; r0 < kAccRegs; r0 += kChunk) {
       int idx[kChunk];
 #pragma unroll
       for (int r = 0; r < kChunk; ++r) idx[r] = index(r0 + r);
@@ -395,6 +417,21 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<F, TT>::kBlocksPerSm)
                             [&](int r, float sum) { C[idx[r]] = dev::from_float<T>(sum); });
     }
   };
+
+  // sync path: lane l's ldmatrix row in a box, for k16 steps 2h, 2h + 1: token l % 8 of the n8
+  // column (rows of 128 B), 16-byte chunk 4h + l / 8 (matrices 0..3: b0, b1 of step 2h, then of
+  // 2h + 1), which the 128-byte swizzle stores at chunk ^ (token % 8).
+  auto zero_acc = [&] {
+#pragma unroll
+    for (int set = 0; set < L::kAccSets; ++set)
+#pragma unroll
+      for (int r = 0; r < kAccRegs; ++r) acc[set][r] = 0.f;
+  };
+  if constexpr (kSync) zero_acc();
+  uint32_t b_lane[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+    b_lane[h] = uint32_t((lane & 7) * 128 + ((((4 * h) + (lane >> 3)) ^ (lane & 7)) << 4));
 
   Walk w(a, P::whole_tiles(a));
   // f: this stage's fragments; prev: the previous stage's, which its wgmmas may still read.
@@ -414,37 +451,68 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<F, TT>::kBlocksPerSm)
         for (int q = 0; q < 16; ++q) f[16 * j + q] = 0u;
       }
     }
-    const uint64_t desc = dev::wgmma::desc_k_major_sw128(stage_a(s));
-    dev::wgmma::fence();
+    if constexpr (kSync) {
+      // The accumulators are zero here at a tile's first step: zeroed at the start and after
+      // each tile's store or the phantom step (a test of `first` in every step cost a select
+      // per accumulator).
 #pragma unroll
-    for (int j = 0; j < L::KT; ++j) {
+      for (int j = 0; j < L::KT; ++j) {
 #pragma unroll
-      for (int k16 = 0; k16 < 4; ++k16) {
-        const int q = 4 * j + k16;
-        const uint32_t(&fa)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[4 * q]);
-        // + 32 B per k16 step inside a 128-byte row, + one box per k-tile
-        Mma::run(acc[q % L::kAccSets], fa, desc + uint64_t((j * L::kABytes + k16 * 32) >> 4),
-                 !(first && q < L::kAccSets));
+        for (int h = 0; h < 2; ++h) {  // k16 steps 2h, 2h + 1 of k-tile j
+#pragma unroll
+          for (int n8 = 0; n8 < TT / 8; ++n8) {
+            uint32_t b[4];
+            dev::ldmatrix_x4(b, stage_a(s) + j * L::kABytes + n8 * 1024 + b_lane[h]);
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const int q = 4 * j + 2 * h + e;
+              const uint32_t(&fa)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[4 * q]);
+              const uint32_t(&fb)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[2 * e]);
+              dev::mma_m16n8k16<T>(*reinterpret_cast<float(*)[4]>(&acc[q % L::kAccSets][4 * n8]),
+                                   fa, fb);
+            }
+          }
+        }
       }
-    }
-    dev::wgmma::commit();
-    first = w.phantom();    // the step after the phantom starts the tile again
-    dev::wgmma::wait<1>();  // the previous stage's group has completed
-    // Its fragments are live until here: without this the register allocator may give the
-    // next decode a register the previous group still reads, and ptxas then waits after
-    // every wgmma (F-033).
-    dev::wgmma::fence_operands(prev);
-    if (pending >= 0) free_stage(pending);
-    pending = s;
-    if (w.ends_tile()) {  // tile t ends here for this block: all its wgmmas done, then the store
-      dev::wgmma::wait<0>();
-      dev::wgmma::fence_operands(f);
+      free_stage(s);  // every read of the stage is in a register now
+      if (w.ends_tile() || w.phantom()) {
+        if (!w.phantom()) store(w.t);
+        zero_acc();
+      }
+    } else {
+      using Mma = dev::wgmma::MmaRS<TT, T>;
+      const uint64_t desc = dev::wgmma::desc_k_major_sw128(stage_a(s));
+      dev::wgmma::fence();
 #pragma unroll
-      for (int set = 0; set < L::kAccSets; ++set) dev::wgmma::fence_operands(acc[set]);
-      free_stage(s);
-      pending = -1;
-      first = true;
-      store(w.t);
+      for (int j = 0; j < L::KT; ++j) {
+#pragma unroll
+        for (int k16 = 0; k16 < 4; ++k16) {
+          const int q = 4 * j + k16;
+          const uint32_t(&fa)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[4 * q]);
+          // + 32 B per k16 step inside a 128-byte row, + one box per k-tile
+          Mma::run(acc[q % L::kAccSets], fa, desc + uint64_t((j * L::kABytes + k16 * 32) >> 4),
+                   !(first && q < L::kAccSets));
+        }
+      }
+      dev::wgmma::commit();
+      first = w.phantom();    // the step after the phantom starts the tile again
+      dev::wgmma::wait<1>();  // the previous stage's group has completed
+      // Its fragments are live until here: without this the register allocator may give the
+      // next decode a register the previous group still reads, and ptxas then waits after
+      // every wgmma (F-033).
+      dev::wgmma::fence_operands(prev);
+      if (pending >= 0) free_stage(pending);
+      pending = s;
+      if (w.ends_tile()) {  // tile t ends here for this block: all its wgmmas done, then the store
+        dev::wgmma::wait<0>();
+        dev::wgmma::fence_operands(f);
+#pragma unroll
+        for (int set = 0; set < L::kAccSets; ++set) dev::wgmma::fence_operands(acc[set]);
+        free_stage(s);
+        pending = -1;
+        first = true;
+        store(w.t);
+      }
     }
     w.advance();
   };
@@ -462,33 +530,69 @@ struct Kernel {
   const void* fn;
   int smem_bytes, stages, k_tiles_per_stage;
   int register_pool;  // registers the block's setmaxnreg trades: 384 x what ptxas must allocate
+  bool sync = false;  // MmaPath::sync (for describe())
 };
 
-inline constexpr int kTokenTiles[] = {16, 32, 64, 128, 256};
+inline constexpr int kTokenTiles[] = {8, 16, 32, 64, 128, 256};
 
 // Maps a token tile to its constant; `who` names the caller in the refusal.
 template <typename Fn>
 decltype(auto) with_token_tile(int tt, const char* who, Fn&& fn) {
-  return with_one_of<16, 32, 64, 128, 256>(tt, std::forward<Fn>(fn), [&] {
+  return with_one_of<8, 16, 32, 64, 128, 256>(tt, std::forward<Fn>(fn), [&] {
     return std::string(who) + ": token_tile = " + std::to_string(tt) +
-           " is not one of 16, 32, 64, 128, 256 (or 0: chosen by the rows)";
+           " is not one of 8, 16, 32, 64, 128, 256 (or 0: chosen by the rows)";
   });
 }
 
-template <typename F, typename T, typename P>
-Kernel kernel_of(int tt, const char* who) {
+// The MMA path a row asks for: its `mma` option (0: default_mma_path, 1: wgmma, 2: sync),
+// where that path has a kernel for token tile tt (sync 8..64, wgmma 16..256), else the other.
+inline MmaPath mma_path_of(std::int64_t option, int tt) {
+  const MmaPath want = option == 1   ? MmaPath::wgmma
+                       : option == 2 ? MmaPath::sync
+                                     : default_mma_path(tt);
+  if (has_mma_path(tt, want)) return want;
+  return want == MmaPath::sync ? MmaPath::wgmma : MmaPath::sync;
+}
+
+template <typename F, int TT, typename T, typename P, MmaPath Path>
+Kernel kernel_with() {
+  using L = Layout<F, TT>;
+  return Kernel{reinterpret_cast<const void*>(warp_specialized_kernel<F, TT, T, P, Path>),
+                L::kBytes + Config::kAlignSlack,
+                L::kStages,
+                L::KT,
+                L::kRegisterPool,
+                Path == MmaPath::sync};
+}
+
+// The kernel of token tile tt on `path`. Only the default path's kernels are compiled unless
+// `both` (a row with the `mma` option): the other path refuses then, naming tt and the path.
+template <typename F, typename T, typename P, bool kBoth = false>
+Kernel kernel_of(int tt, const char* who, MmaPath path = MmaPath::wgmma, bool by_tile = true) {
   return with_token_tile(tt, who, [&](auto tt_const) {
     constexpr int TT = decltype(tt_const)::value;
-    using L = Layout<F, TT>;
-    return Kernel{reinterpret_cast<const void*>(warp_specialized_kernel<F, TT, T, P>),
-                  L::kBytes + Config::kAlignSlack, L::kStages, L::KT, L::kRegisterPool};
+    const MmaPath p = by_tile ? default_mma_path(TT) : path;
+    if (!has_mma_path(TT, p))
+      throw Error(std::string(who) + ": token_tile = " + std::to_string(TT) + " has no " +
+                  (p == MmaPath::sync ? "mma.sync kernel (8..64)" : "wgmma kernel (16..256)"));
+    if constexpr (kBoth) {
+      if constexpr (has_mma_path(TT, MmaPath::sync) && has_mma_path(TT, MmaPath::wgmma)) {
+        if (p == MmaPath::sync) return kernel_with<F, TT, T, P, MmaPath::sync>();
+        return kernel_with<F, TT, T, P, MmaPath::wgmma>();
+      }
+    }
+    if (p != default_mma_path(TT))
+      throw Error(std::string(who) + ": token_tile = " + std::to_string(TT) +
+                  " runs on its default path only");
+    return kernel_with<F, TT, T, P, default_mma_path(TT)>();
   });
 }
-// The kbit kernel of K = k.
-template <typename T, typename P>
-Kernel kernel_for(int k, int tt, const char* who) {
+// The kbit kernel of K = k (both paths where both exist: variant 03's `mma` option).
+template <typename T, typename P, bool kBoth = false>
+Kernel kernel_for(int k, int tt, const char* who, MmaPath path = MmaPath::wgmma,
+                  bool by_tile = true) {
   return with_k_bits(k, [&](auto k_const) {
-    return kernel_of<KbitWeights<decltype(k_const)::value>, T, P>(tt, who);
+    return kernel_of<KbitWeights<decltype(k_const)::value>, T, P, kBoth>(tt, who, path, by_tile);
   });
 }
 

@@ -105,10 +105,13 @@ int token_tile_for(std::int64_t m) {
 std::string DensePlan::describe() const {
   return "tile " + std::to_string(token_tile) + " tokens x 128 weight rows x " +
          std::to_string(64 * kernel.k_tiles_per_stage) + " k, " + std::to_string(kernel.stages) +
-         "-stage TMA ring, RS wgmma (weights from registers), " + std::to_string(dp_tiles) +
-         " of " + std::to_string(tiles) + " tiles whole over " + std::to_string(grid) +
-         " blocks, the rest in stripes of " + std::to_string(per) + " k-steps (" +
-         std::to_string(split_tiles) + " tiles split), m-tile groups of " + std::to_string(group_m);
+         "-stage TMA ring, " +
+         (kernel.sync ? "mma.sync (weights from registers, activations by ldmatrix), "
+                      : "RS wgmma (weights from registers), ") +
+         std::to_string(dp_tiles) + " of " + std::to_string(tiles) + " tiles whole over " +
+         std::to_string(grid) + " blocks, the rest in stripes of " + std::to_string(per) +
+         " k-steps (" + std::to_string(split_tiles) + " tiles split), m-tile groups of " +
+         std::to_string(group_m);
 }
 
 void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const char* who) {
@@ -194,9 +197,12 @@ std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const Va
   auto s = std::make_unique<ws::DensePlan>();
   const std::int64_t tt_opt = o.get(kWarpSpecializedTokenTile);
   s->token_tile = tt_opt == 0 ? ws::token_tile_for(d.M) : int(tt_opt);
-  s->kernel = d.dtype == DType::f16
-                  ? ws::kernel_for<__half, ws::DenseTiles>(d.k_bits, s->token_tile, who)
-                  : ws::kernel_for<__nv_bfloat16, ws::DenseTiles>(d.k_bits, s->token_tile, who);
+  const std::int64_t mma = o.get(kWarpSpecializedMma);
+  const ws::MmaPath path = ws::mma_path_of(mma, s->token_tile);
+  s->kernel = d.dtype == DType::f16 ? ws::kernel_for<__half, ws::DenseTiles, true>(
+                                          d.k_bits, s->token_tile, who, path, false)
+                                    : ws::kernel_for<__nv_bfloat16, ws::DenseTiles, true>(
+                                          d.k_bits, s->token_tile, who, path, false);
   ws::plan_dense(*s, d, o, who);
   return s;
 }

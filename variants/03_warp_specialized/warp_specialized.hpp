@@ -6,10 +6,25 @@
 
 namespace kbit::variants {
 
-// Tokens per tile (wgmma's N). 0 picks by M: the smallest of 16, 32, 64, 128 that holds M,
+// Tokens per tile (the MMA's N). 0 picks by M: the smallest of 8, 16, 32, 64, 128 that holds M,
 // 256 above 128 (README.md has the measured choice).
 inline constexpr OptionSpec kWarpSpecializedTokenTile{
-    "token_tile", 0, 0, 256, false, "tokens per tile (wgmma N): 16, 32, 64, 128 or 256; 0 = by M"};
+    "token_tile",
+    0,
+    0,
+    256,
+    false,
+    "tokens per tile (the MMA's N): 8 (mma.sync only), 16, 32, 64, 128 or 256; 0 = by M"};
+// The consumers' MMA (mainloop.cuh, MmaPath): 0 by token tile (mma.sync up to 16 tokens, wgmma
+// above), 1 wgmma (16..256 tokens), 2 mma.sync (8..64 tokens).
+inline constexpr OptionSpec kWarpSpecializedMma{
+    "mma",
+    0,
+    0,
+    2,
+    false,
+    "consumer MMA where it exists: 0 = by token tile (mma.sync to 16 tokens), 1 = wgmma (16..256 "
+    "tokens), 2 = mma.sync (8..64)"};
 
 std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& dims,
                                                      const VariantOptions& opts);

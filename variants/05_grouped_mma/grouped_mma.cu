@@ -144,8 +144,8 @@ __global__ void __launch_bounds__(kListThreads)
 // The grouped problem's tiles: t = g x n_tiles + nt over the listed m-tiles g, all whole.
 struct GroupedTiles {
   struct Args : ws::MainloopArgs {
-    const int4* mtiles;                    // list_mtiles's entries
-    const int* count;                      // and their number
+    const int4* mtiles;                                 // list_mtiles's entries
+    const int* count;                                   // and their number
     long long expert_weight_bytes, expert_scale_bytes;  // one expert's planes and codes
   };
   // Read at L2 (ld.cg): list_mtiles wrote them, and this grid may have started before it ended.
@@ -186,8 +186,9 @@ int grouped_mma_token_tile(double rows_per_expert) {
   // that holds the mean alone cuts many experts into two m-tiles, and each m-tile decodes the
   // expert's weights again. So the smallest tile that holds mean + 1.5 sqrt(mean).
   const double rows = rows_per_expert + 1.5 * std::sqrt(std::max(rows_per_expert, 0.0));
+  // From 16: the 8-token tile is not measured on MoE layers.
   for (int tt : ws::kTokenTiles)
-    if (rows <= tt) return tt;
+    if (tt >= 16 && rows <= tt) return tt;
   return 256;
 }
 

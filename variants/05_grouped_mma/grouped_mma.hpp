@@ -6,14 +6,14 @@
 
 namespace kbit::variants {
 
-// Tokens per tile (wgmma's N). 0 picks by the mean rows per expert (grouped_mma_token_tile).
+// Tokens per tile (the MMA's N). 0 picks by the mean rows per expert (grouped_mma_token_tile).
 inline constexpr OptionSpec kGroupedMmaTokenTile{
     "token_tile",
     0,
     0,
     256,
     false,
-    "tokens per tile (wgmma N): 16, 32, 64, 128 or 256; 0 = by the mean rows per expert"};
+    "tokens per tile (the MMA's N): 8, 16, 32, 64, 128 or 256; 0 = by the mean rows per expert"};
 // Checked mode: the work-list kernel also checks the device's expert offsets and the run waits
 // for it and throws on the first malformed one (a host sync: not for graph capture).
 inline constexpr OptionSpec kGroupedMmaChecked{
