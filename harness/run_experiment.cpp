@@ -75,6 +75,7 @@ struct Context {
   Progress* progress = nullptr;
   std::map<const VariantRow*, VariantOptions> options;  // each row's, resolved from the config
   std::vector<PeerProblem> peer_problems;               // what the peers run after our rows
+  std::string device_label;  // the rows' device column: "<index on the host> <UUID>"
   int failures = 0, errors = 0, passed = 0, skipped_unsupported = 0;
   bool aborted = false;
   std::string abort_reason;
@@ -101,6 +102,7 @@ ResultRow base_row(const Context& c, const Layer& L, const GemmDims& d, const Va
   r.variant = std::string(row.name);
   r.family = family_name(row.family);
   r.l2 = c.cfg.timing.cold ? "cold" : "hot";
+  r.device = c.device_label;
   // The weights' format: the codebook's name for kbit problems, "awq_g128" etc. for AWQ ones.
   r.codebook = d.awq_group > 0 ? weight_format_name(d.awq_group) : c.cfg.codebook;
   r.experts = d.grouped() ? d.num_experts : 0;
@@ -505,6 +507,8 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   }
   Context c(cfg, opts, rows, baseline);
   for (const VariantRow* r : rows) c.options.emplace(r, options_for(cfg, *r));
+  // Which device timed a row: its index on the host and its UUID.
+  c.device_label = std::to_string(c.dev.device) + " " + c.dev.uuid;
   const std::vector<const PeerRow*> peer_rows = match_peers(cfg.peers);
   std::size_t free_b = 0, total_b = 0;
   KBIT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -529,6 +533,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   run["started_utc"] = utc_timestamp();
   run["status"] = "running";
   run["device"] = to_json(c.dev);
+  run["device"]["host_index"] = c.dev.device;
   run["ceilings"] = to_json(c.ceil);
   run["build"] = to_json(build);
   run["config"] = {{"path", cfg.path}, {"hash", config_hash(cfg.text)}, {"text", cfg.text}};
@@ -629,6 +634,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
     pr.check = {
         {"enabled", cfg.check.enabled}, {"seed", cfg.check.seed}, {"max_rows", cfg.check.max_rows}};
     pr.l2_bytes = c.dev.l2_bytes;
+    pr.device = c.device_label;
     pr.rotation_budget_bytes = c.budget;
     std::cout << "\npeers: running " << peer_rows.size() << " peer(s) on " << c.peer_problems.size()
               << " problems with " << configured_python() << std::endl;
