@@ -14,6 +14,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <stdexcept>
 
 #include "harness/commands.hpp"
 #include "harness/config.hpp"
@@ -76,13 +77,22 @@ struct Context {
   Progress* progress = nullptr;
   std::map<const VariantRow*, VariantOptions> options;  // each row's, resolved from the config
   std::vector<PeerProblem> peer_problems;               // what the peers run after our rows
-  // The problems of this process, by their place in plan_problems (--shard); empty: all.
+  // The config's problems in run order, and those of this process by their place there
+  // (--shard); mine empty: all.
+  std::vector<PlannedProblem> plan;
   std::vector<bool> mine;
   std::size_t next_problem = 0;  // the place of the next problem the run loops reach
   std::string device_label;      // the rows' device column: "<index on the host> <UUID>"
-  // Whether the next problem is this process's (and moves past it).
-  bool take() {
+  // Whether the next problem is this process's (and moves past it). The run loops must reach
+  // the problems in plan_problems' order, or the shards would not cover the config once: checked.
+  bool take(const std::string& layer, const WeightsOf& w, DType t, std::int64_t m) {
     const std::size_t i = next_problem++;
+    const PlannedProblem* p = i < plan.size() ? &plan[i] : nullptr;
+    if (!p || p->layer != layer || p->weights.k_bits != w.k_bits ||
+        p->weights.awq_group != w.awq_group || p->dtype != t || p->m != m)
+      throw std::logic_error("run: problem " + std::to_string(i) + " (" + layer + " " + w.label() +
+                             " M/tokens " + std::to_string(m) +
+                             ") is not plan_problems' problem there");
     return mine.empty() || mine.at(i);
   }
   // Whether one of the next n problems is this process's (moves past none).
@@ -329,7 +339,7 @@ void run_layer(Context& c, const Layer& L, DType dtype, const HostWeights& hw,
 
 int count_items(const Context& c) {
   int n = 0;
-  const std::vector<PlannedProblem> plan = plan_problems(c.cfg);
+  const std::vector<PlannedProblem>& plan = c.plan;
   for (std::size_t i = 0; i < plan.size(); ++i) {
     if (!c.mine.empty() && !c.mine[i]) continue;
     const PlannedProblem& p = plan[i];
@@ -501,7 +511,8 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   }
   Context c(cfg, opts, rows, baseline);
   for (const VariantRow* r : rows) c.options.emplace(r, options_for(cfg, *r));
-  const std::vector<PlannedProblem> plan = plan_problems(cfg);
+  c.plan = plan_problems(cfg);
+  const std::vector<PlannedProblem>& plan = c.plan;
   if (shard.count > 1) {
     std::vector<double> costs;
     for (const PlannedProblem& p : plan) costs.push_back(p.cost);
@@ -598,7 +609,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
       for (DType t : cfg.dtypes) {
         std::vector<GemmDims> problems;
         for (std::int64_t m : cfg.m) {
-          if (!c.take()) continue;
+          if (!c.take(s.name, w, t, m)) continue;
           GemmDims d;
           d.M = m, d.N = s.n, d.K_dim = s.k_dim, d.k_bits = k, d.awq_group = w.awq_group;
           d.dtype = t;
@@ -622,7 +633,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
       for (DType t : cfg.dtypes) {
         std::vector<GemmDims> problems;
         for (std::int64_t tokens : cfg.tokens) {
-          if (!c.take()) continue;
+          if (!c.take(m.name, w, t, tokens)) continue;
           GemmDims d;
           d.N = m.n, d.K_dim = m.k_dim, d.k_bits = k, d.dtype = t, d.num_experts = m.experts;
           d.expert_offsets = route_tokens(m.experts, int(tokens), m.top_k,
