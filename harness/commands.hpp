@@ -24,8 +24,25 @@ struct RunOptions {
   bool quiet = false;
   bool pdl = false;               // forces [timing] pdl = true
   std::vector<std::string> argv;  // the command line, for run.json
+  // --devices all|0,1: the problems sharded over these devices of the host, one child process
+  // each, joined into one run folder (harness/run_devices.cpp); empty: the current device alone.
+  std::string devices;
+  // Set by run --devices for its children (hidden options): --shard I/N, the problems of shard I
+  // of N (harness/shard.hpp); --device-index, the device's index on the host (the child sees it
+  // alone, through CUDA_VISIBLE_DEVICES), recorded in the rows and run.json.
+  std::string shard;
+  int device_index = -1;
 };
 int run_experiment(const std::string& config_path, const RunOptions& opts);
+// run --devices: one child process per device, each timing its shard; their folders joined by
+// harness/tools/merge_runs.py. One device 0 (or all on a host of one) runs as run_experiment.
+int run_on_devices(const std::string& config_path, const RunOptions& opts);
+struct ExperimentConfig;
+// The config as `run` times it (--shapes, --m, --pdl applied), its rows, baseline and peers
+// checked: throws kbit::Error for bad input, before any device is looked for.
+ExperimentConfig load_run_config(const std::string& config_path, const RunOptions& opts);
+// The closing plot step of a run folder (harness/plot.py under the configured Python).
+void plot_run(const std::string& dir);
 
 struct ValidateOptions {
   std::string variant;
@@ -35,7 +52,7 @@ struct ValidateOptions {
   std::uint64_t seed = 99;
   std::string repro_dir = "validate-repro";
   std::vector<int> k_bits{2, 3, 4, 5};
-  std::vector<std::string> cases;  // only the cases whose name matches one of these globs
+  std::vector<std::string> cases;          // only the cases whose name matches one of these globs
   std::vector<GivenOption> given_options;  // --option NAME=VALUE (the row's options)
 };
 int validate_variant(const ValidateOptions& opts);

@@ -7,9 +7,9 @@
 #include <cstdlib>
 #include <vector>
 
+#include "harness/device_utils.hpp"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
-#include "harness/device_utils.hpp"
 
 #ifndef KBIT_SOURCE_DIR
 #define KBIT_SOURCE_DIR "."
@@ -33,12 +33,24 @@ std::string source_dir() {
   return KBIT_SOURCE_DIR;
 }
 
+std::string uuid_string(const cudaUUID_t& uuid) {
+  std::string s = "GPU-";
+  char hex[3];
+  for (int i = 0; i < 16; ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) s += '-';
+    std::snprintf(hex, sizeof hex, "%02x", static_cast<unsigned char>(uuid.bytes[i]));
+    s += hex;
+  }
+  return s;
+}
+
 DeviceInfo query_device() {
   DeviceInfo d;
   KBIT_CUDA_CHECK(cudaGetDevice(&d.device));
   cudaDeviceProp p{};
   KBIT_CUDA_CHECK(cudaGetDeviceProperties(&p, d.device));
   d.name = p.name;
+  d.uuid = uuid_string(p.uuid);
   d.sm_count = p.multiProcessorCount;
   d.cc_major = p.major;
   d.cc_minor = p.minor;
@@ -114,6 +126,7 @@ BuildInfo query_build() {
 nlohmann::json to_json(const DeviceInfo& d) {
   return {{"name", d.name},
           {"device", d.device},
+          {"uuid", d.uuid},
           {"sm_count", d.sm_count},
           {"compute_capability", std::to_string(d.cc_major) + "." + std::to_string(d.cc_minor)},
           {"l2_bytes", d.l2_bytes},

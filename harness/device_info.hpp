@@ -17,8 +17,11 @@ struct DeviceInfo {
   int smem_per_block_optin = 0, smem_per_sm = 0;
   double max_sm_clock_mhz = 0, mem_clock_mhz = 0;
   int mem_bus_bits = 0, driver_version = 0, runtime_version = 0;
+  std::string uuid;  // "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi -L prints it
 };
 DeviceInfo query_device();
+// The UUID of cudaDeviceProp::uuid as nvidia-smi writes it (and CUDA_VISIBLE_DEVICES takes it).
+std::string uuid_string(const cudaUUID_t& uuid);
 
 struct Ceilings {
   double copy_gb_per_s = 0;  // device-to-device copy, bytes read + written per second

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/commands.hpp"
+#include "harness/current.hpp"
 #include "harness/device_info.hpp"
 #include "harness/options.hpp"
 #include "harness/results.hpp"
@@ -304,33 +305,23 @@ std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root
   std::map<std::string, Measured> measured;
   std::map<std::string, int> sm_of;  // compute capability x 10 of each GPU name
   for (const std::string& exp : experiments) {
-    const std::string current = results_root + "/" + exp + "/CURRENT";
-    const std::string run = trimmed(read_text_file(current, "CURRENT file"));
-    if (run.empty() || run.find('/') != std::string::npos)
-      throw Error(current + " holds '" + run + "', not the name of a run folder");
-    const std::string dir = results_root + "/" + exp + "/" + run;
-    if (!fs::is_directory(dir))
-      throw Error(current + " names '" + run + "', which is not in " + results_root + "/" + exp);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_text_file(dir + "/run.json", "run.json"));
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(dir + "/run.json does not parse: " + e.what());
+    for (const CurrentRun& cur : read_current(results_root, exp)) {
+      nlohmann::json j;
+      try {
+        j = nlohmann::json::parse(read_text_file(cur.dir + "/run.json", "run.json"));
+      } catch (const nlohmann::json::exception& e) {
+        throw Error(cur.dir + "/run.json does not parse: " + e.what());
+      }
+      const std::string& gpu = cur.gpu_name;
+      tables[gpu].gpu = gpu;
+      tables[gpu].runs.push_back(exp + "/" + cur.run);
+      if (j["device"].contains("compute_capability") &&
+          j["device"]["compute_capability"].is_string()) {
+        const std::string cc = j["device"]["compute_capability"].get<std::string>();
+        if (cc.size() >= 3 && cc[1] == '.') sm_of[gpu] = (cc[0] - '0') * 10 + (cc[2] - '0');
+      }
+      read_run_rows(cur.dir + "/results.csv", exp + "/" + cur.run, points[gpu], measured[gpu]);
     }
-    const nlohmann::json* name = nullptr;
-    if (j.contains("device") && j["device"].is_object() && j["device"].contains("name"))
-      name = &j["device"]["name"];
-    if (!name || !name->is_string() || name->get<std::string>().empty())
-      throw Error(dir + "/run.json has no device.name (the GPU the run was timed on)");
-    const std::string gpu = name->get<std::string>();
-    tables[gpu].gpu = gpu;
-    tables[gpu].runs.push_back(exp + "/" + run);
-    if (j["device"].contains("compute_capability") &&
-        j["device"]["compute_capability"].is_string()) {
-      const std::string cc = j["device"]["compute_capability"].get<std::string>();
-      if (cc.size() >= 3 && cc[1] == '.') sm_of[gpu] = (cc[0] - '0') * 10 + (cc[2] - '0');
-    }
-    read_run_rows(dir + "/results.csv", exp + "/" + run, points[gpu], measured[gpu]);
   }
   std::vector<DispatchTable> out;
   for (auto& [gpu, t] : tables) {

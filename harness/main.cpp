@@ -29,6 +29,13 @@ int main(int argc, char** argv) {
   run->add_flag("--quiet", run_opts.quiet, "no progress lines");
   run->add_flag("--pdl", run_opts.pdl,
                 "time the rows that support it with programmatic dependent launch ([timing] pdl)");
+  run->add_option("--devices", run_opts.devices,
+                  "all | 0,1: shard the problems over these GPUs of the host (one model), one "
+                  "process each, into one run folder");
+  // What run --devices gives its children (an empty group hides them from --help).
+  run->add_option("--shard", run_opts.shard, "I/N: only the problems of shard I of N")->group("");
+  run->add_option("--device-index", run_opts.device_index, "the device's index on the host")
+      ->group("");
 
   kbit::ValidateOptions val;
   auto* validate =
@@ -116,7 +123,9 @@ int main(int argc, char** argv) {
   }
   try {
     if (*list) return kbit::list_variants();
-    if (*run) return kbit::run_experiment(config, run_opts);
+    if (*run)
+      return run_opts.devices.empty() ? kbit::run_experiment(config, run_opts)
+                                      : kbit::run_on_devices(config, run_opts);
     if (*validate) {
       for (const std::string& f : option_flags)
         val.given_options.push_back(kbit::parse_option_flag(f));

@@ -126,6 +126,7 @@ nlohmann::json peer_request_json(const PeerRequest& r) {
   j["codebook"] = r.codebook;
   j["l2_bytes"] = r.l2_bytes;
   j["rotation_budget_bytes"] = r.rotation_budget_bytes;
+  j["device"] = r.device;
   j["problems"] = nlohmann::json::array();
   for (const PeerProblem& p : r.problems)
     j["problems"].push_back({{"shape", p.shape},

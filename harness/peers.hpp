@@ -51,6 +51,7 @@ struct PeerRequest {
   std::vector<PeerProblem> problems;
   nlohmann::json timing, check;
   std::int64_t l2_bytes = 0, rotation_budget_bytes = 0;
+  std::string device;  // the rows' device column ("<index on the host> <UUID>")
 };
 nlohmann::json peer_request_json(const PeerRequest& r);
 

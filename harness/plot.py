@@ -3,9 +3,11 @@
 
     python3 harness/plot.py results/<experiment>/<run>          # one run
     python3 harness/plot.py --latest results                     # newest run of every experiment
+                                                                 # on every GPU
 
 Figures land in <run>/figures/ (or --out). One function per figure; labels come from the
-variant names in the CSV and the registry rows recorded in run.json.
+variant names in the CSV and the registry rows recorded in run.json; every title names the GPU the
+run was timed on (run.json's device.name).
 """
 import argparse
 import csv
@@ -52,6 +54,12 @@ def load_run(run_dir):
         with open(path) as f:
             return json.load(f)
     return {}
+
+
+def heading(run):
+    """The experiment and the GPU its rows were timed on: how every figure's title starts."""
+    gpu = (run.get("device") or {}).get("name")
+    return f"{run.get('experiment', '')} on {gpu}" if gpu else run.get("experiment", "")
 
 
 def timed(rows):
@@ -156,7 +164,7 @@ def plot_speedup(rows, run, key, out):
         ax.set_xlabel("M")
         ax.set_ylabel(f"speedup vs {baseline}")
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"{run.get('experiment', '')}: speedup vs {baseline} ({suffix(key)})")
+    fig.suptitle(f"{heading(run)}: speedup vs {baseline} ({suffix(key)})")
     return save(fig, out, "speedup", key)
 
 
@@ -197,7 +205,7 @@ def plot_time_vs_m(rows, run, key, out):
         ax.set_xlabel(f"tokens (M / top-{div})" if shape in top_k else "M")
         ax.set_ylabel("median us")
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"{run.get('experiment', '')}: time vs M ({suffix(key)})")
+    fig.suptitle(f"{heading(run)}: time vs M ({suffix(key)})")
     return save(fig, out, "time_vs_m", key)
 
 
@@ -230,7 +238,7 @@ def plot_roofline(rows, run, key, out):
     ax2.set_xlabel("M")
     ax2.set_ylabel("fraction of the floor (floor / time)")
     ax2.set_title("fraction of the floor, every shape")
-    fig.suptitle(f"{run.get('experiment', '')}: roofline ({suffix(key)})")
+    fig.suptitle(f"{heading(run)}: roofline ({suffix(key)})")
     return save(fig, out, "roofline", key)
 
 
@@ -249,7 +257,7 @@ def plot_check_margin(rows, run, key, out):
     ax.set_xticks(range(len(variants)))
     ax.set_xticklabels(variants, rotation=20, fontsize=8)
     ax.set_ylabel("max |err| / bound")
-    ax.set_title(f"{run.get('experiment', '')}: check margin ({suffix(key)})")
+    ax.set_title(f"{heading(run)}: check margin ({suffix(key)})")
     return save(fig, out, "check_margin", key)
 
 
@@ -295,7 +303,7 @@ def plot_envelope(rows, run, key, out):
         if ax.get_subplotspec().is_first_col():
             ax.set_ylabel(f"speedup over {pretty} (x)")
     axes[min(len(axes), 4) - 1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1.0))
-    fig.suptitle(f"{run.get('experiment', '')}: auto vs peers and the floor, speedup over {pretty} ({suffix(key)})")
+    fig.suptitle(f"{heading(run)}: auto vs peers and the floor, speedup over {pretty} ({suffix(key)})")
     return save(fig, out, "envelope", key)
 
 
@@ -317,21 +325,25 @@ def plot_run(run_dir, out=None):
 
 
 def latest_runs(root):
+    """The newest run (by folder name: its UTC start) of every experiment on every GPU under root."""
     runs = []
     for exp in sorted(os.listdir(root)):
         d = os.path.join(root, exp)
         if not os.path.isdir(d):
             continue
-        cands = sorted(c for c in os.listdir(d) if os.path.exists(os.path.join(d, c, "results.csv")))
-        if cands:
-            runs.append(os.path.join(d, cands[-1]))
+        newest = {}  # GPU -> its newest run
+        for c in sorted(os.listdir(d)):
+            if os.path.exists(os.path.join(d, c, "results.csv")):
+                newest[(load_run(os.path.join(d, c)).get("device") or {}).get("name", "")] = \
+                    os.path.join(d, c)
+        runs += [newest[g] for g in sorted(newest)]
     return runs
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("run", help="a run directory, or with --latest the results root")
-    ap.add_argument("--latest", action="store_true", help="plot the newest run of every experiment under RUN")
+    ap.add_argument("--latest", action="store_true", help="plot the newest run of every experiment on every GPU under RUN")
     ap.add_argument("--out", help="output directory (default: <run>/figures)")
     a = ap.parse_args()
     runs = latest_runs(a.run) if a.latest else [a.run]

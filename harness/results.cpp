@@ -43,7 +43,8 @@ const std::vector<std::string>& result_columns() {
                                                 "active_experts",
                                                 "codebook",
                                                 "config",
-                                                "error"};
+                                                "error",
+                                                "device"};
   return cols;
 }
 
@@ -88,7 +89,8 @@ std::vector<std::string> row_fields(const ResultRow& r) {
           std::to_string(r.active_experts),
           r.codebook,
           r.config,
-          r.error};
+          r.error,
+          r.device};
 }
 
 std::string csv_escape(const std::string& f) {

@@ -26,7 +26,8 @@ struct ResultRow {
   double sm_mhz_before = 0, sm_mhz_after = 0, rel_noise = 0;
   int experts = 0, active_experts = 0;
   std::string codebook, config, error;
-  int pdl = 0;  // 1: timed with programmatic dependent launch ([timing] pdl, Support::pdl)
+  std::string device;  // the device that timed the row: "<index on the host> <UUID>"
+  int pdl = 0;         // 1: timed with programmatic dependent launch ([timing] pdl, Support::pdl)
 };
 
 // The column names, in order (the first 19 are the documented core columns).

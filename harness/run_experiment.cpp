@@ -14,6 +14,7 @@
 #include <iostream>
 #include <map>
 #include <optional>
+#include <stdexcept>
 
 #include "harness/commands.hpp"
 #include "harness/config.hpp"
@@ -23,6 +24,7 @@
 #include "harness/problem.hpp"
 #include "harness/progress.hpp"
 #include "harness/results.hpp"
+#include "harness/shard.hpp"
 #include "harness/timing.hpp"
 #include "harness/weight_format.hpp"
 #include "reference/codebook.hpp"
@@ -75,6 +77,31 @@ struct Context {
   Progress* progress = nullptr;
   std::map<const VariantRow*, VariantOptions> options;  // each row's, resolved from the config
   std::vector<PeerProblem> peer_problems;               // what the peers run after our rows
+  // The config's problems in run order, and those of this process by their place there
+  // (--shard); mine empty: all.
+  std::vector<PlannedProblem> plan;
+  std::vector<bool> mine;
+  std::size_t next_problem = 0;  // the place of the next problem the run loops reach
+  std::string device_label;      // the rows' device column: "<index on the host> <UUID>"
+  // Whether the next problem is this process's (and moves past it). The run loops must reach
+  // the problems in plan_problems' order, or the shards would not cover the config once: checked.
+  bool take(const std::string& layer, const WeightsOf& w, DType t, std::int64_t m) {
+    const std::size_t i = next_problem++;
+    const PlannedProblem* p = i < plan.size() ? &plan[i] : nullptr;
+    if (!p || p->layer != layer || p->weights.k_bits != w.k_bits ||
+        p->weights.awq_group != w.awq_group || p->dtype != t || p->m != m)
+      throw std::logic_error("run: problem " + std::to_string(i) + " (" + layer + " " + w.label() +
+                             " M/tokens " + std::to_string(m) +
+                             ") is not plan_problems' problem there");
+    return mine.empty() || mine.at(i);
+  }
+  // Whether one of the next n problems is this process's (moves past none).
+  bool any_of_next(std::size_t n) const {
+    if (mine.empty()) return n > 0;
+    for (std::size_t i = next_problem; i < next_problem + n; ++i)
+      if (mine.at(i)) return true;
+    return false;
+  }
   int failures = 0, errors = 0, passed = 0, skipped_unsupported = 0;
   bool aborted = false;
   std::string abort_reason;
@@ -101,6 +128,7 @@ ResultRow base_row(const Context& c, const Layer& L, const GemmDims& d, const Va
   r.variant = std::string(row.name);
   r.family = family_name(row.family);
   r.l2 = c.cfg.timing.cold ? "cold" : "hot";
+  r.device = c.device_label;
   // The weights' format: the codebook's name for kbit problems, "awq_g128" etc. for AWQ ones.
   r.codebook = d.awq_group > 0 ? weight_format_name(d.awq_group) : c.cfg.codebook;
   r.experts = d.grouped() ? d.num_experts : 0;
@@ -210,27 +238,6 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
   }
 }
 
-// One weight format of a layer: kbit of k_bits bits, or AWQ int4 (k_bits 4) of group awq_group.
-struct WeightsOf {
-  int k_bits = 4, awq_group = 0;
-  std::string label() const { return weights_label(k_bits, awq_group); }
-};
-
-// The config's formats in order: "kbit" as its k_bits list, each awq format as one entry (dense
-// layers only: the config refuses AWQ beside MoE layers).
-std::vector<WeightsOf> weights_of(const ExperimentConfig& cfg, bool moe) {
-  std::vector<WeightsOf> out;
-  for (const std::string& f : cfg.formats) {
-    const int group = parse_weight_format(f);
-    if (group == 0) {
-      for (int k : cfg.k_bits) out.push_back({k, 0});
-    } else if (!moe) {
-      out.push_back({4, group});
-    }
-  }
-  return out;
-}
-
 std::vector<WeightLayout> layouts_of(const Context& c, const GemmDims& d) {
   std::vector<WeightLayout> out;
   for (const VariantRow* r : c.rows) {
@@ -332,26 +339,16 @@ void run_layer(Context& c, const Layer& L, DType dtype, const HostWeights& hw,
 
 int count_items(const Context& c) {
   int n = 0;
-  for (const auto& s : c.cfg.shapes)
-    for (const WeightsOf& w : weights_of(c.cfg, false))
-      for (DType t : c.cfg.dtypes)
-        for (std::int64_t m : c.cfg.m)
-          for (const VariantRow* r : c.rows) {
-            GemmDims d;
-            d.M = m, d.N = s.n, d.K_dim = s.k_dim, d.k_bits = w.k_bits, d.dtype = t;
-            d.awq_group = w.awq_group;
-            n += unsupported_reason(*r, d).empty();
-          }
-  for (const auto& mo : c.cfg.moe)
-    for (const WeightsOf& w : weights_of(c.cfg, true))
-      for (DType t : c.cfg.dtypes)
-        for (std::int64_t tokens : c.cfg.tokens)
-          for (const VariantRow* r : c.rows) {
-            GemmDims d;
-            d.M = tokens * mo.top_k, d.N = mo.n, d.K_dim = mo.k_dim, d.k_bits = w.k_bits;
-            d.dtype = t, d.num_experts = mo.experts;
-            n += unsupported_reason(*r, d).empty();
-          }
+  const std::vector<PlannedProblem>& plan = c.plan;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    if (!c.mine.empty() && !c.mine[i]) continue;
+    const PlannedProblem& p = plan[i];
+    GemmDims d;
+    d.M = p.moe ? p.m * p.top_k : p.m, d.N = p.N, d.K_dim = p.K_dim;
+    d.k_bits = p.weights.k_bits, d.awq_group = p.weights.awq_group, d.dtype = p.dtype;
+    d.num_experts = p.moe ? p.experts : 0;
+    for (const VariantRow* r : c.rows) n += unsupported_reason(*r, d).empty();
+  }
   return n;
 }
 
@@ -435,6 +432,8 @@ std::string shell_quote(const std::string& s) {
   return out + "'";
 }
 
+}  // namespace
+
 // The closing plot step, under the configured Python (CMake's KBIT_PYTHON, harness/peers.hpp). A
 // machine without one, or whose one does not import matplotlib, gets one line that says so and
 // how to draw the figures later, instead of a traceback.
@@ -455,7 +454,7 @@ void plot_run(const std::string& dir) {
 }
 
 // Applies the command line's --shapes and --m to the config (for profiling one problem).
-ExperimentConfig narrowed(ExperimentConfig cfg, const RunOptions& opts) {
+static ExperimentConfig narrowed(ExperimentConfig cfg, const RunOptions& opts) {
   auto keep = [&](const std::string& name) {
     if (opts.shapes.empty()) return true;
     return std::any_of(opts.shapes.begin(), opts.shapes.end(), [&](const std::string& g) {
@@ -489,10 +488,17 @@ ExperimentConfig narrowed(ExperimentConfig cfg, const RunOptions& opts) {
   return cfg;
 }
 
-}  // namespace
+ExperimentConfig load_run_config(const std::string& path, const RunOptions& opts) {
+  ExperimentConfig cfg = narrowed(load_experiment(path), opts);
+  match_variants(opts.variants.empty() ? cfg.variants : opts.variants);
+  find_variant(cfg.baseline);
+  match_peers(cfg.peers);
+  return cfg;
+}
 
 int run_experiment(const std::string& path, const RunOptions& opts) {
   const ExperimentConfig cfg = narrowed(load_experiment(path), opts);
+  const ShardSpec shard = opts.shard.empty() ? ShardSpec{} : parse_shard(opts.shard);
   std::vector<const VariantRow*> rows =
       match_variants(opts.variants.empty() ? cfg.variants : opts.variants);
   const VariantRow* baseline = &find_variant(cfg.baseline);
@@ -505,6 +511,17 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   }
   Context c(cfg, opts, rows, baseline);
   for (const VariantRow* r : rows) c.options.emplace(r, options_for(cfg, *r));
+  c.plan = plan_problems(cfg);
+  const std::vector<PlannedProblem>& plan = c.plan;
+  if (shard.count > 1) {
+    std::vector<double> costs;
+    for (const PlannedProblem& p : plan) costs.push_back(p.cost);
+    const std::vector<int> of = assign_shards(costs, shard.count);
+    for (int s : of) c.mine.push_back(s == shard.index);
+  }
+  // Which device timed a row: its index on the host and its UUID.
+  c.device_label =
+      std::to_string(opts.device_index >= 0 ? opts.device_index : c.dev.device) + " " + c.dev.uuid;
   const std::vector<const PeerRow*> peer_rows = match_peers(cfg.peers);
   std::size_t free_b = 0, total_b = 0;
   KBIT_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
@@ -529,6 +546,12 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   run["started_utc"] = utc_timestamp();
   run["status"] = "running";
   run["device"] = to_json(c.dev);
+  run["device"]["host_index"] = opts.device_index >= 0 ? opts.device_index : c.dev.device;
+  if (shard.count > 1)
+    run["shard"] = {{"index", shard.index},
+                    {"count", shard.count},
+                    {"problems", std::count(c.mine.begin(), c.mine.end(), true)},
+                    {"of", plan.size()}};
   run["ceilings"] = to_json(c.ceil);
   run["build"] = to_json(build);
   run["config"] = {{"path", cfg.path}, {"hash", config_hash(cfg.text)}, {"text", cfg.text}};
@@ -570,6 +593,10 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
     const Layer L{s.name, s.n, s.k_dim, 1, 0, false};
     for (const WeightsOf& w : weights_of(cfg, false)) {
       if (c.aborted) break;
+      if (!c.any_of_next(cfg.dtypes.size() * cfg.m.size())) {  // another shard's weights
+        c.next_problem += cfg.dtypes.size() * cfg.m.size();
+        continue;
+      }
       const int k = w.k_bits;
       // AWQ weights draw the N(0,1) values of the same shape's K = 4 kbit weights (same seed).
       const std::uint64_t seed = seed_of(cfg.check.seed, s.name, k);
@@ -582,6 +609,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
       for (DType t : cfg.dtypes) {
         std::vector<GemmDims> problems;
         for (std::int64_t m : cfg.m) {
+          if (!c.take(s.name, w, t, m)) continue;
           GemmDims d;
           d.M = m, d.N = s.n, d.K_dim = s.k_dim, d.k_bits = k, d.awq_group = w.awq_group;
           d.dtype = t;
@@ -595,12 +623,17 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
     const Layer L{m.name, m.n, m.k_dim, m.experts, m.top_k, true};
     for (const WeightsOf& w : weights_of(cfg, true)) {
       if (c.aborted) break;
+      if (!c.any_of_next(cfg.dtypes.size() * cfg.tokens.size())) {  // another shard's weights
+        c.next_problem += cfg.dtypes.size() * cfg.tokens.size();
+        continue;
+      }
       const int k = w.k_bits;
       const HostWeights hw = make_host_weights(m.n, m.k_dim, k, codebook_for(cfg, k), m.experts,
                                                seed_of(cfg.check.seed, m.name, k));
       for (DType t : cfg.dtypes) {
         std::vector<GemmDims> problems;
         for (std::int64_t tokens : cfg.tokens) {
+          if (!c.take(m.name, w, t, tokens)) continue;
           GemmDims d;
           d.N = m.n, d.K_dim = m.k_dim, d.k_bits = k, d.dtype = t, d.num_experts = m.experts;
           d.expert_offsets = route_tokens(m.experts, int(tokens), m.top_k,
@@ -629,6 +662,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
     pr.check = {
         {"enabled", cfg.check.enabled}, {"seed", cfg.check.seed}, {"max_rows", cfg.check.max_rows}};
     pr.l2_bytes = c.dev.l2_bytes;
+    pr.device = c.device_label;
     pr.rotation_budget_bytes = c.budget;
     std::cout << "\npeers: running " << peer_rows.size() << " peer(s) on " << c.peer_problems.size()
               << " problems with " << configured_python() << std::endl;

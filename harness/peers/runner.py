@@ -38,7 +38,7 @@ COLUMNS = [
     "p10_us", "p90_us", "samples", "gb_per_s", "tflops", "floor_us", "frac_of_floor",
     "speedup_vs_baseline", "check", "max_err_over_bound", "family", "l2", "copies",
     "launches_per_sample", "pdl", "sm_mhz_before", "sm_mhz_after", "rel_noise", "experts",
-    "active_experts", "codebook", "config", "error",
+    "active_experts", "codebook", "config", "error", "device",
 ]  # fmt: skip
 
 
@@ -140,6 +140,7 @@ class Spec:
     check: CheckConfig
     codebook: str
     problems: list
+    device: str = ""  # the rows' device column: "<index on the host> <UUID>"
 
 
 def _is_int(v) -> bool:
@@ -258,6 +259,7 @@ def parse_spec(obj) -> Spec:
         check=check,
         codebook=_get(obj, "codebook", "str", w, "nf"),
         problems=[parse_problem(p, i) for i, p in enumerate(probs)],
+        device=_get(obj, "device", "str", w, ""),
     )
 
 
@@ -308,7 +310,7 @@ def new_row(spec: Spec, p: Problem, peer) -> dict:
         "copies": 0, "launches_per_sample": 0, "pdl": 1 if spec.timing.pdl else 0,
         "sm_mhz_before": 0.0, "sm_mhz_after": 0.0, "rel_noise": 0.0,
         "experts": p.experts if p.moe else 0, "active_experts": p.active_experts if p.moe else 0,
-        "codebook": "", "config": "", "error": "",
+        "codebook": "", "config": "", "error": "", "device": spec.device,
     }  # fmt: skip
 
 
@@ -321,7 +323,7 @@ def row_fields(r: dict) -> list:
         num(r["max_err_over_bound"], 4), r["family"], r["l2"], str(r["copies"]),
         str(r["launches_per_sample"]), str(r["pdl"]), num(r["sm_mhz_before"], 5),
         num(r["sm_mhz_after"], 5), num(r["rel_noise"], 3), str(r["experts"]),
-        str(r["active_experts"]), r["codebook"], r["config"], r["error"],
+        str(r["active_experts"]), r["codebook"], r["config"], r["error"], r["device"],
     ]  # fmt: skip
 
 

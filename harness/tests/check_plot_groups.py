@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """plot.py's figure sets on the fixture run: the rows of AWQ problems (cuBLAS on them included)
-form sets of their own, never mixed with the kbit rows of the same shape, M and K.
+form sets of their own, never mixed with the kbit rows of the same shape, M and K. Titles name the
+GPU; --latest takes the newest run of each experiment on each GPU (fixtures/gpus/).
 
     check_plot_groups.py HARNESS_DIR RUN_DIR
 """
+import os
 import sys
 
 
@@ -30,6 +32,15 @@ def main():
         bad.append("a codebook that starts with awq_g64 and a space is not the awq_g64 format")
     if plot.weight_format({"codebook": "humming uint4 g128"}) != "kbit":
         bad.append("a peer's own format is taken for an AWQ one")
+    if plot.heading({"experiment": "e", "device": {"name": "NVIDIA H200"}}) != "e on NVIDIA H200":
+        bad.append("a figure's title does not name the GPU")
+    gpus = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fixtures", "gpus")
+    latest = [os.path.relpath(r, gpus) for r in plot.latest_runs(gpus)]
+    want = ["envelope/20260203T000000Z_NVIDIA_H200_abc1234",
+            "gemv/20260201T000000Z_NVIDIA_H100_80GB_HBM3_abc1234",
+            "gemv/20260202T000000Z_NVIDIA_H200_abc1234"]
+    if latest != want:
+        bad.append(f"--latest takes {latest}, expected {want}")
     for b in bad:
         print(b)
     return 1 if bad else 0

@@ -57,7 +57,7 @@ class Workdir:
         self.csv = os.path.join(self.dir, "results.csv")
         self.status = os.path.join(self.dir, "peers_status.json")
         self.problems = os.path.join(self.dir, "problems.json")
-        self.our_row = "peers,llama3_8b.gate_up,16,96,128,4,fp16,cublas_fp16," + ",".join(["0"] * 24)
+        self.our_row = "peers,llama3_8b.gate_up,16,96,128,4,fp16,cublas_fp16," + ",".join(["0"] * (len(runner.COLUMNS) - 8))
         with open(self.csv, "w") as f:
             f.write(",".join(runner.COLUMNS) + "\n" + self.our_row + "\n")
 
@@ -281,6 +281,13 @@ class TestRun(unittest.TestCase):
         rc, out, err = w.run(w.spec(list(peers), problems, **extra))
         self.assertEqual(rc, 0, err)
         return out, err
+
+    def test_rows_name_the_device_the_request_names(self):
+        w = Workdir(self)
+        self.run_fakes(w, device="1 GPU-00000000-0000-0000-0000-000000000001")
+        self.assertTrue(w.peer_rows())
+        for r in w.peer_rows():
+            self.assertEqual(r["device"], "1 GPU-00000000-0000-0000-0000-000000000001")
 
     def test_rows_are_appended_with_our_header_and_escaping(self):
         w = Workdir(self)

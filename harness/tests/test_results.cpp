@@ -54,6 +54,7 @@ TEST_CASE("rows are on disk as soon as they are appended", "[results]") {
   r.check = "pass";
   r.median_us = 12.5;
   r.error = "a, \"quoted\" message";
+  r.device = "1 GPU-00000000-0000-0000-0000-000000000001";
   w.append(r);
   r.shape = "s2";
   w.append(r);
@@ -64,7 +65,8 @@ TEST_CASE("rows are on disk as soon as they are appended", "[results]") {
   REQUIRE(f.size() == result_columns().size());
   CHECK(f[1] == "s");
   CHECK(f[8] == "12.5");
-  CHECK(f.back() == "a, \"quoted\" message");
+  CHECK(f[f.size() - 2] == "a, \"quoted\" message");  // error, then device
+  CHECK(f.back() == "1 GPU-00000000-0000-0000-0000-000000000001");
   CHECK(csv_split(lines[2])[1] == "s2");
   std::remove(path.c_str());
 }

@@ -10,10 +10,12 @@ passing `auto` row: its time against the same run's row of the variant it chose 
 warp_specialized, fetch_dequant, inline_dequant) at that problem. Prints the rows of ours that failed, the problems whose chosen row is missing, and those
 outside --chosen-pct / --best-pct with both rows' SM clocks (sampled before and after each row): a
 row timed while the GPU clocked down (power capping at large M) reads slower for the same kernel.
-Exit status 1 when anything is printed but the count.
+Exit status 1 when anything is printed but the count. The count's line names the GPU the run was
+timed on (its run.json's device.name).
 """
 import argparse
 import csv
+import json
 import os
 import re
 import sys
@@ -69,7 +71,12 @@ def main():
         rel = t / float(best["median_us"]) - 1
         if rel * 100 > a.best_pct:
             off_best.append((key, best["variant"], t, float(best["median_us"]), rel, mhz(r), mhz(best)))
-    print(f"{len(autos)} problems with an auto row")
+    try:
+        with open(os.path.join(a.run, "run.json")) as f:
+            gpu = json.load(f).get("device", {}).get("name") or "an unknown GPU"
+    except (OSError, ValueError, AttributeError):
+        gpu = "an unknown GPU (no readable run.json)"
+    print(f"{len(autos)} problems with an auto row, timed on {gpu}")
     for (shape, M, k, dt, pdl), name in failed:
         print(f"  FAILED {name} at {shape} M={M} K={k} {dt}{' PDL' if pdl == '1' else ''}")
     for (shape, M, k, dt, pdl), name in missing:

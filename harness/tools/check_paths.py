@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Every results/<experiment>/<run folder>[/<file>] path the docs name must exist.
+"""Every results/<experiment>/<run folder>[/<file>] path the docs name must exist, and every
+results/<experiment>/CURRENT must parse and name runs that exist (harness/tools/current.py).
 
 Scans README.md, docs/*.md (and docs/*/*.md), variants/*/README.md and experiments/*.toml of the
 source tree given as the first argument (default: this script's tree) for paths of that form and
@@ -10,12 +11,15 @@ RUN/b. Standard library only (a ctest runs it).
 
     python3 harness/tools/check_paths.py [SOURCE_DIR] [FILE...]
 
-FILE...: scan these files instead (for trying the check on a scratch copy).
+FILE...: scan these files instead (for trying the check on a scratch copy); the CURRENT files of
+SOURCE_DIR are read either way.
 """
 import glob
 import os
 import re
 import sys
+
+from current import CurrentError, current_files, read_current
 
 # "results/" not inside a longer word (../results/ and ./results/ count), then path characters and
 # at most one {a,b} group. Placeholders (* < > ...) are taken in so that a template is seen whole.
@@ -63,13 +67,25 @@ def main(argv):
             checked += 1
             if not os.path.exists(os.path.join(root, p)):
                 missing.append(f"{os.path.relpath(f, root)}:{lineno}: {p}")
+    bad_current, runs = [], 0
+    for exp in current_files(os.path.join(root, "results")):
+        try:
+            runs += len(read_current(os.path.join(root, "results", exp), f"results/{exp}/CURRENT"))
+        except CurrentError as e:
+            bad_current.append(str(e))
     if missing:
         print(f"{len(missing)} of {checked} results/ paths named in the docs do not exist "
               f"under {root}:")
         for m in missing:
             print("  " + m)
+    if bad_current:
+        print(f"{len(bad_current)} results/<experiment>/CURRENT files under {root} are refused:")
+        for m in bad_current:
+            print("  " + m)
+    if missing or bad_current:
         return 1
-    print(f"{checked} results/ paths in {len(files)} files, all present under {root}")
+    print(f"{checked} results/ paths in {len(files)} files, all present under {root}; "
+          f"{runs} CURRENT runs, all present")
     return 0
 
 

@@ -4,14 +4,15 @@ config and build, into one run folder:
 
     python3 harness/tools/merge_runs.py results/envelope/<part 1> results/envelope/<part 2> ...
 
-The parts must be different folders of the same experiment, config hash, git SHA and GPU with the
-same CSV header, and no problem row (shape, M, K, dtype, weight format (the codebook column),
-variant, PDL) may appear in two of them;
-else it refuses before writing anything. The joined folder takes the first part's name: results.csv
-holds every part's rows; run.json is the first part's with `merged_from` (each part's argv, start,
-end and status), the summary counts and the peers' counts summed, and `overrides.shapes` the union;
-each part's own run.json and peer files are kept under parts/<part name>/. The parts' folders are
-removed only once the joined one is in place.
+`kbit-harness run --devices` joins the parts its devices wrote with it (docs/harness.md, "Sweeps
+over several GPUs"). The parts must be different folders of the same experiment, config hash, git
+SHA and GPU model (run.json's device.name: a mix is refused, naming each part's GPU) with the same
+CSV header, and no problem row (shape, M, K, dtype, weight format (the codebook column), variant,
+PDL) may appear in two of them; else it refuses before writing anything. The joined folder takes
+the first part's name: results.csv holds every part's rows; run.json is the first part's with
+`merged_from` (each part's argv, start, end, status and device), the summary counts and the peers'
+counts summed, and `overrides.shapes` the union; each part's own run.json and peer files are kept
+under parts/<part name>/. The parts' folders are removed only once the joined one is in place.
 """
 import csv
 import json
@@ -64,7 +65,11 @@ def main(parts):
     same(parts, [r["experiment"] for r in runs], "experiment")
     same(parts, [r["config"]["hash"] for r in runs], "config hash")
     same(parts, [[r["build"]["git_sha"], r["build"]["dirty"]] for r in runs], "git SHA / dirty")
-    same(parts, [r["device"]["name"] for r in runs], "GPU")
+    gpus = [r["device"]["name"] for r in runs]
+    if len(set(gpus)) != 1:
+        listed = "; ".join(f"{os.path.basename(p)}: {g}" for p, g in zip(parts, gpus))
+        sys.exit(f"merge_runs: the parts were timed on different GPU models ({listed}); a run holds "
+                 f"the rows of one GPU model")
     same(parts, [rows[0] for _, rows in loaded], "CSV header")
     header = loaded[0][1][0]
     # The codebook column tells a kbit problem from an AWQ one of the same shape, M, K and dtype.
@@ -81,13 +86,16 @@ def main(parts):
     merged = json.loads(json.dumps(runs[0]))
     merged["merged_from"] = [
         {"part": os.path.basename(p), "argv": r["argv"], "started_utc": r["started_utc"],
-         "finished_utc": r["finished_utc"], "status": r["status"]} for p, r in zip(parts, runs)]
+         "finished_utc": r["finished_utc"], "status": r["status"], "device": r["device"]}
+        for p, r in zip(parts, runs)]
     merged["finished_utc"] = max(r["finished_utc"] for r in runs)
     merged["status"] = "complete" if all(r["status"] == "complete" for r in runs) else "partial"
     merged["summary"] = {k: sum(r["summary"].get(k, 0) for r in runs) for k in runs[0]["summary"]}
     if all("peers_status" in r for r in runs):
         merged["peers_status"] = sum_peers([r["peers_status"] for r in runs])
-    shapes = [s for r in runs for s in r.get("overrides", {}).get("shapes", [])]
+    shapes = []  # in the parts' order, each once (parts may share their globs)
+    for r in runs:
+        shapes += [s for s in r.get("overrides", {}).get("shapes", []) if s not in shapes]
     if "overrides" in merged:
         merged["overrides"]["shapes"] = shapes
     out = parts[0]

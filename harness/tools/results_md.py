@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
-"""Writes docs/results.md from the CURRENT run of every experiment (no GPU; standard library only).
+"""Writes docs/results.md from the CURRENT runs of every experiment (no GPU; standard library only).
 
     python3 harness/tools/results_md.py            # rewrites docs/results.md
     python3 harness/tools/results_md.py --check    # exit 1 if docs/results.md is out of date
+    python3 harness/tools/results_md.py --gpu "NVIDIA H200" --out h200.md   # one GPU's runs
 
-For each experiment: the run the docs cite (results/<experiment>/CURRENT), its GPU, commit and
+One section per GPU (the GPUs the CURRENT files name, by name), in it one per experiment with a
+run on that GPU: the run (results/<experiment>/CURRENT's line of that GPU), its commit and
 measured ceilings, and one line per row kind (variant or peer): problems, checks, and the range
-of its fraction of the floor and of its speedup over the run's baseline.
+of its fraction of the floor and of its speedup over the run's baseline. --results reads another
+results tree. A CURRENT file that does not parse or names a missing run: exit 2, file:line named.
 """
 import argparse
 import csv
@@ -14,6 +17,7 @@ import json
 import os
 import sys
 
+from current import CurrentError, current_files, gpu_key, read_current
 from weight_format import awq_format
 from collections import OrderedDict
 
@@ -35,15 +39,7 @@ def span(values, fmt):
     return lo if lo == hi else lo + "-" + hi
 
 
-def experiment_section(name):
-    exp_dir = os.path.join(ROOT, "results", name)
-    cur = os.path.join(exp_dir, "CURRENT")
-    if not os.path.exists(cur):
-        return None
-    run = open(cur).read().strip()
-    run_dir = os.path.join(exp_dir, run)
-    if not os.path.isdir(run_dir):
-        raise SystemExit("results/%s/CURRENT names %s, which does not exist" % (name, run))
+def experiment_section(name, gpu_name, run, run_dir):
     meta = json.load(open(os.path.join(run_dir, "run.json")))
     rows = list(csv.DictReader(open(os.path.join(run_dir, "results.csv"), newline="")))
     kinds = OrderedDict()
@@ -53,14 +49,13 @@ def experiment_section(name):
         if fmt:  # the rows of AWQ problems: a kind of their own
             key += " on " + fmt
         kinds.setdefault(key, []).append(r)
-    dev = meta.get("device", {}).get("name", "?")
     build = meta.get("build", {})
     ceil = meta.get("ceilings", {})
-    out = ["## %s" % name, ""]
+    out = ["### %s (%s)" % (name, gpu_name), ""]
     if meta.get("description"):
         out += [meta["description"], ""]
     out += ["Run `results/%s/%s` on %s, commit %s; ceilings %.0f GB/s copy, %.0f TFLOP/s fp16."
-            % (name, run, dev, build.get("git_sha", "?"), ceil.get("copy_gb_per_s", 0),
+            % (name, run, gpu_name, build.get("git_sha", "?"), ceil.get("copy_gb_per_s", 0),
                ceil.get("fp16_tflops", 0)), ""]
     out += ["| row | family | problems | checks pass / fail | % of floor | x baseline |",
             "|---|---|---|---|---|---|"]
@@ -76,18 +71,31 @@ def experiment_section(name):
     return "\n".join(out)
 
 
-def render():
+def render(results_root, only_gpu=None):
+    """The page; only_gpu (a device name or its folder form) keeps that GPU's runs alone."""
+    by_gpu = OrderedDict()  # device name -> [(experiment, run, run folder)]
+    for name in current_files(results_root):
+        for gpu, dev, run, run_dir, _ in read_current(os.path.join(results_root, name),
+                                                      "results/%s/CURRENT" % name):
+            if only_gpu is None or gpu_key(only_gpu) == gpu:
+                by_gpu.setdefault(dev, []).append((name, run, run_dir))
+    if only_gpu is not None and not by_gpu:
+        raise CurrentError("no CURRENT file under %s names a run on GPU '%s'"
+                           % (results_root, only_gpu))
     parts = ["# Results (generated)", "",
-             "Written by `harness/tools/results_md.py` from the run each `results/<experiment>/CURRENT`",
-             "names; do not edit by hand. Every row of a run is in its `results.csv`, its figures in",
-             "`figures/` (`python3 harness/plot.py results/<experiment>/<run>` redraws them). Ranges",
-             "run over every problem of the run (shapes, M, K, dtypes); the % of floor divides the",
+             "Written by `harness/tools/results_md.py` from the runs each `results/<experiment>/CURRENT`",
+             "names (one per GPU); do not edit by hand. Every row of a run is in its `results.csv`, its",
+             "figures in `figures/` (`python3 harness/plot.py results/<experiment>/<run>` redraws them).",
+             "Ranges run over every problem of the run (shapes, M, K, dtypes); the % of floor divides the",
              "problem's floor (compressed bytes over the measured copy bandwidth, or flops over the",
-             "measured tensor rate) by the row's median.", ""]
-    for name in sorted(os.listdir(os.path.join(ROOT, "results"))):
-        sec = experiment_section(name)
-        if sec:
-            parts.append(sec)
+             "measured tensor rate) by the row's median. One section per GPU: a figure is from the GPU",
+             "its section names.", ""]
+    parts += ["GPUs: " + "; ".join("%s (%d experiments)" % (dev, len(runs))
+                                   for dev, runs in sorted(by_gpu.items())), ""]
+    for dev, runs in sorted(by_gpu.items()):
+        parts += ["## %s" % dev, ""]
+        for name, run, run_dir in runs:
+            parts.append(experiment_section(name, dev, run, run_dir))
     return "\n".join(parts).rstrip() + "\n"
 
 
@@ -95,8 +103,15 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--check", action="store_true", help="fail if docs/results.md is stale")
     ap.add_argument("--out", default=os.path.join(ROOT, "docs", "results.md"))
+    ap.add_argument("--results", default=os.path.join(ROOT, "results"),
+                    help="the results tree to read (default: this tree's results/)")
+    ap.add_argument("--gpu", help="only this GPU's runs (its name as run.json records it)")
     args = ap.parse_args()
-    text = render()
+    try:
+        text = render(args.results, args.gpu)
+    except CurrentError as e:
+        print("results_md: %s" % e, file=sys.stderr)
+        return 2
     if args.check:
         old = open(args.out).read() if os.path.exists(args.out) else ""
         if old != text:
