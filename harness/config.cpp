@@ -503,7 +503,7 @@ ExperimentConfig load_experiment(const std::string& path) {
 }
 
 std::string config_hash(const std::string& text) {
-  std::uint64_t h = 1469598103934665603ull;
+  std::uint64_t h = 14695981039346656037ull;  // the FNV offset basis, 0xcbf29ce484222325
   for (unsigned char ch : text) {
     h ^= ch;
     h *= 1099511628211ull;

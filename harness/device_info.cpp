@@ -1,7 +1,6 @@
 #include "harness/device_info.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -13,18 +12,6 @@
 
 #ifndef KBIT_SOURCE_DIR
 #define KBIT_SOURCE_DIR "."
-#endif
-#ifndef KBIT_NVCC_VERSION
-#define KBIT_NVCC_VERSION "unknown"
-#endif
-#ifndef KBIT_CUDA_ARCHS
-#define KBIT_CUDA_ARCHS "unknown"
-#endif
-#ifndef KBIT_BUILD_TYPE
-#define KBIT_BUILD_TYPE "unknown"
-#endif
-#ifndef KBIT_CXX_COMPILER
-#define KBIT_CXX_COMPILER "unknown"
 #endif
 
 namespace kbit {
@@ -81,46 +68,6 @@ Ceilings measure_ceilings(cudaStream_t stream) {
   c.copy_gb_per_s = 2.0 * double(bytes) / (ms * 1e-3) / 1e9;
   c.fp16_tflops = gpu::measure_tensor_tflops(8192, stream);
   return c;
-}
-
-namespace {
-
-std::string run_command(const std::string& cmd) {
-  std::string out;
-  FILE* f = popen(cmd.c_str(), "r");
-  if (!f) return out;
-  std::array<char, 256> buf{};
-  while (fgets(buf.data(), int(buf.size()), f)) out += buf.data();
-  if (pclose(f) != 0) return "";
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
-
-}  // namespace
-
-BuildInfo query_build() {
-  BuildInfo b;
-  // safe.directory: the tree may belong to another user (a copied checkout on a GPU machine).
-  const std::string git = "git -c safe.directory='*' -C '" + source_dir() + "' ";
-  if (const char* env = std::getenv("KBIT_GIT_SHA"); env && *env) {
-    // Set by whoever copied the tree (the GPU machine's copy may carry a stale .git): an
-    // explicit sha wins over what git finds there.
-    b.git_sha = env;
-    const char* d = std::getenv("KBIT_GIT_DIRTY");
-    b.dirty = d && std::string(d) == "1";
-  } else if (b.git_sha = run_command(git + "rev-parse --short=12 HEAD 2>/dev/null");
-             !b.git_sha.empty()) {
-    b.dirty = !run_command(git + "status --porcelain --untracked-files=no 2>/dev/null").empty();
-  } else {
-    b.git_sha = "unknown";
-  }
-  b.nvcc_version = KBIT_NVCC_VERSION;
-  b.cuda_architectures = KBIT_CUDA_ARCHS;
-  b.build_type = KBIT_BUILD_TYPE;
-  b.cxx_compiler = KBIT_CXX_COMPILER;
-  b.cuda_flags = KBIT_CUDA_FLAGS;
-  b.cxx_flags = KBIT_CXX_FLAGS;
-  return b;
 }
 
 nlohmann::json to_json(const DeviceInfo& d) {

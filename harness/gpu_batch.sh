@@ -3,7 +3,8 @@
 #   harness/gpu_batch.sh STEP...
 # Steps, run in order; each logs to $LOGS/<n>_<step>.log and a failure does not stop the rest:
 #   build                  configure + build (header libraries from .deps/usr when present)
-#   test                   ctest, GPU tests included
+#   test                   ctest --preset gpu: every test, and a GPU test that would skip (no
+#                          device visible) fails
 #   validate:NAME[:ARGS]   kbit-harness validate --variant NAME ARGS (ARGS: ',' for spaces)
 #   run:CONFIG[ ARGS]      kbit-harness run CONFIG ARGS --no-plot, then its rows in brief
 #                          (harness/tools/csv_brief.py); plot elsewhere with harness/plot.py
@@ -56,7 +57,7 @@ for s in "$@"; do
   case $kind in
     build) step build bash -c 'extra=""; [ -d .deps/usr ] && extra="-DCMAKE_PREFIX_PATH=$PWD/.deps/usr";
              cmake --preset default $extra -DKBIT_PTXAS_VERBOSE=ON >/dev/null && cmake --build --preset default -j16' ;;
-    test) step test ctest --preset default -j4 ;;
+    test) step test ctest --preset gpu -j4 ;;
     validate) v=${arg%%:*}; x=""; [[ $arg == *:* ]] && x=${arg#*:}
               step "validate_$v" $H validate --variant $v $x ;;
     run) cfg=${arg%% *}; m=$(mktemp)  # the brief reads the CSV this run wrote (--out-root too)

@@ -16,7 +16,8 @@ its own AWQ schema (HummingLayer(weight_config={"quant_method": "awq", ...}), tr
 GEMM runs with the configuration its heuristics choose for M, and every element must satisfy
 |C - C_ref| <= bound (+ 1.01 s^2 2^-11 R when that configuration splits K over s CTAs and adds
 the partial sums in fp16). Exit 0 pass, 1 fail, 2 a malformed dump or command line, 77
-skipped (no torch, no CUDA device or no humming-kernels: one "skipped: ..." line).
+skipped (no torch, no CUDA device or no humming-kernels: one "skipped: ..." line); with
+KBIT_REQUIRE_GPU=1 in the environment (ctest --preset gpu) no CUDA device is a failure, exit 1.
 """
 
 from __future__ import annotations
@@ -221,6 +222,9 @@ def main(argv) -> int:
         print(f"awq_parity.py: {e}", file=sys.stderr)
         return EXIT_BAD_INPUT
     why, version = skip_reason()
+    if why == "no CUDA device" and os.environ.get("KBIT_REQUIRE_GPU") == "1":
+        print("FAIL: no CUDA device, and KBIT_REQUIRE_GPU=1 (ctest --preset gpu) asks for one")
+        return EXIT_FAIL
     if why:
         print(f"skipped: {why}")
         return EXIT_SKIP

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "harness/registry.hpp"
+#include "harness/tests/sweep_tally.hpp"
 #include "harness/weight_format.hpp"
 #include "reference/error.hpp"
 
@@ -150,3 +151,43 @@ TEST_CASE("weight format names parse both ways", "[registry][awq]") {
   d.k_bits = 4, d.awq_group = 64;
   CHECK(weights_label(d) == "awq_g64");
 }
+
+TEST_CASE("a GPU sweep's tally counts checks and refusals per row, and names a row never checked",
+          "[registry]") {
+  const VariantRow& gemv = find_variant("scalar_gemv");  // M = 1..4, sm_90
+  const VariantRow& awq = find_variant("awq_gemv");      // AWQ weights only
+  REQUIRE(gemv.support.min_sm == 90);
+  GemmDims d;
+  d.M = 1, d.N = 256, d.K_dim = 256, d.k_bits = 4, d.dtype = DType::f16;
+  GemmDims wide = d;
+  wide.M = 64;
+  test::SweepTally t("dense sweep", 90);
+  CHECK(t.rows() == 0);
+  CHECK(t.unchecked_rows().empty());
+  REQUIRE(t.admit(gemv, d));
+  t.ran(gemv);
+  t.ran(gemv);  // a second problem
+  CHECK_FALSE(t.admit(gemv, wide));
+  CHECK_FALSE(t.admit(awq, d));
+  CHECK(t.rows() == 2);
+  CHECK(t.checked("scalar_gemv") == 2);
+  CHECK(t.checked("awq_gemv") == 0);
+  CHECK(t.unchecked_rows() == std::vector<std::string>{"awq_gemv"});
+  CHECK_THAT(t.report(),
+             Catch::Contains("dense sweep: scalar_gemv: 2 checks, 1 problems refused (the last: "
+                             "M = 64 is outside 1..4)\n") &&
+                 Catch::Contains("dense sweep: awq_gemv: 0 checks, 1 problems refused (the last: "
+                                 "this row reads AWQ weights (awq_g32,awq_g64,awq_g128); the "
+                                 "weights are kbit)\n"));
+  // Below the row's compute capability: reported, and not required to run.
+  test::SweepTally old("dense sweep", 80);
+  CHECK_FALSE(old.admit(gemv, d));
+  CHECK(old.unchecked_rows().empty());
+  CHECK_THAT(old.report(), Catch::Contains("0 checks, 1 problems refused (the last: needs compute "
+                                           "capability 9.0 or newer; this device is 8.0); does "
+                                           "not run on this device"));
+}
+
+// Hidden ([.]): run only by name, by the ctest entries that show --warn NoAssertions failing a
+// case that checks nothing (harness/tests/CMakeLists.txt).
+TEST_CASE("a case that checks nothing", "[.][catch]") {}

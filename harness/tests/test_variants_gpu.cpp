@@ -3,7 +3,9 @@
 // weights of each of their groups), and with
 // split-K off two runs give identical bits; a row that supports programmatic dependent launch
 // also passes with a PDL call right behind a plain one. Driven by the registry: a new row is tested
-// here without touching this file. The full sweep is `kbit-harness validate --variant NAME`.
+// here without touching this file. Each sweep counts the (problem, row) checks it ran per row
+// (sweep_tally.hpp), prints them and fails a row that runs on the device but was checked on no
+// problem. The full sweep is `kbit-harness validate --variant NAME`.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 #include "harness/execute.hpp"
 #include "harness/options.hpp"
 #include "harness/registry.hpp"
+#include "harness/tests/sweep_tally.hpp"
 #include "harness/weight_format.hpp"
 #include "reference/codebook.hpp"
 #include "reference/gemm_ref.hpp"
@@ -50,9 +53,10 @@ Problem grouped(int experts, int tokens, int top_k, std::int64_t N, std::int64_t
           make_activations(d.M, K, t, std::uint64_t(tokens)), d};
 }
 
-// Checks the row on p (all rows), with each split mode the row honours.
-void check_row(const VariantRow& row, const Problem& p, Stream& s) {
-  if (!unsupported_reason(row, p.d).empty()) return;
+// Checks the row on p with each split mode the row honours, where the row supports p; the tally
+// counts the check, or the refusal and its reason.
+void check_row(const VariantRow& row, const Problem& p, Stream& s, test::SweepTally& tally) {
+  if (!tally.admit(row, p.d)) return;
   DeviceWeights dw(p.hw, p.d.dtype, {row.layout}, 1, s.get());
   const OwnedProblem owned(dw, p.A, p.d, p.hw.codebook);
   const DeviceProblem& dp = owned.view();
@@ -86,6 +90,16 @@ void check_row(const VariantRow& row, const Problem& p, Stream& s) {
       REQUIRE(check_output(ref, b, p.d.dtype, c, p.d.N).pass);
     }
   }
+  tally.ran(row);
+}
+
+// Prints the sweep's checks per row; fails a sweep of no row and a row that runs on this device
+// but was checked on no problem.
+void require_every_row_checked(const test::SweepTally& tally) {
+  std::cout << tally.report() << std::flush;
+  INFO(tally.report());
+  REQUIRE(tally.rows() > 0);
+  CHECK(tally.unchecked_rows() == std::vector<std::string>{});
 }
 
 }  // namespace
@@ -93,17 +107,20 @@ void check_row(const VariantRow& row, const Problem& p, Stream& s) {
 TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;
+  test::SweepTally tally("dense sweep", current_device_sm());
   for (const auto& row : registry()) {
     if (row.family == Family::baseline || !computes_gemm(row) || !row.support.dense) continue;
+    if (!row.support.kbit) continue;  // AWQ rows: the sweep below
     for (int k = 2; k <= 5; ++k) {
       for (DType t : {DType::f16, DType::bf16}) {
         for (std::int64_t M : {1, 3, 4, 17, 64}) {
-          check_row(row, dense(M, 200, 96, k, t), s);
-          check_row(row, dense(M, 257, 2080, k, t), s);
+          check_row(row, dense(M, 200, 96, k, t), s, tally);
+          check_row(row, dense(M, 257, 2080, k, t), s, tally);
         }
       }
     }
   }
+  require_every_row_checked(tally);
 }
 
 // AWQ weights (the same N(0,1) values as dense()'s at K = 4, quantized by awq_quantize).
@@ -118,6 +135,7 @@ static Problem dense_awq(std::int64_t M, std::int64_t N, std::int64_t K, int gro
 TEST_CASE("every AWQ variant passes a small sweep of its groups", "[gpu][variants][awq]") {
   KBIT_REQUIRE_GPU();
   Stream s;
+  test::SweepTally tally("AWQ sweep", current_device_sm());
   int rows = 0;
   for (const auto& row : registry()) {
     if (row.family == Family::baseline || !computes_gemm(row) || !row.support.dense) continue;
@@ -126,29 +144,32 @@ TEST_CASE("every AWQ variant passes a small sweep of its groups", "[gpu][variant
       for (DType t : {DType::f16, DType::bf16}) {
         for (std::int64_t M : {1, 3, 4, 17, 64}) {
           // N a multiple of 8, not of 128; K_dim a multiple of G, not of 128 where G allows.
-          check_row(row, dense_awq(M, 200, g == 128 ? 384 : 192, g, t), s);
-          check_row(row, dense_awq(M, 264, 2176, g, t), s);
+          check_row(row, dense_awq(M, 200, g == 128 ? 384 : 192, g, t), s, tally);
+          check_row(row, dense_awq(M, 264, 2176, g, t), s, tally);
           // G = 32 with K_dim % 64 = 32: the last k-tile's second group lies past K_dim.
-          if (g == 32) check_row(row, dense_awq(M, 136, 160, g, t), s);
+          if (g == 32) check_row(row, dense_awq(M, 136, 160, g, t), s, tally);
         }
       }
     }
   }
   REQUIRE(rows >= 2);  // awq_gemv and awq_gemm at least: a sweep of nothing is no test
+  require_every_row_checked(tally);
 }
 
 TEST_CASE("every grouped variant passes MoE problems with empty experts", "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;
+  test::SweepTally tally("MoE sweep", current_device_sm());
   for (const auto& row : registry()) {
     if (row.family == Family::baseline || !computes_gemm(row) || !row.support.grouped) continue;
     for (int k : {2, 4, 5}) {
       for (DType t : {DType::f16, DType::bf16}) {
-        check_row(row, grouped(16, 3, 4, 200, 96, k, t), s);
-        check_row(row, grouped(8, 9, 2, 130, 2080, k, t), s);
+        check_row(row, grouped(16, 3, 4, 200, 96, k, t), s, tally);
+        check_row(row, grouped(8, 9, 2, 130, 2080, k, t), s, tally);
       }
     }
   }
+  require_every_row_checked(tally);
 }
 
 TEST_CASE("variants refuse problems outside their support before launching", "[gpu][variants]") {
@@ -193,8 +214,13 @@ TEST_CASE("read probes write C = 0, read_ldg and read_slices read every word, re
     REQUIRE(row.family == Family::probe);
     for (int k : {3, 4}) {
       const Problem p = dense(3, 257, 2080, k, DType::bf16);
-      if (!unsupported_reason(row, p.d).empty()) continue;  // read_bulk below sm_90
       INFO(name << " K=" << k);
+      if (const std::string why = unsupported_reason(row, p.d); !why.empty()) {
+        // read_bulk below sm_90: the device is the only reason a probe may refuse this problem
+        std::cout << name << " does not run on this device: " << why << std::endl;
+        REQUIRE(current_device_sm() < row.support.min_sm);
+        continue;
+      }
       DeviceWeights dw(p.hw, p.d.dtype, {row.layout}, 1, s.get());
       const OwnedProblem owned(dw, p.A, p.d, p.hw.codebook);
       const DeviceProblem& dp = owned.view();
@@ -290,8 +316,8 @@ TEST_CASE("grouped_mma builds its work list on the device and checks offsets whe
   const VariantRow& row = find_variant("grouped_mma");
   Problem p = grouped(16, 40, 4, 200, 96, 4, DType::f16);
   if (const std::string why = unsupported_reason(row, p.d); !why.empty()) {
-    std::cout << "grouped_mma does not run on this device: " << why << std::endl;
-    return;
+    REQUIRE(current_device_sm() < row.support.min_sm);  // the device, not the problem
+    KBIT_SKIP("grouped_mma does not run on this device: " + why);
   }
   Stream s;
   DeviceWeights dw(p.hw, p.d.dtype, {row.layout}, 1, s.get());

@@ -198,6 +198,32 @@ TEST_CASE("awq: every element within s16/2 + 15|s32 - s16| for G = 32, 64, 128",
   }
 }
 
+TEST_CASE("awq: the SQNR of a tensor worked out by hand", "[awq][sqnr]") {
+  // Each of the 8 rows of one group of 32: min -1.5, max 2.25, so scale 3.75 / 15 = 0.25 (exact in
+  // fp16) and zero 6; 0.5 and the ends are on the grid, 0.1 rounds to 0 (error 0.1) and 0.3 to
+  // 0.25 (error 0.05). Signal 2.25 + 5.0625 + 0.01 + 0.09 + 28 * 0.25 = 14.4125 a row, noise
+  // 0.01 + 0.0025 = 0.0125: ratio 1153.
+  const std::int64_t N = 8, K = 32;
+  std::vector<float> w(std::size_t(N * K), 0.5f);
+  for (std::int64_t n = 0; n < N; ++n) {
+    w[std::size_t(n * K + 0)] = -1.5f;
+    w[std::size_t(n * K + 1)] = 2.25f;
+    w[std::size_t(n * K + 2)] = 0.1f;
+    w[std::size_t(n * K + 3)] = 0.3f;
+  }
+  const auto t = awq_quantize(w, N, K, 32);
+  CHECK(half_to_float(t.scales[0]) == 0.25f);
+  const auto d = awq_dequantize(t);
+  CHECK(d[2] == 0.0f);
+  CHECK(d[3] == 0.25f);
+  double sig = 0, err = 0;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    sig += double(w[i]) * w[i];
+    err += (double(d[i]) - w[i]) * (double(d[i]) - w[i]);
+  }
+  CHECK(10 * std::log10(sig / err) == Approx(30.618293).margin(1e-4));  // 10 log10(1153)
+}
+
 TEST_CASE("awq: SQNR on N(0,1) pinned per group size (a change to the quantizer moves it)",
           "[awq][sqnr]") {
   // The data of the kbit SQNR test (docs/format.md: nf K = 4, E4M4, 4.25 bits: 21.09 dB),

@@ -79,11 +79,33 @@ TEST_CASE("float_to_bf16 rounds to nearest even like Eigen::bfloat16", "[fp16]")
   CHECK(std::isnan(bf16_to_float(float_to_bf16(NAN))));
 }
 
-TEST_CASE("round_to, load_as_float and store_from_float agree", "[fp16]") {
+TEST_CASE("a few patterns worked out by hand", "[fp16]") {
+  CHECK(half_to_float(0x3C00) == 1.0f);
+  CHECK(half_to_float(0xC000) == -2.0f);
+  CHECK(half_to_float(0x7BFF) == 65504.0f);
+  CHECK(half_to_float(0x0001) == 0x1p-24f);  // the smallest subnormal
+  CHECK(half_to_float(0x2E66) == 0.0999755859375f);
+  CHECK(float_to_half(1.0f) == 0x3C00);
+  CHECK(float_to_half(65504.0f) == 0x7BFF);
+  CHECK(float_to_bf16(1.0f) == 0x3F80);
+  CHECK(bf16_to_float(0x3DCD) == 0.10009765625f);
+}
+
+TEST_CASE("round_to, load_as_float and store_from_float agree on 0.1", "[fp16]") {
+  // 0.1 = 1.6 * 2^-4. fp16: mantissa 0.6 * 1024 = 614.4 -> 614: 0x2E66 = 1638 / 16384. bf16: float
+  // 0x3DCCCCCD, low half 0xCCCD above half way -> 0x3DCD = 205 / 2048.
+  const struct {
+    DType t;
+    std::uint16_t bits;
+    float value;
+  } want[] = {{DType::f16, 0x2E66, 0.0999755859375f}, {DType::bf16, 0x3DCD, 0.10009765625f}};
   std::uint16_t h[1];
-  for (DType t : {DType::f16, DType::bf16}) {
-    store_from_float(t, h, 0, 0.1f);
-    CHECK(load_as_float(t, h, 0) == round_to(t, 0.1f));
+  for (const auto& w : want) {
+    INFO(dtype_name(w.t));
+    store_from_float(w.t, h, 0, 0.1f);
+    CHECK(h[0] == w.bits);
+    CHECK(load_as_float(w.t, h, 0) == w.value);
+    CHECK(round_to(w.t, 0.1f) == w.value);
   }
   float f[1];
   store_from_float(DType::f32, f, 0, 0.1f);

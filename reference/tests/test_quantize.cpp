@@ -116,6 +116,25 @@ TEST_CASE("every element is inside the quantization bound with SQNR per K", "[qu
   }
 }
 
+TEST_CASE("quant_error_stats on a block worked out by hand", "[quantize][sqnr]") {
+  // Codebook -1, -0.5, 0.5, 1 (exact in float); absmax 2, exact in E4M4 and fp16: scale 2.
+  const std::vector<float> cb = {-1.0f, -0.5f, 0.5f, 1.0f};
+  std::vector<float> x(32, 1.0f);  // v = 0.5: exact, no error
+  x[0] = 2.0f;                     // v = 1: exact
+  x[1] = -1.25f;                   // v = -0.625 -> -0.5: -1.0, error 0.25
+  x[2] = 1.75f;                    // v = 0.875 -> 1: 2.0, error 0.25
+  // signal 4 + 1.5625 + 3.0625 + 29 * 1 = 37.625, noise 2 * 0.0625 = 0.125: ratio 301.
+  const auto q = quantize(x, cb, 2);
+  for (AbsmaxStorage s : {AbsmaxStorage::e4m4, AbsmaxStorage::fp16, AbsmaxStorage::fp32}) {
+    INFO("storage " << absmax_storage_name(s));
+    const auto st = quant_error_stats(x, q, cb, s);
+    CHECK(st.sqnr_db == Approx(24.785665).margin(1e-6));  // 10 log10(301)
+    CHECK(st.rms_err == 0.0625);                          // sqrt(0.125 / 32)
+    CHECK(st.max_abs_err == 0.25);
+    CHECK(st.violations == 0);
+  }
+}
+
 TEST_CASE("SQNR figures for nf pinned (a change to the format moves them)", "[quantize][sqnr]") {
   const auto x = random_normal(1 << 20, 2024);
   // Measured with this reference; see docs/format.md. E4M4 costs well under 1.5 dB.
