@@ -301,6 +301,7 @@ std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root
     } catch (const nlohmann::json::exception& e) {
       throw Error(dir + "/run.json does not parse: " + e.what());
     }
+    if (j.value("kind", "") == "profile") continue;  // counters (profile.csv), not timings
     const nlohmann::json* name = nullptr;
     if (j.contains("device") && j["device"].is_object() && j["device"].contains("name"))
       name = &j["device"]["name"];
