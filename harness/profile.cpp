@@ -16,7 +16,6 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
-#include <tuple>
 
 #include "harness/commands.hpp"
 #include "harness/config.hpp"
@@ -78,6 +77,7 @@ struct Job {
   std::string shape, format, dtype, row;
   std::int64_t M = 0, N = 0, K_dim = 0;
   int k_bits = 4;
+  std::size_t problem = 0;  // the problem's index in the config's order
   bool peer = false, baseline = false;
   std::string tag() const {
     std::string t = shape + "_M" + std::to_string(M) + "_" +
@@ -157,10 +157,14 @@ std::vector<std::string> csv_fields(const std::string& experiment, const Job& j,
                                 j.peer ? "peer" : "ours",
                                 p.kernel,
                                 std::to_string(kernels)};
-  for (double v : {p.time_us, p.inst_executed, p.inst_per_weight, p.issue_active_pct, p.dram_pct,
-                   p.dram_read_bytes, p.dram_write_bytes, p.tensor_pct(), p.tensor_hmma_pct,
-                   p.tensor_gmma_pct, p.hmma_inst, p.gmma_inst, p.occupancy_pct})
-    f.push_back(num(v));
+  // Counts and bytes in full; times, ratios and percentages to 6 digits.
+  const std::vector<std::pair<double, int>> nums = {
+      {p.time_us, 6},           {p.inst_executed, 15}, {p.inst_per_weight, 6},
+      {p.issue_active_pct, 6},  {p.dram_pct, 6},       {p.dram_read_bytes, 15},
+      {p.dram_write_bytes, 15}, {p.tensor_pct(), 6},   {p.tensor_hmma_pct, 6},
+      {p.tensor_gmma_pct, 6},   {p.hmma_inst, 15},     {p.gmma_inst, 15},
+      {p.occupancy_pct, 6}};
+  for (const auto& [v, digits] : nums) f.push_back(num(v, digits));
   f.push_back(std::to_string(p.registers));
   for (double v : {p.smem_static, p.smem_dynamic, double(p.block), p.grid}) f.push_back(num(v));
   auto top = p.top_stalls(3);
@@ -258,7 +262,7 @@ int profile_experiment(const std::string& path, const ProfileOptions& o) {
           for (std::int64_t m : cfg.m) {
             GemmDims d;
             d.M = m, d.N = s.n, d.K_dim = s.k_dim, d.k_bits = k, d.awq_group = group, d.dtype = t;
-            Job base{s.name, f, dtype_name(t), "", m, s.n, s.k_dim, k};
+            Job base{s.name, f, dtype_name(t), "", m, s.n, s.k_dim, k, peer_problems.size()};
             for (const VariantRow* r : rows) {
               if (!unsupported_reason(*r, d).empty()) continue;
               Job j = base;
@@ -288,7 +292,7 @@ int profile_experiment(const std::string& path, const ProfileOptions& o) {
     pr.experiment = cfg.name, pr.run_dir = ncu_dir, pr.csv = ncu_dir + "/peers_unused.csv";
     pr.codebook = cfg.codebook, pr.peers = peer_rows, pr.problems = peer_problems;
     pr.check = {{"enabled", false}, {"seed", cfg.check.seed}, {"max_rows", cfg.check.max_rows}};
-    pr.l2_bytes = dev.l2_bytes;
+    pr.l2_bytes = std::max<std::int64_t>(dev.l2_bytes, 1);
     pr.timing = nlohmann::json::object();
     const std::string req = ncu_dir + "/peers_plan_request.json";
     write_json_file(req, peer_request_json(pr));
@@ -304,8 +308,15 @@ int profile_experiment(const std::string& path, const ProfileOptions& o) {
     }
     for (const auto& e : plan["runs"]) {
       const PeerProblem& p = peer_problems.at(e["problem"].get<std::size_t>());
-      Job j{p.shape, p.format, dtype_name(p.dtype), e["peer"].get<std::string>(), p.M, p.N,
-            p.K_dim, p.k_bits};
+      Job j{p.shape,
+            p.format,
+            dtype_name(p.dtype),
+            e["peer"].get<std::string>(),
+            p.M,
+            p.N,
+            p.K_dim,
+            p.k_bits,
+            e["problem"].get<std::size_t>()};
       j.peer = true;
       jobs.push_back(j);
     }
@@ -313,10 +324,8 @@ int profile_experiment(const std::string& path, const ProfileOptions& o) {
       std::cout << "peer " << peer << ": " << why.dump() << "\n";
   }
   // Ours and the peers of a problem next to each other.
-  std::stable_sort(jobs.begin(), jobs.end(), [](const Job& a, const Job& b) {
-    return std::tie(a.shape, a.format, a.k_bits, a.dtype, a.M) <
-           std::tie(b.shape, b.format, b.k_bits, b.dtype, b.M);
-  });
+  std::stable_sort(jobs.begin(), jobs.end(),
+                   [](const Job& a, const Job& b) { return a.problem < b.problem; });
   if (jobs.empty()) throw Error("no (problem, row) of " + cfg.path + " to profile");
 
   // A metric the device's ncu does not know fails the whole command: it is dropped (named in
@@ -385,7 +394,7 @@ int profile_experiment(const std::string& path, const ProfileOptions& o) {
       pp.dtype = parse_dtype(j.dtype), pp.format = j.format;
       pr.problems = {pp};
       pr.check = {{"enabled", true}, {"seed", cfg.check.seed}, {"max_rows", cfg.check.max_rows}};
-      pr.l2_bytes = dev.l2_bytes;
+      pr.l2_bytes = std::max<std::int64_t>(dev.l2_bytes, 1);
       pr.timing = nlohmann::json::object();
       nlohmann::json req = peer_request_json(pr);
       req["status_path"] = base + ".peer_status.json";
@@ -505,6 +514,7 @@ int profile_experiment(const std::string& path, const ProfileOptions& o) {
   }
   std::printf("\n%d of %zu (problem, row) pairs profiled, %d with errors\n%s/profile.csv\n",
               tally.profiled, jobs.size(), tally.failed, dir.c_str());
+  std::fflush(stdout);
   if (o.plot) {
     const std::string script = source_dir() + "/harness/tools/profile_plot.py";
     const std::string cmd = quote(py) + " " + quote(script) + " " + quote(dir);
