@@ -369,7 +369,7 @@ int profile_experiment(const std::string& path, const ProfileOptions& o) {
     std::string list;
     for (const auto& m : metrics) list += (list.empty() ? "" : ",") + m;
     return quote(ncu) +
-           " --clock-control none --profile-from-start off --target-processes all"
+           " --clock-control none --profile-from-start off --target-processes application-only"
            " --section SourceCounters --metrics " +
            list + " -f -o " + quote(base) + " " + target + " > " + quote(base + ".log") + " 2>&1";
   };

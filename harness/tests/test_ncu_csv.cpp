@@ -136,6 +136,18 @@ TEST_CASE("ncu source page: SASS per kernel, opcode classes and the hot loop", "
   CHECK(r.loop_instructions == 6);
 }
 
+TEST_CASE("ncu: the opcode classes are sass_mix.py's, in its order", "[ncu]") {
+  const std::string py = read_text_file(source_dir() + "/harness/tools/sass_mix.py");
+  std::size_t at = 0;
+  for (const auto& c : opcode_classes()) {
+    if (c.regex.empty()) continue;  // "other": what no class matches
+    const auto found = py.find("r\"" + c.regex + "\"", at);
+    INFO(c.key << ": " << c.regex);
+    REQUIRE(found != std::string::npos);
+    at = found;
+  }
+}
+
 TEST_CASE("ncu: the refusal lines (no counters here) are found in a log", "[ncu]") {
   CHECK(ncu_refusal("==PROF== Connected to process 7\n==ERROR== ERR_NVGPUCTRPERM - The user does "
                     "not have permission to access NVIDIA GPU Performance Counters\n") ==
