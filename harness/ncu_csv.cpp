@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <regex>
 #include <sstream>
+#include <string_view>
 
 #include "reference/error.hpp"
 
@@ -230,6 +231,15 @@ std::string helper_kernel(const std::string& kernel, bool baseline_row) {
   if (!baseline_row && std::regex_search(kernel, std::regex(kCublasRegex)))
     return "cuBLAS (the baseline)";
   return "";
+}
+
+std::string regex_escape(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view(".^$|?*+()[]{}\\").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
 }
 
 const std::vector<OpcodeClass>& opcode_classes() {

@@ -48,6 +48,9 @@ const std::vector<HelperPattern>& helper_kernel_patterns();
 // Empty when `kernel` is the row's own, else what helper it is ("clock probe", ...).
 std::string helper_kernel(const std::string& kernel, bool baseline_row);
 
+// `text` as a regex that matches it literally (ncu's --kernel-name regex:...).
+std::string regex_escape(const std::string& text);
+
 // The opcode classes of harness/tools/sass_mix.py, in its order, with a short key for columns.
 struct OpcodeClass {
   std::string key, label, regex;

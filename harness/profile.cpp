@@ -473,6 +473,20 @@ int profile_experiment(const std::string& path, const ProfileOptions& o) {
       const SassKernel* sk = sass.size() == kernels.size() ? &sass[i] : nullptr;
       for (const auto& s : sass)
         if (!sk && s.name == kernels[i].name) sk = &s;
+      SassKernel own;  // not in the one export: this kernel's source page on its own
+      if (!sk && ::access((base + ".ncu-rep").c_str(), R_OK) == 0) {
+        const std::string out = base + ".sass" + std::to_string(i) + ".csv";
+        std::system((quote(ncu) + " -i " + quote(base + ".ncu-rep") +
+                     " --csv --page source --print-source sass --kernel-name-base demangled"
+                     " --kernel-name " +
+                     quote("regex:" + regex_escape(kernels[i].name)) + " > " + quote(out) + " 2>&1")
+                        .c_str());
+        try {
+          for (auto& s : parse_ncu_source_csv(read_or_empty(out)))
+            if (!sk && !s.lines.empty()) own = std::move(s), sk = &own;
+        } catch (const std::exception&) {
+        }
+      }
       if (sk && !sk->lines.empty()) {
         p.mix = opcode_mix(*sk);
         p.has_mix = true;

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <regex>
 
 #include "harness/device_info.hpp"
 #include "harness/ncu_csv.hpp"
@@ -134,6 +135,18 @@ TEST_CASE("ncu source page: SASS per kernel, opcode classes and the hot loop", "
   const OpcodeMix r = opcode_mix(sass[1]);
   CHECK(!r.loop_found);
   CHECK(r.loop_instructions == 6);
+}
+
+TEST_CASE("ncu: a kernel's name as a literal regex", "[ncu]") {
+  const std::string name =
+      "void kbit::variants::ws::warp_specialized_kernel<kbit::variants::ws::KbitTiles<4>, 16, "
+      "__half>(kbit::variants::ws::KbitTiles<4>::Args, CUtensorMap)";
+  const std::regex r(regex_escape(name));
+  CHECK(std::regex_search(name, r));
+  CHECK(
+      !std::regex_search(std::string("void kbit::variants::ws::warp_specialized_kernel<kbit"), r));
+  CHECK(regex_escape("a.b*(c)[d]{e}|f+g?^$\\") ==
+        "a\\.b\\*\\(c\\)\\[d\\]\\{e\\}\\|f\\+g\\?\\^\\$\\\\");
 }
 
 TEST_CASE("ncu: the opcode classes are sass_mix.py's, in its order", "[ncu]") {
