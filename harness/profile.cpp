@@ -441,18 +441,23 @@ int profile_experiment(const std::string& path, const ProfileOptions& o) {
           "the profiled command exited " + std::to_string(WEXITSTATUS(rc)) + ": " + last_line(log);
     std::vector<NcuKernel> kernels;
     if (::access((base + ".ncu-rep").c_str(), R_OK) == 0) {
-      std::system((quote(ncu) + " -i " + quote(base + ".ncu-rep") +
-                   " --csv --page raw --print-units base > " + quote(base + ".raw.csv") + " 2>&1")
-                      .c_str());
+      // Base units (bytes, seconds); an ncu without --print-units prints its own, which the
+      // parser scales too.
+      for (const char* units : {" --print-units base", ""}) {
+        std::system((quote(ncu) + " -i " + quote(base + ".ncu-rep") + " --csv --page raw" + units +
+                     " > " + quote(base + ".raw.csv") + " 2>&1")
+                        .c_str());
+        try {
+          kernels = parse_ncu_raw_csv(read_or_empty(base + ".raw.csv"));
+          break;
+        } catch (const std::exception& e) {
+          if (*units == '\0') error += (error.empty() ? "" : "; ") + std::string(e.what());
+        }
+      }
       std::system((quote(ncu) + " -i " + quote(base + ".ncu-rep") +
                    " --csv --page source --print-source sass > " + quote(base + ".sass.csv") +
                    " 2>&1")
                       .c_str());
-      try {
-        kernels = parse_ncu_raw_csv(read_or_empty(base + ".raw.csv"));
-      } catch (const std::exception& e) {
-        error += (error.empty() ? "" : "; ") + std::string(e.what());
-      }
     } else if (error.empty()) {
       error = "ncu wrote no report: " + last_line(log);
     }
