@@ -6,8 +6,10 @@
 #include <cuda_profiler_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <functional>
 #include <iostream>
+#include <optional>
 
 #include "harness/commands.hpp"
 #include "harness/config.hpp"
@@ -56,15 +58,20 @@ int profile_target(const std::string& config_path, const ProfileTargetOptions& o
       cb = make_codebook(cfg.codebook, d.k_bits);
     }
   }
+  const auto t0 = std::chrono::steady_clock::now();
   const HostWeights hw = d.awq_group > 0 ? make_host_weights_awq(d.N, d.K_dim, d.awq_group, 1, seed)
                                          : make_host_weights(d.N, d.K_dim, d.k_bits, cb, 1, seed);
   const HostActivations A = make_activations(d.M, d.K_dim, d.dtype, splitmix64(seed + 1));
   Stream stream;
   const DeviceWeights dw(hw, d.dtype, {row.layout}, 1, stream.get());
   const OwnedProblem prob(dw, A, d, cb);
-  const RowReference ref = make_reference(hw, A, d, sample_rows(d.M, cfg.check.max_rows));
+  std::optional<RowReference> ref;  // [check] enabled = false: launched, not checked
+  if (cfg.check.enabled) ref = make_reference(hw, A, d, sample_rows(d.M, cfg.check.max_rows));
+  std::cout << "profile-target: problem built in "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() << " s"
+            << std::endl;
   const VariantOptions opts = options_for(cfg, row);
-  Outcome out = execute_and_check(row, opts, d, prob.view(), &ref, stream.get());
+  Outcome out = execute_and_check(row, opts, d, prob.view(), ref ? &*ref : nullptr, stream.get());
   if (!out.error.empty()) {
     std::cerr << "profile-target: " << o.variant << ": " << out.error << "\n";
     return kExitCheckFailed;
