@@ -82,4 +82,27 @@ struct DispatchOptions {
 int dispatch_build(const DispatchOptions& opts);  // harness/dispatch.cpp
 int dispatch_show(const DispatchOptions& opts);
 
+// profile CONFIG: each selected (problem, row) once under Nsight Compute (harness/profile.cpp).
+struct ProfileOptions {
+  std::string out_root;               // default: <source>/results
+  std::vector<std::string> variants;  // our rows (names or globs); default: the config's
+  std::vector<std::string> peers;     // peers (names or globs); default: the config's
+  bool no_peers = false;              // none of the config's peers
+  std::vector<std::string> shapes;    // only the dense shapes matching these globs
+  std::vector<std::int64_t> m;        // replaces the config's m
+  std::vector<int> k_bits;            // replaces the config's k_bits (kbit problems)
+  std::string ncu;                    // Nsight Compute; default: the PATH's, /usr/local/cuda/bin
+  bool plot = true;                   // harness/tools/profile_plot.py at the end
+  std::vector<std::string> argv;      // the command line, for run.json
+};
+int profile_experiment(const std::string& config_path, const ProfileOptions& opts);
+
+// profile-target (hidden): one (problem, row) launched once between cudaProfilerStart / Stop.
+struct ProfileTargetOptions {
+  std::string shape, format = "kbit", dtype = "fp16", variant;
+  std::int64_t m = 1;
+  int k_bits = 4;
+};
+int profile_target(const std::string& config_path, const ProfileTargetOptions& opts);
+
 }  // namespace kbit

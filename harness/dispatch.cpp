@@ -312,6 +312,7 @@ std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root
       } catch (const nlohmann::json::exception& e) {
         throw Error(cur.dir + "/run.json does not parse: " + e.what());
       }
+      if (j.value("kind", "") == "profile") continue;  // counters (profile.csv), not timings
       const std::string& gpu = cur.gpu_name;
       tables[gpu].gpu = gpu;
       tables[gpu].runs.push_back(exp + "/" + cur.run);

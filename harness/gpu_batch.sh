@@ -8,6 +8,8 @@
 #   validate:NAME[:ARGS]   kbit-harness validate --variant NAME ARGS (ARGS: ',' for spaces)
 #   run:CONFIG[ ARGS]      kbit-harness run CONFIG ARGS --no-plot, then its rows in brief
 #                          (harness/tools/csv_brief.py); plot elsewhere with harness/plot.py
+#   profile:CONFIG[ ARGS]  kbit-harness profile CONFIG ARGS --no-plot (Nsight Compute counters per
+#                          kernel: docs/harness.md "Profiling"); its table is the log's tail
 #   sanitize:NAME          compute-sanitizer memcheck, synccheck and racecheck on a quick validate
 #   sass:PATTERN           SASS of the first kernel whose mangled name matches PATTERN (regex)
 #                          and its opcode mix (harness/tools/sass_mix.py), whole kernel and hot loop
@@ -63,6 +65,7 @@ for s in "$@"; do
     run) cfg=${arg%% *}; m=$(mktemp)  # the brief reads the CSV this run wrote (--out-root too)
          step "run_$(basename ${cfg%.toml})" bash -c "$H run $arg --no-plot --quiet &&
            python3 harness/tools/csv_brief.py \$(find results /tmp -name results.csv -newer $m 2>/dev/null | head -1)" ;;
+    profile) step "profile_$(basename ${arg%% *} .toml)" $H profile $arg --no-plot ;;
     sanitize) c="--cases n200_k96 n1000_k2080 n5000_k480 n4000_k2048 moe_e8_n200_k96 --quick --no-seed-shapes"
               step "memcheck_$arg" compute-sanitizer --tool memcheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 4
               step "synccheck_$arg" compute-sanitizer --tool synccheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 4
@@ -83,7 +86,9 @@ for s in "$@"; do
   esac
 done
 
-new=$(find results -name results.csv -newer "$start_results" 2>/dev/null | xargs -r -n1 dirname)
+new=$(find results \( -name results.csv -o -name profile.csv \) -newer "$start_results" 2>/dev/null |
+  xargs -r -n1 dirname)
 echo; echo "=== summary"; printf '%s\n' "${summary[@]}" | tee -a "$LOGS/batch.log"
 mkdir -p gpu-logs && cp "$LOGS"/* gpu-logs/ 2>/dev/null
-tar czf "$DEST/batch.tar.gz" gpu-logs $new && echo "packed gpu-logs/ $new into $DEST/batch.tar.gz"
+# Nsight Compute's reports (*.ncu-rep, megabytes each) stay on the machine; their CSVs come along.
+tar czf "$DEST/batch.tar.gz" --exclude='*.ncu-rep' gpu-logs $new && echo "packed gpu-logs/ $new into $DEST/batch.tar.gz"

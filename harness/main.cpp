@@ -99,7 +99,39 @@ int main(int argc, char** argv) {
   dispatch_show->add_option("--out", disp.out_dir,
                             "folder of the tables (default: <source>/results/dispatch)");
 
+  kbit::ProfileOptions prof;
+  std::string prof_config;
+  auto* profile = app.add_subcommand(
+      "profile", "each (problem, row) of a config once under Nsight Compute: counters per kernel");
+  profile->add_option("config", prof_config, "experiments/NAME.toml")
+      ->required()
+      ->check(CLI::ExistingFile);
+  profile->add_option("--out-root", prof.out_root, "results root (default: <source>/results)");
+  profile->add_option("--variants", prof.variants,
+                      "our rows (names or globs) instead of the config's");
+  profile->add_option("--peers", prof.peers, "peers (names or globs) instead of the config's");
+  profile->add_flag("--no-peers", prof.no_peers, "profile none of the config's peers");
+  profile->add_option("--shapes", prof.shapes, "only the dense shapes matching these globs");
+  profile->add_option("--m", prof.m, "rows of A that replace the config's");
+  profile->add_option("--k-bits", prof.k_bits, "bit widths that replace the config's k_bits");
+  profile->add_option("--ncu", prof.ncu,
+                      "Nsight Compute (default: ncu on the PATH, then "
+                      "/usr/local/cuda/bin/ncu)");
+  profile->add_flag("!--no-plot", prof.plot, "do not draw the figure");
+  kbit::ProfileTargetOptions target;
+  std::string target_config;
+  auto* profile_target = app.add_subcommand("profile-target", "");  // profile's child: hidden
+  profile_target->group("");
+  profile_target->add_option("config", target_config)->required()->check(CLI::ExistingFile);
+  profile_target->add_option("--shape", target.shape)->required();
+  profile_target->add_option("--m", target.m)->required();
+  profile_target->add_option("--format", target.format);
+  profile_target->add_option("--k-bits", target.k_bits);
+  profile_target->add_option("--dtype", target.dtype);
+  profile_target->add_option("--variant", target.variant)->required();
+
   run_opts.argv.assign(argv, argv + argc);
+  prof.argv = run_opts.argv;
   // The first word that is no option must be a subcommand: name a wrong one and list them (CLI11
   // itself only says that a subcommand is required).
   std::string names;
@@ -107,7 +139,8 @@ int main(int argc, char** argv) {
   const char* const* word =
       std::find_if(argv + 1, argv + argc, [](const char* a) { return a[0] != '-'; });
   for (const CLI::App* s : app.get_subcommands([](const CLI::App*) { return true; })) {
-    names += (names.empty() ? "" : ", ") + s->get_name();
+    if (!s->get_group().empty())  // hidden ones (profile-target) are known but not listed
+      names += (names.empty() ? "" : ", ") + s->get_name();
     known = known || (word != argv + argc && s->get_name() == *word);
   }
   if (word != argv + argc && !known) {
@@ -135,6 +168,8 @@ int main(int argc, char** argv) {
     if (*codebook) return kbit::print_codebook(cb_name, cb_k);
     if (*dispatch_build) return kbit::dispatch_build(disp);
     if (*dispatch_show) return kbit::dispatch_show(disp);
+    if (*profile) return kbit::profile_experiment(prof_config, prof);
+    if (*profile_target) return kbit::profile_target(target_config, target);
   } catch (const kbit::Error& e) {
     std::cerr << "kbit-harness: " << e.what() << "\n";
     return kbit::kExitBadInput;

@@ -3,6 +3,8 @@
 
     python3 harness/peers/runner.py list               # the peers, as a JSON list
     python3 harness/peers/runner.py run PROBLEMS.json  # append their rows to the run's CSV
+    python3 harness/peers/runner.py plan PROBLEMS.json # the (peer, problem) pairs run would run
+    python3 harness/peers/runner.py profile PROBLEMS.json  # each pair launched once, profiled
 
 kbit-harness calls `run` after its own rows with a problems JSON (docs/peers.md has the
 interface); every (problem, peer) that the peer supports becomes one row of results.csv in our
@@ -636,19 +638,128 @@ def run(spec: Spec) -> int:
     return EXIT_OK
 
 
-USAGE = "usage: runner.py list | runner.py run PROBLEMS.json"
+# ---------------------------------------------------------------------------------------------
+# plan and profile (kbit-harness profile, docs/harness.md "Profiling")
+
+
+def plan(spec: Spec) -> dict:
+    """The (peer, problem index) pairs that `run` would run, and why the others would not; the
+    availability of each peer that has any (this may import its package, never launches)."""
+    peers_by_name = registry(spec.test_peers)
+    runs, skipped = [], {}
+    for name in spec.peers:
+        peer = peers_by_name[name]
+        mine = []
+        for i, p in enumerate(spec.problems):
+            reason = unsupported_reason(peer, p)
+            if reason:
+                skipped.setdefault(name, {})
+                skipped[name][reason] = skipped[name].get(reason, 0) + 1
+            else:
+                mine.append(i)
+        if not mine:
+            continue
+        _, unavailable = peer.availability()
+        if unavailable:
+            skipped.setdefault(name, {})[f"unavailable: {unavailable}"] = len(mine)
+            continue
+        runs += [{"peer": name, "problem": i} for i in mine]
+    return {"runs": runs, "skipped": skipped}
+
+
+def _profiler(on: bool) -> None:
+    """cudaProfilerStart / Stop: what `ncu --profile-from-start off` profiles in between."""
+    import torch
+
+    rt = torch.cuda.cudart()
+    rc = rt.cudaProfilerStart() if on else rt.cudaProfilerStop()
+    if rc not in (0, None) and int(getattr(rc, "value", rc)) != 0:
+        raise RuntimeError(f"cudaProfiler{'Start' if on else 'Stop'} returned {rc}")
+
+
+def profile(spec: Spec) -> int:
+    """Each supported (peer, problem): build, one launch checked (it also JIT-compiles and loads
+    the kernels), then one launch between cudaProfilerStart and cudaProfilerStop, nothing else in
+    between. Exit 0 when every pair was launched so and passed its check, 1 otherwise (the log
+    says why)."""
+    peers_by_name = registry(spec.test_peers)
+    ctx = Context(spec)
+    todo = []
+    for name in spec.peers:
+        peer = peers_by_name[name]
+        supported = [p for p in spec.problems if not unsupported_reason(peer, p)]
+        if not supported:
+            _log(f"{name}: no problem of its format and bit width")
+            continue
+        if not hasattr(peer, "build"):
+            _log(f"{name}: has no launch of its own to profile")
+            continue
+        _, unavailable = peer.availability()
+        if unavailable:
+            _log(f"{name}: unavailable: {unavailable}")
+            continue
+        todo.append((name, peer, supported))
+    if not todo:
+        return 1
+    import torch
+
+    compile_all(todo, ctx)
+    failed = 0
+    ctx.stream = torch.cuda.Stream()
+    for name, peer, supported in todo:
+        for p in supported:
+            built = None
+            try:
+                with torch.cuda.stream(ctx.stream):
+                    A = make_activations(p, ctx.check_cfg.seed)
+                    built = peer.build(p, A, ctx)
+                    built.poison()
+                    built.launch(0)
+                    ctx.stream.synchronize()
+                    verdict, passed = "not checked", True
+                    if ctx.check_cfg.enabled:
+                        bound = gemm_bound(p.dtype, p.K_dim, built.extra_additions, built.slices)
+                        res = check_torch(p, A, built.output(), built.deq_chunk, ctx.check_cfg.max_rows, bound)
+                        passed = res.passed
+                        verdict = "check pass" if passed else "check FAIL: " + res.error_message()
+                    torch.cuda.synchronize()
+                    _profiler(True)
+                    built.launch(0)
+                    ctx.stream.synchronize()
+                    _profiler(False)
+                print(f"profile: {name} {p.label()}: {verdict}; {built.config_text}", flush=True)
+                failed += 0 if passed else 1  # profiled all the same; the harness's line says so
+            except Exception as e:  # noqa: BLE001
+                failed += 1
+                _log(f"{name} {p.label()}: {type(e).__name__}: {e}")
+                if _debug():
+                    traceback.print_exc()
+            finally:
+                if built is not None:
+                    built.free()
+        try:
+            peer.release()
+        except Exception:  # noqa: BLE001
+            pass
+    return 0 if failed == 0 else 1
+
+
+USAGE = "usage: runner.py list | runner.py {run,plan,profile} PROBLEMS.json"
 
 
 def main(argv) -> int:
     if len(argv) >= 1 and argv[0] == "list" and len(argv) == 1:
         print(json.dumps([describe(p) for p in real_peers()], indent=2))
         return EXIT_OK
-    if len(argv) == 2 and argv[0] == "run":
+    if len(argv) == 2 and argv[0] in ("run", "plan", "profile"):
         try:
             spec = load_spec(argv[1])
-            return run(spec)
+            if argv[0] == "plan":
+                print(json.dumps(plan(spec), indent=1))
+                return EXIT_OK
+            return run(spec) if argv[0] == "run" else profile(spec)
         except InputError as e:
-            print(f"runner.py run: {e}", file=sys.stderr)
+            print(f"runner.py {argv[0]}: {e}", file=sys.stderr)
             return EXIT_BAD_INPUT
     print(USAGE, file=sys.stderr)
     return EXIT_BAD_INPUT

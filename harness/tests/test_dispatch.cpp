@@ -1,11 +1,13 @@
 // The dispatch table (harness/dispatch.hpp) on the fixture results tree
 // harness/tests/fixtures/dispatch/: alpha and beta are CURRENT runs on "Test GPU A100-X" (beta's
 // CSV predates the pdl column), gamma one on "Test GPU B"; alpha's older run and delta (no
-// CURRENT) hold faster rows that must not be read. Alpha's results.csv also holds faster rows
-// each filter must drop: a baseline (line 2), a peer (4), a probe (5), a PDL-timed row (6), rows
-// at non-default options (7, 12), a failed check (10), an L2-hot row (11), a variant the registry
-// does not have (14), an auto row (15), a row without a median (17) and a row of an AWQ problem
-// (20: codebook awq_g128); beta's has an L2-hot row (6). The expected table is in the first test.
+// CURRENT) hold faster rows that must not be read; epsilon's CURRENT run is a profile (counters in
+// profile.csv, no results.csv) on "Test GPU A100-X", which the tables leave out. Alpha's
+// results.csv also holds faster rows each filter must drop: a baseline (line 2), a peer (4), a
+// probe (5), a PDL-timed row (6), rows at non-default options (7, 12), a failed check (10), an
+// L2-hot row (11), a variant the registry does not have (14), an auto row (15), a row without a
+// median (17) and a row of an AWQ problem (20: codebook awq_g128); beta's has an L2-hot row (6).
+// The expected table is in the first test.
 #include <catch2/catch.hpp>
 
 #include <unistd.h>

@@ -423,6 +423,38 @@ class TestRun(unittest.TestCase):
         self.assertIn("another header", err)
 
 
+class TestPlan(unittest.TestCase):
+    """`runner.py plan` (kbit-harness profile): the (peer, problem) pairs `run` would run, the
+    others counted by reason; no row is written and nothing launches."""
+
+    def test_plan_lists_the_supported_pairs_and_the_reasons(self):
+        w = Workdir(self)
+        problems = [dense(M=20), dense(M=3, k_bits=2), moe()]
+        path = w.write(w.spec(["fake_ok", "fake_zero"], problems))
+        p = subprocess.run([sys.executable, RUNNER, "plan", path], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr)
+        plan = json.loads(p.stdout)
+        self.assertEqual(plan["runs"], [{"peer": "fake_ok", "problem": 0}, {"peer": "fake_ok", "problem": 1},
+                                        {"peer": "fake_zero", "problem": 0}])  # fmt: skip
+        self.assertEqual(plan["skipped"]["fake_ok"], {"MoE not wired for this peer": 1})
+        self.assertEqual(plan["skipped"]["fake_zero"], {"k_bits not 4": 1, "MoE not wired for this peer": 1})
+        self.assertEqual(len(w.rows()), 2, "plan appends no row")
+
+    def test_profile_without_a_launch_of_its_own_fails(self):
+        w = Workdir(self)
+        path = w.write(w.spec(["fake_ok"], [dense()]))
+        p = subprocess.run([sys.executable, RUNNER, "profile", path], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 1)
+        self.assertIn("fake_ok: has no launch of its own to profile", p.stderr)
+
+    def test_plan_refuses_an_unknown_peer(self):
+        w = Workdir(self)
+        path = w.write(w.spec(["fake_ok", "marlin_u4"], [dense()]))
+        p = subprocess.run([sys.executable, RUNNER, "plan", path], capture_output=True, text=True, timeout=60)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("unknown peer 'marlin_u4'", p.stderr)
+
+
 class TestBound(unittest.TestCase):
     def test_ulp(self):
         self.assertEqual(chk.ulp("fp16", 1.0), 2.0**-10)

@@ -41,6 +41,8 @@ def span(values, fmt):
 
 def experiment_section(name, gpu_name, run, run_dir):
     meta = json.load(open(os.path.join(run_dir, "run.json")))
+    if meta.get("kind") == "profile":
+        return profile_section(name, run, run_dir, meta)
     rows = list(csv.DictReader(open(os.path.join(run_dir, "results.csv"), newline="")))
     kinds = OrderedDict()
     for r in rows:
@@ -67,6 +69,29 @@ def experiment_section(name, gpu_name, run, run_dir):
         checks = "%d / %d" % (passed, failed) if passed or failed else "not checked"
         out.append("| `%s` | %s | %d | %s | %s | %s |" % (key, rs[0].get("family", ""), len(rs),
                                                           checks, frac, speed))
+    out.append("")
+    return "\n".join(out)
+
+
+def profile_section(name, run, run_dir, meta):
+    """A `kbit-harness profile` run: per (problem, row) its counters (profile.csv's row total)."""
+    rows = list(csv.DictReader(open(os.path.join(run_dir, "profile.csv"), newline="")))
+    dev = meta.get("device", {}).get("name", "?")
+    out = ["### %s (%s)" % (name, meta.get("device", {}).get("name", "?")), ""]
+    if meta.get("description"):
+        out += [meta["description"], ""]
+    out += ["Profile `results/%s/%s` on %s, commit %s (Nsight Compute counters, one launch each)."
+            % (name, run, dev, meta.get("build", {}).get("git_sha", "?")), ""]
+    out += ["| problem | row | time us | inst / weight | issue % | dram % | tensor % | top stall |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if r["kernels"] not in ("0", "1") and r["kernel"] != "(sum)":
+            continue
+        fmt = "K=" + r["k_bits"] if r["format"] == "kbit" else r["format"]
+        stall = "%s %.0f%%" % (r["stall1"], 100 * fnum(r["stall1_share"])) if r["stall1"] else "-"
+        out.append("| %s M=%s %s %s | `%s` | %.1f | %.2f | %.0f | %.0f | %.0f | %s |" % (
+            r["shape"], r["M"], fmt, r["dtype"], r["row"], fnum(r["time_us"]), fnum(r["inst_per_weight"]),
+            fnum(r["issue_active_pct"]), fnum(r["dram_pct"]), fnum(r["tensor_pct"]), stall))
     out.append("")
     return "\n".join(out)
 

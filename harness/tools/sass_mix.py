@@ -13,6 +13,8 @@ import collections
 import re
 import sys
 
+# harness/ncu_csv.cpp opcode_classes() holds these regexes in this order (`kbit-harness profile`'s
+# inst_w_* columns; a CPU test checks that the two agree).
 CATEGORIES = [
     ("mma (HMMA)", r"^HMMA|^HGMMA"),
     ("shuffle (SHFL)", r"^SHFL"),
