@@ -104,9 +104,14 @@ class DispatchTables {
  public:
   DispatchTables(std::string dir, std::ostream& notes) : dir_(std::move(dir)), notes_(notes) {}
   DispatchChoice choose(const DispatchProblem& p, const std::string& gpu, int device_sm);
+  // The GPU's table, read once (read_dispatch_table's checks; a table recorded for another GPU
+  // is refused); nullptr when the folder has none. `run` and `validate` call it for the auto
+  // rows before any GPU work, so that a bad table is refused (exit 2) before anything runs.
+  const DispatchTable* load(const std::string& gpu);
   const std::string& dir() const { return dir_; }
 
  private:
+  const DispatchTable* load_locked(const std::string& gpu);
   std::string dir_;
   std::ostream& notes_;
   std::mutex mu_;

@@ -2,6 +2,11 @@
 // entry twice; a refusal names the table, the line, the entry and the key.
 #include <catch2/catch.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "harness/dispatch.hpp"
@@ -112,4 +117,29 @@ TEST_CASE("dispatch table: duplicated entries and runs, unknown top-level keys a
                     Catch::Contains("key 'gpu' is empty"));
   CHECK_THROWS_WITH(parse(sub(kTable, "entries = [", "entries = [ 7,")),
                     Catch::Contains("not a table"));
+}
+
+TEST_CASE("dispatch table: the auto rows' tables refuse a bad table when loaded, naming it",
+          "[dispatch][inputs]") {
+  namespace fs = std::filesystem;
+  const std::string dir =
+      (fs::temp_directory_path() / ("kbit_dispatch_table_" + std::to_string(::getpid()))).string();
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string path = dir + "/" + dispatch_file_name("Test GPU");
+  std::ostringstream notes;
+  {
+    std::ofstream(path) << sub(kTable, "median_us = 10.5", "median_us = nan");
+    DispatchTables tables(dir, notes);
+    CHECK_THROWS_WITH(tables.load("Test GPU"),
+                      Catch::StartsWith(path + ":5: entry 1: key 'median_us' = nan"));
+  }
+  {
+    std::ofstream(path) << kTable;
+    DispatchTables tables(dir, notes);
+    REQUIRE(tables.load("Test GPU") != nullptr);
+    CHECK(tables.load("Test GPU")->entries.size() == 2);
+    CHECK(tables.load("Other GPU") == nullptr);  // no file: the fixed rule, noted at choose
+  }
+  fs::remove_all(dir);
 }
