@@ -46,6 +46,19 @@ ln -s /dev/zero "$work/sym/Test_GPU.toml"
 expect 2 "Test_GPU.toml' is a character device" dispatch show --gpu "Test GPU" --out "$work/sym"
 expect 2 "CURRENT file '.*' is a FIFO" dispatch build --results "$work/results" --out "$work/out"
 
+# Random bytes and deep nesting as a config and as a table.
+for i in 1 2 3; do
+  head -c 4096 /dev/urandom >"$work/random.toml"
+  expect 2 "random.toml" run "$work/random.toml" --no-plot
+  mkdir -p "$work/random"
+  cp "$work/random.toml" "$work/random/Test_GPU.toml"
+  expect 2 "Test_GPU.toml" dispatch show --gpu "Test GPU" --out "$work/random"
+done
+awk 'BEGIN { printf "a"; for (i = 0; i < 100000; i++) printf ".a"; print " = 1" }' >"$work/deep.toml"
+expect 2 "deep.toml:1: a key of more than 64 dotted parts" run "$work/deep.toml" --no-plot
+awk 'BEGIN { printf "a = "; for (i = 0; i < 100000; i++) printf "["; print "" }' >"$work/deep.toml"
+expect 2 "deep.toml:1:.*nested" run "$work/deep.toml" --no-plot
+
 # Truncations of a valid table, every 23rd length and the whole: exit 0 or 2 (the in-process
 # fuzz test, test_fuzz_inputs.cpp, takes every length).
 mkdir -p "$work/cut"
