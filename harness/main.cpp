@@ -62,6 +62,7 @@ int main(int argc, char** argv) {
   // What run --devices gives its children (an empty group hides them from --help).
   run->add_option("--shard", run_opts.shard, "I/N: only the problems of shard I of N")->group("");
   run->add_option("--device-index", run_opts.device_index, "the device's index on the host")
+      ->check(integer_in(0, std::numeric_limits<int>::max()))
       ->group("");
 
   kbit::ValidateOptions val;
@@ -141,8 +142,9 @@ int main(int argc, char** argv) {
   profile->add_option("--peers", prof.peers, "peers (names or globs) instead of the config's");
   profile->add_flag("--no-peers", prof.no_peers, "profile none of the config's peers");
   profile->add_option("--shapes", prof.shapes, "only the dense shapes matching these globs");
-  profile->add_option("--m", prof.m, "rows of A that replace the config's");
-  profile->add_option("--k-bits", prof.k_bits, "bit widths that replace the config's k_bits");
+  profile->add_option("--m", prof.m, "rows of A that replace the config's")->check(any_int64());
+  profile->add_option("--k-bits", prof.k_bits, "bit widths that replace the config's k_bits")
+      ->check(any_int());
   profile->add_option("--ncu", prof.ncu,
                       "Nsight Compute (default: ncu on the PATH, then "
                       "/usr/local/cuda/bin/ncu)");
@@ -153,9 +155,9 @@ int main(int argc, char** argv) {
   profile_target->group("");
   profile_target->add_option("config", target_config)->required()->check(CLI::ExistingFile);
   profile_target->add_option("--shape", target.shape)->required();
-  profile_target->add_option("--m", target.m)->required();
+  profile_target->add_option("--m", target.m)->required()->check(any_int64());
   profile_target->add_option("--format", target.format);
-  profile_target->add_option("--k-bits", target.k_bits);
+  profile_target->add_option("--k-bits", target.k_bits)->check(any_int());
   profile_target->add_option("--dtype", target.dtype);
   profile_target->add_option("--variant", target.variant)->required();
 
@@ -203,7 +205,11 @@ int main(int argc, char** argv) {
     if (*codebook) return kbit::print_codebook(cb_name, cb_k);
     if (*dispatch_build) return kbit::dispatch_build(disp);
     if (*dispatch_show) return kbit::dispatch_show(disp);
-    if (*profile) return kbit::profile_experiment(prof_config, prof);
+    if (*profile) {
+      kbit::refuse_duplicates("--m", prof.m);
+      kbit::refuse_duplicates("--k-bits", prof.k_bits);
+      return kbit::profile_experiment(prof_config, prof);
+    }
     if (*profile_target) return kbit::profile_target(target_config, target);
   } catch (const kbit::Error& e) {
     std::cerr << "kbit-harness: " << e.what() << "\n";
