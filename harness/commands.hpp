@@ -14,6 +14,9 @@ constexpr int kExitCheckFailed = 1;
 constexpr int kExitBadInput = 2;
 constexpr int kExitNoDevice = 3;
 
+// --memory-budget-gb at most this (no device holds more; the budget times 1e9 stays an int64).
+constexpr double kMaxMemoryBudgetGb = 4096;
+
 struct RunOptions {
   std::string out_root;               // default: <source>/results
   std::vector<std::string> variants;  // overrides the config's list when not empty

@@ -4,16 +4,17 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
 
+#include "harness/input_file.hpp"
 #include "harness/peers.hpp"
 #include "harness/registry.hpp"
-#include "harness/results.hpp"
+#include "harness/toml_input.hpp"
 #include "harness/weight_format.hpp"
 #include "reference/awq.hpp"
 #include "reference/codebook.hpp"
@@ -75,6 +76,18 @@ bool get_bool(const Ctx& c, const toml::node& n, const std::string& key) {
   c.fail(n, key, "must be true or false");
 }
 
+// A number as the file wrote it (nan, inf, 1e40), for messages.
+std::string toml_text(const toml::node& n) {
+  std::ostringstream s;
+  if (const auto* f = n.as_floating_point())
+    s << f->get();
+  else if (const auto* i = n.as_integer())
+    s << i->get();
+  else
+    s << "(" << n.type() << ")";
+  return s.str();
+}
+
 // An integer in lo..hi (checked before it is narrowed to an int, so that 2^32 + 1 is refused
 // rather than read as 1).
 std::int64_t get_int_in(const Ctx& c, const toml::node& n, const std::string& key, std::int64_t lo,
@@ -111,7 +124,7 @@ void check_weight_elems(const Ctx& c, const toml::node& where, std::int64_t n, s
                " (the kernels index a weight's elements with int)");
 }
 
-// An integer or a list of integers, each in min..max (`why`: the reason for max).
+// An integer or a list of integers, each in min..max (`why`: the reason for max), none twice.
 std::vector<std::int64_t> get_int_list(const Ctx& c, const toml::node& n, const std::string& key,
                                        std::int64_t min,
                                        std::int64_t max = std::numeric_limits<std::int64_t>::max(),
@@ -122,6 +135,8 @@ std::vector<std::int64_t> get_int_list(const Ctx& c, const toml::node& n, const 
     if (v < min)
       c.fail(e, key, "value " + std::to_string(v) + " is below the minimum " + std::to_string(min));
     check_limit(c, e, key, v, max, why);
+    if (std::find(out.begin(), out.end(), v) != out.end())
+      c.fail(e, key, "names " + std::to_string(v) + " twice");
     out.push_back(v);
   };
   if (const auto* a = n.as_array()) {
@@ -133,24 +148,60 @@ std::vector<std::int64_t> get_int_list(const Ctx& c, const toml::node& n, const 
   return out;
 }
 
+// A string or a list of strings, none empty, none twice.
 std::vector<std::string> get_string_list(const Ctx& c, const toml::node& n,
                                          const std::string& key) {
   std::vector<std::string> out;
+  auto add = [&](const toml::node& e) {
+    std::string v = get_string(c, e, key);
+    if (v.empty()) c.fail(e, key, "holds an empty string");
+    if (std::find(out.begin(), out.end(), v) != out.end())
+      c.fail(e, key, "names \"" + v + "\" twice");
+    out.push_back(std::move(v));
+  };
   if (const auto* a = n.as_array()) {
-    for (const auto& e : *a) out.push_back(get_string(c, e, key));
+    for (const auto& e : *a) add(e);
   } else {
-    out.push_back(get_string(c, n, key));
+    add(n);
   }
   if (out.empty()) c.fail(n, key, "must not be empty");
   return out;
 }
 
-ShapeConfig parse_shape(const Ctx& c, const toml::table& t, const toml::node& where) {
+// A name that labels a CSV row or a plot (a shape's, an MoE layer's): 1..kMaxNameChars printable
+// characters.
+std::string get_name(const Ctx& c, const toml::node& n, const std::string& key) {
+  const std::string v = get_string(c, n, key);
+  if (v.empty()) c.fail(n, key, "must not be empty");
+  if (v.size() > kMaxNameChars)
+    c.fail(n, key,
+           "is " + std::to_string(v.size()) + " characters long, above the limit " +
+               std::to_string(kMaxNameChars));
+  for (char ch : v)
+    if (!std::isprint(static_cast<unsigned char>(ch)))
+      c.fail(n, key, "= '" + v + "' holds a character that is not printable ASCII");
+  return v;
+}
+
+// A shape's or an MoE layer's name must differ from every one before it (the CSV's shape column,
+// --shapes, the plots tell them apart by it).
+void check_new_name(const Ctx& c, const toml::node& n, const std::string& name,
+                    const std::vector<ShapeConfig>& shapes, const std::vector<MoeConfig>& moe) {
+  const bool seen =
+      std::any_of(shapes.begin(), shapes.end(), [&](auto& s) { return s.name == name; }) ||
+      std::any_of(moe.begin(), moe.end(), [&](auto& m) { return m.name == name; });
+  if (seen)
+    c.fail(n, "name",
+           "= '" + name + "' is the name of an earlier shape or moe layer; names must be unique");
+}
+
+void parse_shape(const Ctx& c, const toml::table& t, const toml::node& where,
+                 std::vector<ShapeConfig>& out) {
   check_keys(c, t, {"name", "k_dim", "n"}, " in a shape");
   ShapeConfig s;
   for (const char* req : {"name", "k_dim", "n"})
     if (!t.contains(req)) c.fail(where, req, "is missing from a shape (each needs name, k_dim, n)");
-  s.name = get_string(c, *t.get("name"), "name");
+  s.name = get_name(c, *t.get("name"), "name");
   s.k_dim = get_int(c, *t.get("k_dim"), "k_dim");
   s.n = get_int(c, *t.get("n"), "n");
   if (s.k_dim < 32 || s.k_dim % 32 != 0)
@@ -160,10 +211,12 @@ ShapeConfig parse_shape(const Ctx& c, const toml::table& t, const toml::node& wh
   check_limit(c, *t.get("k_dim"), "k_dim", s.k_dim, kMaxDim, kDimWhy);
   check_limit(c, *t.get("n"), "n", s.n, kMaxDim, kDimWhy);
   check_weight_elems(c, where, s.n, s.k_dim, "");
-  return s;
+  check_new_name(c, *t.get("name"), s.name, out, {});
+  out.push_back(s);
 }
 
-void parse_shape_file(const std::string& path, std::vector<ShapeConfig>& out);
+void parse_shape_file(const std::string& text, const std::string& path,
+                      std::vector<ShapeConfig>& out);
 
 void parse_shapes(const Ctx& c, const toml::node& n, const std::string& base_dir,
                   std::vector<ShapeConfig>& out) {
@@ -177,32 +230,36 @@ void parse_shapes(const Ctx& c, const toml::node& n, const std::string& base_dir
       const toml::node& inc = *t->get("include");
       const std::string rel = get_string(c, inc, "include");
       const std::string file = !rel.empty() && rel[0] == '/' ? rel : base_dir + "/" + rel;
-      if (!std::ifstream(file))
+      std::string text;
+      try {
+        text = read_input_file(file, "shape file", kMaxConfigBytes);
+      } catch (const Error& err) {
         c.fail(inc, "include",
-               "= \"" + rel + "\": the shape file '" + file +
-                   "' does not exist or cannot be read (a relative include is read from the "
-                   "config's folder)");
-      parse_shape_file(file, out);
+               "= \"" + rel + "\": " + err.what() +
+                   " (a relative include is read from the config's folder)");
+      }
+      parse_shape_file(text, file, out);
     } else {
-      out.push_back(parse_shape(c, *t, e));
+      parse_shape(c, *t, e, out);
     }
   }
 }
 
 // A shape file: model = "...", then [[shape]] tables.
-void parse_shape_file(const std::string& path, std::vector<ShapeConfig>& out) {
+void parse_shape_file(const std::string& text, const std::string& path,
+                      std::vector<ShapeConfig>& out) {
   const Ctx c(path);
-  toml::table t;
-  try {
-    t = toml::parse(read_text_file(path, "experiment file"), path);
-  } catch (const toml::parse_error& e) {
-    c.fail_line(e.source().begin.line, std::string(e.description()));
-  }
+  const toml::table t = parse_toml(text, path);
   check_keys(c, t, {"model", "source", "shape"}, " in a shape file");
+  for (const char* key : {"model", "source"})
+    if (const auto* n = t.get(key)) get_string(c, *n, key);
   const auto* shapes = t.get_as<toml::array>("shape");
   if (!shapes || shapes->empty())
     throw Error(path + ": a shape file needs one or more [[shape]] tables");
-  for (const auto& e : *shapes) out.push_back(parse_shape(c, *e.as_table(), e));
+  for (const auto& e : *shapes) {
+    if (!e.is_table()) c.fail(e, "shape", "entries must be [[shape]] tables {name, k_dim, n}");
+    parse_shape(c, *e.as_table(), e, out);
+  }
 }
 
 MoeConfig parse_moe(const Ctx& c, const toml::node& n) {
@@ -212,7 +269,7 @@ MoeConfig parse_moe(const Ctx& c, const toml::node& n) {
   for (const char* req : {"name", "experts", "k_dim", "n", "top_k"})
     if (!t->contains(req)) c.fail(n, req, "is missing from an moe entry");
   MoeConfig m;
-  m.name = get_string(c, *t->get("name"), "name");
+  m.name = get_name(c, *t->get("name"), "name");
   // experts: the largest MoE models route over a few hundred experts.
   m.experts = int(get_int_in(c, *t->get("experts"), "experts", 1, kMaxExperts));
   m.k_dim = get_int(c, *t->get("k_dim"), "k_dim");
@@ -248,21 +305,27 @@ void parse_timing(const Ctx& c, const toml::table& t, TimingConfig& tc) {
     if (m != "cold" && m != "hot") c.fail(*n, "mode", "= '" + m + "' must be \"cold\" or \"hot\"");
     tc.cold = m == "cold";
   }
-  if (auto* n = t.get("warmup")) tc.warmup = int(get_int_in(c, *n, "warmup", 0, 1000));
+  if (auto* n = t.get("warmup")) tc.warmup = int(get_int_in(c, *n, "warmup", 0, kMaxWarmup));
   if (auto* n = t.get("min_samples"))
-    tc.min_samples = int(get_int_in(c, *n, "min_samples", 1, 100000));
+    tc.min_samples = int(get_int_in(c, *n, "min_samples", 1, kMaxMinSamples));
   if (auto* n = t.get("max_samples"))
-    tc.max_samples = int(get_int_in(c, *n, "max_samples", 1, 10000000));
-  if (tc.max_samples < tc.min_samples) tc.max_samples = tc.min_samples;
+    tc.max_samples = int(get_int_in(c, *n, "max_samples", 1, kMaxMaxSamples));
+  if (tc.max_samples < tc.min_samples) {
+    const toml::node* at = t.get("max_samples") ? t.get("max_samples") : t.get("min_samples");
+    c.fail(*at, at == t.get("max_samples") ? "max_samples" : "min_samples",
+           "gives min_samples = " + std::to_string(tc.min_samples) + " above max_samples = " +
+               std::to_string(tc.max_samples) + (t.get("max_samples") ? "" : " (the default)") +
+               "; give max_samples >= min_samples");
+  }
   if (auto* n = t.get("max_rel_noise")) {
     tc.max_rel_noise = get_number(c, *n, "max_rel_noise");
     if (!(tc.max_rel_noise > 0 && tc.max_rel_noise <= 1))
-      c.fail(*n, "max_rel_noise", "must be in (0, 1]");
+      c.fail(*n, "max_rel_noise", "= " + toml_text(*n) + " must be in (0, 1]");
   }
   if (auto* n = t.get("timeout_s")) {
     tc.timeout_s = get_number(c, *n, "timeout_s");
-    if (!(tc.timeout_s > 0 && tc.timeout_s <= 3600))
-      c.fail(*n, "timeout_s", "must be in (0, 3600]");
+    if (!(tc.timeout_s > 0 && tc.timeout_s <= kMaxTimeoutS))
+      c.fail(*n, "timeout_s", "= " + toml_text(*n) + " must be in (0, 3600]");
   }
 }
 
@@ -275,14 +338,38 @@ void parse_check(const Ctx& c, const toml::table& t, CheckConfig& cc) {
     cc.seed = std::uint64_t(s);
   }
   if (auto* n = t.get("max_rows")) {
+    if (!cc.enabled) c.fail(*n, "max_rows", "sets the check's rows; [check] enabled = false");
     const std::int64_t r = get_int(c, *n, "max_rows");
     if (r < 2) c.fail(*n, "max_rows", "must be at least 2 (first and last row)");
-    cc.max_rows = int(std::min(r, kMaxRows));  // more than M checks every row
+    check_limit(c, *n, "max_rows", r, kMaxRows, kRowsWhy);  // more than M checks every row
+    cc.max_rows = int(r);
   }
 }
 
-// [options.ROW] tables: ROW a registry row, each key one of its options (an integer or a
-// boolean), checked against the row's ranges here, with the file and line.
+// `variants`: each name or glob matches a registry row; `baseline`: a registry row.
+void parse_rows(const Ctx& c, const toml::table& t, ExperimentConfig& e) {
+  const toml::node& vn = *t.get("variants");
+  const toml::array* list = vn.as_array();
+  for (std::size_t i = 0; i < e.variants.size(); ++i) {
+    try {
+      match_variants({e.variants[i]});
+    } catch (const Error& err) {
+      c.fail(list ? *list->get(i) : vn, "variants", err.what());
+    }
+  }
+  if (auto* n = t.get("baseline")) {
+    e.baseline = get_string(c, *n, "baseline");
+    try {
+      find_variant(e.baseline);
+    } catch (const Error& err) {
+      c.fail(*n, "baseline", err.what());
+    }
+  }
+}
+
+// [options.ROW] tables: ROW a registry row the config runs (one of its variants or its
+// baseline), each key one of its options (an integer or a boolean), checked against the row's
+// range and rules here, with the file and line.
 void parse_options(const Ctx& c, const toml::node& n, ExperimentConfig& e) {
   const auto* t = n.as_table();
   if (!t) c.fail(n, "options", "must be a table of [options.ROW] tables");
@@ -294,6 +381,11 @@ void parse_options(const Ctx& c, const toml::node& n, ExperimentConfig& e) {
     } catch (const Error& err) {
       c.fail(rows_node, "options." + row_name, err.what());
     }
+    const auto runs = match_variants(e.variants);
+    if (row->name != e.baseline && std::find(runs.begin(), runs.end(), row) == runs.end())
+      c.fail(rows_node, "options." + row_name,
+             "sets options of " + row_name +
+                 ", which this config does not run (not among its variants or its baseline)");
     const auto* opts = rows_node.as_table();
     if (!opts) c.fail(rows_node, "options." + row_name, "must be a table of NAME = VALUE");
     std::vector<GivenOption> given;
@@ -369,12 +461,7 @@ VariantOptions options_for(const ExperimentConfig& cfg, const VariantRow& row, S
 
 ExperimentConfig parse_experiment(const std::string& text, const std::string& path) {
   const Ctx c(path);
-  toml::table t;
-  try {
-    t = toml::parse(text, path);
-  } catch (const toml::parse_error& e) {
-    c.fail_line(e.source().begin.line, std::string(e.description()));
-  }
+  const toml::table t = parse_toml(text, path);
   check_keys(c, t,
              {"name", "description", "shapes", "moe", "m", "tokens", "routing", "zipf_s",
               "routing_seed", "formats", "k_bits", "dtype", "codebook", "variants", "baseline",
@@ -385,17 +472,27 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   e.text = text;
   const std::string base_dir = dir_of(path);
   if (!t.contains("name")) throw Error(path + ": key 'name' is missing");
-  e.name = get_string(c, *t.get("name"), "name");
+  e.name = get_name(c, *t.get("name"), "name");
   for (char ch : e.name)
     if (!(std::isalnum(static_cast<unsigned char>(ch)) || ch == '_' || ch == '-'))
       c.fail(*t.get("name"), "name",
              "= '" + e.name + "' may hold only letters, digits, '_' and '-' (it names a folder)");
-  if (auto* n = t.get("description")) e.description = get_string(c, *n, "description");
+  if (auto* n = t.get("description")) {
+    e.description = get_string(c, *n, "description");
+    if (e.description.size() > kMaxDescriptionChars)
+      c.fail(*n, "description",
+             "is " + std::to_string(e.description.size()) + " characters long, above the limit " +
+                 std::to_string(kMaxDescriptionChars));
+  }
   if (auto* n = t.get("shapes")) parse_shapes(c, *n, base_dir, e.shapes);
   if (auto* n = t.get("moe")) {
     const auto* a = n->as_array();
     if (!a) c.fail(*n, "moe", "must be a list of tables");
-    for (const auto& m : *a) e.moe.push_back(parse_moe(c, m));
+    for (const auto& m : *a) {
+      MoeConfig layer = parse_moe(c, m);
+      check_new_name(c, *m.as_table()->get("name"), layer.name, e.shapes, e.moe);
+      e.moe.push_back(std::move(layer));
+    }
   }
   if (e.shapes.empty() && e.moe.empty()) throw Error(path + ": give 'shapes' or 'moe' (or both)");
   if (!e.shapes.empty()) {
@@ -417,7 +514,14 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
                    m.name + "' makes " + std::to_string(most * m.top_k) +
                    " rows of A, above the limit " + std::to_string(kMaxRows) + " (" + kRowsWhy +
                    ")");
+  } else if (t.contains("tokens")) {
+    c.fail(*t.get("tokens"), "tokens",
+           "is for moe layers; this file has none (dense shapes use 'm')");
   }
+  // The routing keys route MoE layers' tokens: in a file without them they would do nothing.
+  for (const char* key : {"routing", "zipf_s", "routing_seed"})
+    if (e.moe.empty() && t.contains(key))
+      c.fail(*t.get(key), key, "routes the tokens of moe layers; this file has none");
   if (auto* n = t.get("routing")) {
     e.routing = get_string(c, *n, "routing");
     if (e.routing != "uniform" && e.routing != "zipf")
@@ -425,10 +529,16 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   }
   if (auto* n = t.get("zipf_s")) {
     e.zipf_s = get_number(c, *n, "zipf_s");
-    if (!(e.zipf_s > 0 && e.zipf_s < 10)) c.fail(*n, "zipf_s", "must be in (0, 10)");
+    if (!(e.zipf_s > 0 && e.zipf_s < kMaxZipfS))
+      c.fail(*n, "zipf_s", "= " + toml_text(*n) + " must be in (0, 10)");
+    const bool zipf = e.routing == "zipf" || std::any_of(e.moe.begin(), e.moe.end(), [](auto& m) {
+                        return m.routing == "zipf";
+                      });
+    if (!zipf) c.fail(*n, "zipf_s", "shapes zipf routing; no layer of this file is routed by zipf");
   }
   if (auto* n = t.get("routing_seed"))
-    e.routing_seed = std::uint64_t(get_int(c, *n, "routing_seed"));
+    e.routing_seed = std::uint64_t(
+        get_int_in(c, *n, "routing_seed", 0, std::numeric_limits<std::int64_t>::max()));
   if (auto* n = t.get("formats")) parse_formats(c, *n, e);
   if (e.has_kbit()) {
     if (!t.contains("k_bits"))
@@ -457,9 +567,18 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
     e.dtypes.push_back(d);
   }
   if (auto* n = t.get("codebook")) {
+    if (!e.has_kbit()) c.fail(*n, "codebook", "is for kbit weights; 'formats' has no \"kbit\"");
     if (const auto* a = n->as_array()) {
       e.codebook = "custom";
-      for (const auto& v : *a) e.codebook_values.push_back(float(get_number(c, v, "codebook")));
+      for (const auto& v : *a) {
+        // Each entry a finite float32: nan, inf and 1e40 (inf once rounded) are refused here.
+        const double x = get_number(c, v, "codebook");
+        if (!std::isfinite(x) || std::fabs(x) > double(FLT_MAX))
+          c.fail(v, "codebook",
+                 "entry " + std::to_string(e.codebook_values.size()) + " = " + toml_text(v) +
+                     " is not a finite float32 (|value| <= 3.4e38)");
+        e.codebook_values.push_back(float(x));
+      }
       for (int k : e.k_bits) {
         if (e.codebook_values.size() != (std::size_t(1) << k))
           c.fail(*n, "codebook",
@@ -475,9 +594,17 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
       }
     }
   }
+  if (auto* n = t.get("timing")) {
+    if (!n->is_table()) c.fail(*n, "timing", "must be a table [timing]");
+    parse_timing(c, *n->as_table(), e.timing);
+  }
+  if (auto* n = t.get("check")) {
+    if (!n->is_table()) c.fail(*n, "check", "must be a table [check]");
+    parse_check(c, *n->as_table(), e.check);
+  }
   if (!t.contains("variants")) throw Error(path + ": key 'variants' is missing");
   e.variants = get_string_list(c, *t.get("variants"), "variants");
-  if (auto* n = t.get("baseline")) e.baseline = get_string(c, *n, "baseline");
+  parse_rows(c, t, e);
   if (auto* n = t.get("options")) parse_options(c, *n, e);
   if (auto* n = t.get("peers")) {
     e.peers = get_string_list(c, *n, "peers");
@@ -487,19 +614,11 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
       c.fail(*n, "peers", err.what());
     }
   }
-  if (auto* n = t.get("timing")) {
-    if (!n->is_table()) c.fail(*n, "timing", "must be a table [timing]");
-    parse_timing(c, *n->as_table(), e.timing);
-  }
-  if (auto* n = t.get("check")) {
-    if (!n->is_table()) c.fail(*n, "check", "must be a table [check]");
-    parse_check(c, *n->as_table(), e.check);
-  }
   return e;
 }
 
 ExperimentConfig load_experiment(const std::string& path) {
-  return parse_experiment(read_text_file(path, "experiment file"), path);
+  return parse_experiment(read_input_file(path, "experiment file", kMaxConfigBytes), path);
 }
 
 std::string config_hash(const std::string& text) {

@@ -2,6 +2,7 @@
 // documented in docs/harness.md; unknown or mistyped keys, wrong types and impossible values
 // are errors naming the file, the line and the key.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -23,6 +24,17 @@ constexpr std::int64_t kMaxRows = std::int64_t(1) << 20;
 constexpr std::int64_t kMaxWeightElems = (std::int64_t(1) << 31) - 1;
 // Experts of an MoE layer: today's largest MoE models route over a few hundred experts.
 constexpr int kMaxExperts = 4096;
+// The experiment's name (a folder under results/) and each shape's or MoE layer's name (a CSV
+// field, a plot label): at least one character, at most this many.
+constexpr std::size_t kMaxNameChars = 100;
+// `description` (run.json).
+constexpr std::size_t kMaxDescriptionChars = 4096;
+// [timing] and [check] (the timed loop's and the check's bounds).
+constexpr int kMaxWarmup = 1000;
+constexpr int kMaxMinSamples = 100000;
+constexpr int kMaxMaxSamples = 10000000;
+constexpr double kMaxTimeoutS = 3600;
+constexpr double kMaxZipfS = 10;
 
 struct TimingConfig {
   bool cold = true;             // mode = "cold" (rotate weight copies > 4x L2) | "hot"
@@ -88,7 +100,8 @@ struct ExperimentConfig {
 VariantOptions options_for(const ExperimentConfig& cfg, const VariantRow& row,
                            SplitMode split = SplitMode::automatic);
 
-// Parses a config file (shape includes are resolved relative to its directory).
+// Parses a config file (shape includes are resolved relative to its directory). The file and
+// its includes are read by read_input_file (regular files of at most kMaxConfigBytes).
 ExperimentConfig load_experiment(const std::string& path);
 // Parses config text; `path` is used in messages and to resolve includes.
 ExperimentConfig parse_experiment(const std::string& text, const std::string& path);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "harness/device_info.hpp"
+#include "harness/input_file.hpp"
 #include "harness/results.hpp"
 #include "reference/error.hpp"
 
@@ -43,7 +44,7 @@ std::vector<CurrentRun> read_current(const std::string& results_root,
   namespace fs = std::filesystem;
   const std::string exp_dir = results_root + "/" + experiment;
   const std::string path = exp_dir + "/CURRENT";
-  std::istringstream text(read_text_file(path, "CURRENT file"));
+  std::istringstream text(read_text_file(path, "CURRENT file", kMaxCurrentBytes));
   std::vector<CurrentRun> out;
   std::map<std::string, int> line_of;  // GPU -> the line that named its run
   int number = 0;
@@ -57,12 +58,8 @@ std::vector<CurrentRun> read_current(const std::string& results_root,
     r.dir = exp_dir + "/" + r.run;
     if (!fs::is_directory(r.dir))
       throw Error(where + ": names '" + r.run + "', which is not in " + exp_dir);
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(read_text_file(r.dir + "/run.json", "run.json"));
-    } catch (const nlohmann::json::exception& e) {
-      throw Error(r.dir + "/run.json does not parse: " + e.what());
-    }
+    const nlohmann::json j = parse_json(
+        read_text_file(r.dir + "/run.json", "run.json", kMaxRunJsonBytes), r.dir + "/run.json");
     const nlohmann::json* name = nullptr;
     if (j.contains("device") && j["device"].is_object() && j["device"].contains("name"))
       name = &j["device"]["name"];

@@ -2,8 +2,6 @@
 // from the CURRENT runs under results/ (the lookup and the auto rows: dispatch_lookup.cpp).
 #include "harness/dispatch.hpp"
 
-#include <toml++/toml.h>
-
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -25,6 +23,7 @@
 #include "harness/commands.hpp"
 #include "harness/current.hpp"
 #include "harness/device_info.hpp"
+#include "harness/input_file.hpp"
 #include "harness/options.hpp"
 #include "harness/results.hpp"
 #include "harness/weight_format.hpp"
@@ -137,8 +136,7 @@ using Measured = std::map<PointKey, std::set<std::string>>;
 // Adds the candidate rows of one run's results.csv to `points` and their names to `measured`.
 void read_run_rows(const std::string& csv_path, const std::string& run,
                    std::map<PointKey, DispatchEntry>& points, Measured& measured) {
-  std::ifstream f(csv_path);
-  if (!f) throw Error("cannot open '" + csv_path + "'");
+  std::istringstream f(read_text_file(csv_path, "results.csv", kMaxResultsCsvBytes));
   std::string line;
   if (!std::getline(f, line)) throw Error(csv_path + " is empty (no header)");
   const Columns cols(line, csv_path);
@@ -248,46 +246,6 @@ std::string toml_float(double v) {
   return r;
 }
 
-// Errors name the table's file, the line and the key.
-class TableReader {
- public:
-  explicit TableReader(std::string path) : path_(std::move(path)) {}
-  [[noreturn]] void fail(const toml::node& n, const std::string& what) const {
-    throw Error(path_ + ":" + std::to_string(n.source().begin.line) + ": " + what);
-  }
-  const toml::node& need(const toml::table& t, const char* key) const {
-    const toml::node* n = t.get(key);
-    if (!n)
-      throw Error(path_ + ":" + std::to_string(t.source().begin.line) + ": key '" + key +
-                  "' is missing");
-    return *n;
-  }
-  std::string str(const toml::table& t, const char* key) const {
-    const toml::node& n = need(t, key);
-    if (!n.is_string()) fail(n, std::string("key '") + key + "' is not a string");
-    return n.as_string()->get();
-  }
-  std::int64_t integer(const toml::table& t, const char* key) const {
-    const toml::node& n = need(t, key);
-    if (!n.is_integer()) fail(n, std::string("key '") + key + "' is not an integer");
-    return n.as_integer()->get();
-  }
-  double number(const toml::table& t, const char* key) const {
-    const toml::node& n = need(t, key);
-    if (n.is_floating_point()) return n.as_floating_point()->get();
-    if (n.is_integer()) return double(n.as_integer()->get());
-    fail(n, std::string("key '") + key + "' is not a number");
-  }
-  const toml::array& array(const toml::table& t, const char* key) const {
-    const toml::node& n = need(t, key);
-    if (!n.is_array()) fail(n, std::string("key '") + key + "' is not an array");
-    return *n.as_array();
-  }
-
- private:
-  std::string path_;
-};
-
 }  // namespace
 
 std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root) {
@@ -306,12 +264,9 @@ std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root
   std::map<std::string, int> sm_of;  // compute capability x 10 of each GPU name
   for (const std::string& exp : experiments) {
     for (const CurrentRun& cur : read_current(results_root, exp)) {
-      nlohmann::json j;
-      try {
-        j = nlohmann::json::parse(read_text_file(cur.dir + "/run.json", "run.json"));
-      } catch (const nlohmann::json::exception& e) {
-        throw Error(cur.dir + "/run.json does not parse: " + e.what());
-      }
+      const nlohmann::json j =
+          parse_json(read_text_file(cur.dir + "/run.json", "run.json", kMaxRunJsonBytes),
+                     cur.dir + "/run.json");
       if (j.value("kind", "") == "profile") continue;  // counters (profile.csv), not timings
       const std::string& gpu = cur.gpu_name;
       tables[gpu].gpu = gpu;
@@ -372,49 +327,6 @@ void write_dispatch_table(const DispatchTable& t, const std::string& path) {
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0)
     throw Error("cannot rename '" + tmp + "' to '" + path + "'");
-}
-
-DispatchTable read_dispatch_table(const std::string& path) {
-  toml::table root;
-  try {
-    root = toml::parse_file(path);
-  } catch (const toml::parse_error& e) {
-    throw Error(path + ":" + std::to_string(e.source().begin.line) +
-                ": not a dispatch table: " + std::string(e.description()));
-  }
-  const TableReader r(path);
-  DispatchTable t;
-  t.gpu = r.str(root, "gpu");
-  for (const toml::node& n : r.array(root, "runs")) {
-    if (!n.is_string()) r.fail(n, "an element of 'runs' is not a string");
-    t.runs.push_back(n.as_string()->get());
-  }
-  for (const toml::node& n : r.array(root, "entries")) {
-    if (!n.is_table()) r.fail(n, "an element of 'entries' is not a table");
-    const toml::table& x = *n.as_table();
-    DispatchEntry e;
-    e.k_bits = int(r.integer(x, "k_bits"));
-    e.dtype = r.str(x, "dtype");
-    const std::string problem = r.str(x, "problem");
-    if (problem != "dense" && problem != "grouped")
-      r.fail(*x.get("problem"), "problem = '" + problem + "' is not dense or grouped");
-    e.grouped = problem == "grouped";
-    e.shape = r.str(x, "shape");
-    e.N = r.integer(x, "N");
-    e.K_dim = r.integer(x, "K_dim");
-    e.experts = int(r.integer(x, "experts"));
-    e.M = r.integer(x, "M");
-    e.variant = r.str(x, "variant");
-    e.median_us = r.number(x, "median_us");
-    e.run = r.str(x, "run");
-    e.line = r.integer(x, "line");
-    e.config = r.str(x, "config");
-    if (e.N < 1 || e.K_dim < 1 || e.M < 1)
-      r.fail(n, "N, K_dim and M must be at least 1 (N = " + std::to_string(e.N) +
-                    ", K_dim = " + std::to_string(e.K_dim) + ", M = " + std::to_string(e.M) + ")");
-    t.entries.push_back(std::move(e));
-  }
-  return t;
 }
 
 void print_dispatch_table(const DispatchTable& t, const std::string& path, std::ostream& out) {

@@ -53,8 +53,13 @@ std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root
 std::string dispatch_file_name(const std::string& gpu);
 // Writes the table as TOML (one inline table per entry, one line each).
 void write_dispatch_table(const DispatchTable& t, const std::string& path);
-// Throws kbit::Error naming the file, the line and the key that is missing or mistyped.
+// Reads a table (dispatch_table.cpp) as strictly as a config: a regular file of at most
+// kMaxTableBytes, every key known, K in 2..5, dtype fp16 or bf16, a gemm / gemv / grouped registry
+// row, a finite median above 0, N, K_dim, M and experts in their config ranges, no point twice.
+// Throws kbit::Error naming the file, the line, the entry and the key.
 DispatchTable read_dispatch_table(const std::string& path);
+// The same on a table's text (`path` for messages).
+DispatchTable parse_dispatch_table(const std::string& text, const std::string& path);
 // One line per entry, with a header (what `dispatch show` prints).
 void print_dispatch_table(const DispatchTable& t, const std::string& path, std::ostream& out);
 
@@ -99,9 +104,14 @@ class DispatchTables {
  public:
   DispatchTables(std::string dir, std::ostream& notes) : dir_(std::move(dir)), notes_(notes) {}
   DispatchChoice choose(const DispatchProblem& p, const std::string& gpu, int device_sm);
+  // The GPU's table, read once (read_dispatch_table's checks; a table recorded for another GPU
+  // is refused); nullptr when the folder has none. `run` and `validate` call it for the auto
+  // rows before any GPU work, so that a bad table is refused (exit 2) before anything runs.
+  const DispatchTable* load(const std::string& gpu);
   const std::string& dir() const { return dir_; }
 
  private:
+  const DispatchTable* load_locked(const std::string& gpu);
   std::string dir_;
   std::ostream& notes_;
   std::mutex mu_;

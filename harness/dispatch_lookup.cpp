@@ -171,9 +171,12 @@ DispatchChoice choose_variant(const DispatchTable* table, const DispatchProblem&
               " (" + why + ")");
 }
 
-DispatchChoice DispatchTables::choose(const DispatchProblem& p, const std::string& gpu,
-                                      int device_sm) {
+const DispatchTable* DispatchTables::load(const std::string& gpu) {
   const std::lock_guard<std::mutex> lock(mu_);
+  return load_locked(gpu);
+}
+
+const DispatchTable* DispatchTables::load_locked(const std::string& gpu) {
   const std::string path = dir_ + "/" + dispatch_file_name(gpu);
   auto it = tables_.find(gpu);
   if (it == tables_.end()) {
@@ -181,13 +184,19 @@ DispatchChoice DispatchTables::choose(const DispatchProblem& p, const std::strin
     if (std::filesystem::exists(path)) t = read_dispatch_table(path);
     it = tables_.emplace(gpu, std::move(t)).first;
   }
-  if (it->second) {
-    if (it->second->gpu != gpu)
-      throw Error(path + " is the dispatch table of GPU '" + it->second->gpu +
-                  "', not of this device's '" + gpu +
-                  "': rebuild it with `kbit-harness dispatch build` from runs on this GPU");
-    return choose_variant(&*it->second, p, device_sm);
-  }
+  if (!it->second) return nullptr;
+  if (it->second->gpu != gpu)
+    throw Error(path + " is the dispatch table of GPU '" + it->second->gpu +
+                "', not of this device's '" + gpu +
+                "': rebuild it with `kbit-harness dispatch build` from runs on this GPU");
+  return &*it->second;
+}
+
+DispatchChoice DispatchTables::choose(const DispatchProblem& p, const std::string& gpu,
+                                      int device_sm) {
+  const std::lock_guard<std::mutex> lock(mu_);
+  const std::string path = dir_ + "/" + dispatch_file_name(gpu);
+  if (const DispatchTable* t = load_locked(gpu)) return choose_variant(t, p, device_sm);
   if (!noted_missing_) {
     notes_ << "dispatch: no table for GPU '" << gpu << "' (" << path
            << "); the auto rows take the fixed rule (dense M <= 4 scalar_gemv, M >= 5 "

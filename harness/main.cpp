@@ -3,10 +3,33 @@
 
 #include <algorithm>
 #include <iostream>
+#include <limits>
 #include <string>
 
+#include "harness/cli_numbers.hpp"
 #include "harness/commands.hpp"
 #include "reference/error.hpp"
+
+namespace {
+
+// Validators that see each number as written, before CLI11 converts it (harness/cli_numbers.hpp).
+CLI::Validator integer_in(std::int64_t lo, std::int64_t hi) {
+  return CLI::Validator([=](std::string& s) { return kbit::cli_integer_error(s, lo, hi); },
+                        "INT in " + std::to_string(lo) + ".." + std::to_string(hi));
+}
+CLI::Validator any_int64() {
+  return integer_in(std::numeric_limits<std::int64_t>::min(),
+                    std::numeric_limits<std::int64_t>::max());
+}
+CLI::Validator any_int() {
+  return integer_in(std::numeric_limits<int>::min(), std::numeric_limits<int>::max());
+}
+CLI::Validator unsigned_seed() {
+  return CLI::Validator([](std::string& s) { return kbit::cli_unsigned_error(s); },
+                        "UINT in 0..2^64-1");
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"kbit-testbed harness: run experiments, validate variants, check the format"};
@@ -22,10 +45,14 @@ int main(int argc, char** argv) {
   run->add_option("--variants", run_opts.variants, "names or globs that replace the config's list");
   run->add_option("--shapes", run_opts.shapes,
                   "only the shapes (or MoE layers) matching these globs");
-  run->add_option("--m", run_opts.m, "rows of A (tokens for MoE layers) that replace the config's");
+  run->add_option("--m", run_opts.m, "rows of A (tokens for MoE layers) that replace the config's")
+      ->check(any_int64());
   run->add_flag("!--no-plot", run_opts.plot, "do not run harness/plot.py at the end");
   run->add_option("--memory-budget-gb", run_opts.memory_budget_gb,
-                  "device memory for L2-rotation weight copies (default: half the free memory)");
+                  "device memory for L2-rotation weight copies (default: half the free memory)")
+      ->check(CLI::Validator(
+          [](std::string& s) { return kbit::cli_number_error(s, 0, kbit::kMaxMemoryBudgetGb); },
+          "GB in (0, " + std::to_string(int(kbit::kMaxMemoryBudgetGb)) + "]"));
   run->add_flag("--quiet", run_opts.quiet, "no progress lines");
   run->add_flag("--pdl", run_opts.pdl,
                 "time the rows that support it with programmatic dependent launch ([timing] pdl)");
@@ -35,6 +62,7 @@ int main(int argc, char** argv) {
   // What run --devices gives its children (an empty group hides them from --help).
   run->add_option("--shard", run_opts.shard, "I/N: only the problems of shard I of N")->group("");
   run->add_option("--device-index", run_opts.device_index, "the device's index on the host")
+      ->check(integer_in(0, std::numeric_limits<int>::max()))
       ->group("");
 
   kbit::ValidateOptions val;
@@ -46,8 +74,8 @@ int main(int argc, char** argv) {
   validate->add_flag("--quick", val.quick, "14 M values (1..300) instead of 1..70 and more");
   validate->add_flag("!--no-seed-shapes", val.seed_shapes,
                      "skip the model shapes of experiments/shapes/");
-  validate->add_option("--seed", val.seed, "data seed");
-  validate->add_option("--k-bits", val.k_bits, "bit widths (default 2 3 4 5)");
+  validate->add_option("--seed", val.seed, "data seed")->check(unsigned_seed());
+  validate->add_option("--k-bits", val.k_bits, "bit widths (default 2 3 4 5)")->check(any_int());
   validate->add_option("--repro-dir", val.repro_dir, "where failing cases are written");
   std::vector<std::string> option_flags;
   validate->add_option("--option", option_flags,
@@ -59,16 +87,18 @@ int main(int argc, char** argv) {
   kbit::FormatOptions fmt;
   auto* format = app.add_subcommand(
       "format", "quantize on the CPU and the GPU, compare bytes, print error stats");
-  format->add_option("--rows", fmt.rows, "N (rows of W)");
-  format->add_option("--k-dim", fmt.k_dim, "K_dim (multiple of 32)");
-  format->add_option("--k-bits", fmt.k_bits, "bit widths");
+  format->add_option("--rows", fmt.rows, "N (rows of W)")->check(any_int64());
+  format->add_option("--k-dim", fmt.k_dim, "K_dim (multiple of 32)")->check(any_int64());
+  format->add_option("--k-bits", fmt.k_bits, "bit widths")->check(any_int());
   format->add_option("--codebook", fmt.codebook, "nf | nf_expected | uniform");
-  format->add_option("--seed", fmt.seed, "data seed");
+  format->add_option("--seed", fmt.seed, "data seed")->check(unsigned_seed());
   auto* awq_flag =
       format->add_flag("--awq", fmt.awq,
                        "the AWQ int4 quantizers (fused and multi-pass GPU against the CPU "
                        "reference, with throughput) instead of kbit");
-  format->add_option("--group", fmt.group, "--awq: group size along K_dim (32, 64, 128)");
+  format->add_option("--group", fmt.group, "--awq: group size along K_dim (32, 64, 128)")
+      ->check(any_int())
+      ->needs(awq_flag);
   format
       ->add_option("--dump", fmt.dump_dir,
                    "--awq: write the fp16 weight, the reference's qweight, qzeros, scales, a "
@@ -81,7 +111,7 @@ int main(int argc, char** argv) {
   auto* codebook =
       app.add_subcommand("codebook", "print a codebook with the hex bits of each entry");
   codebook->add_option("name", cb_name, "nf | nf_expected | uniform");
-  codebook->add_option("--k", cb_k, "bits (2..5)");
+  codebook->add_option("--k", cb_k, "bits (2..5)")->check(any_int());
 
   kbit::DispatchOptions disp;
   auto* dispatch = app.add_subcommand(
@@ -112,8 +142,9 @@ int main(int argc, char** argv) {
   profile->add_option("--peers", prof.peers, "peers (names or globs) instead of the config's");
   profile->add_flag("--no-peers", prof.no_peers, "profile none of the config's peers");
   profile->add_option("--shapes", prof.shapes, "only the dense shapes matching these globs");
-  profile->add_option("--m", prof.m, "rows of A that replace the config's");
-  profile->add_option("--k-bits", prof.k_bits, "bit widths that replace the config's k_bits");
+  profile->add_option("--m", prof.m, "rows of A that replace the config's")->check(any_int64());
+  profile->add_option("--k-bits", prof.k_bits, "bit widths that replace the config's k_bits")
+      ->check(any_int());
   profile->add_option("--ncu", prof.ncu,
                       "Nsight Compute (default: ncu on the PATH, then "
                       "/usr/local/cuda/bin/ncu)");
@@ -124,9 +155,9 @@ int main(int argc, char** argv) {
   profile_target->group("");
   profile_target->add_option("config", target_config)->required()->check(CLI::ExistingFile);
   profile_target->add_option("--shape", target.shape)->required();
-  profile_target->add_option("--m", target.m)->required();
+  profile_target->add_option("--m", target.m)->required()->check(any_int64());
   profile_target->add_option("--format", target.format);
-  profile_target->add_option("--k-bits", target.k_bits);
+  profile_target->add_option("--k-bits", target.k_bits)->check(any_int());
   profile_target->add_option("--dtype", target.dtype);
   profile_target->add_option("--variant", target.variant)->required();
 
@@ -156,19 +187,29 @@ int main(int argc, char** argv) {
   }
   try {
     if (*list) return kbit::list_variants();
-    if (*run)
+    if (*run) {
+      kbit::refuse_duplicates("--m", run_opts.m);
       return run_opts.devices.empty() ? kbit::run_experiment(config, run_opts)
                                       : kbit::run_on_devices(config, run_opts);
+    }
     if (*validate) {
+      kbit::refuse_duplicates("--k-bits", val.k_bits);
       for (const std::string& f : option_flags)
         val.given_options.push_back(kbit::parse_option_flag(f));
       return kbit::validate_variant(val);
     }
-    if (*format) return fmt.awq ? kbit::format_awq(fmt) : kbit::format_check(fmt);
+    if (*format) {
+      kbit::refuse_duplicates("--k-bits", fmt.k_bits);
+      return fmt.awq ? kbit::format_awq(fmt) : kbit::format_check(fmt);
+    }
     if (*codebook) return kbit::print_codebook(cb_name, cb_k);
     if (*dispatch_build) return kbit::dispatch_build(disp);
     if (*dispatch_show) return kbit::dispatch_show(disp);
-    if (*profile) return kbit::profile_experiment(prof_config, prof);
+    if (*profile) {
+      kbit::refuse_duplicates("--m", prof.m);
+      kbit::refuse_duplicates("--k-bits", prof.k_bits);
+      return kbit::profile_experiment(prof_config, prof);
+    }
     if (*profile_target) return kbit::profile_target(target_config, target);
   } catch (const kbit::Error& e) {
     std::cerr << "kbit-harness: " << e.what() << "\n";

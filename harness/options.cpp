@@ -9,6 +9,11 @@
 namespace kbit {
 namespace {
 
+bool given_twice(const std::vector<GivenOption>& given, const GivenOption& g) {
+  return std::count_if(given.begin(), given.end(),
+                       [&](const GivenOption& x) { return x.name == g.name; }) > 1;
+}
+
 std::string known_names(const VariantRow& row) {
   std::string out;
   for (const OptionSpec& s : row.options) out += (out.empty() ? "" : ", ") + std::string(s.name);
@@ -34,10 +39,37 @@ VariantOptions resolve_options(const VariantRow& row, const std::vector<GivenOpt
       throw Error(at + "option " + g.name + " of " + std::string(row.name) + " = " +
                   std::to_string(g.value) + " is outside " + std::to_string(spec->min) + ".." +
                   std::to_string(spec->max) + (spec->boolean ? " (a boolean)" : ""));
+    const std::string rule = option_rule_error(*spec, g.value);
+    if (!rule.empty())
+      throw Error(at + "option " + g.name + " of " + std::string(row.name) + " = " +
+                  std::to_string(g.value) + " " + rule);
     for (auto& [n, v] : o.values)
-      if (n == g.name) v = g.value;
+      if (n == g.name) {
+        if (given_twice(given, g)) throw Error(at + "option " + g.name + " is given twice");
+        v = g.value;
+      }
+  }
+  // Rules across options: a nonzero value that needs another option nonzero.
+  for (const OptionSpec& s : row.options) {
+    if (s.needs.empty() || o.get(s) == 0) continue;
+    const auto other = std::find_if(row.options.begin(), row.options.end(),
+                                    [&](const OptionSpec& x) { return x.name == s.needs; });
+    if (other != row.options.end() && o.get(*other) == 0) {
+      const auto g = std::find_if(given.begin(), given.end(),
+                                  [&](const GivenOption& x) { return x.name == s.name; });
+      const std::string at = g == given.end() || g->where.empty() ? "" : g->where + ": ";
+      throw Error(at + "option " + std::string(s.name) + " of " + std::string(row.name) + " = " +
+                  std::to_string(o.get(s)) + " needs " + std::string(s.needs) + " > 0 (it is 0)");
+    }
   }
   return o;
+}
+
+std::string option_rule_error(const OptionSpec& s, std::int64_t v) {
+  if (s.multiple_of > 1 && v % s.multiple_of != 0)
+    return "is not a multiple of " + std::to_string(s.multiple_of);
+  if (s.power_of_two && v != 0 && (v < 0 || (v & (v - 1)) != 0)) return "is not a power of two";
+  return "";
 }
 
 GivenOption parse_option_flag(const std::string& flag) {
@@ -63,10 +95,15 @@ GivenOption parse_option_flag(const std::string& flag) {
 
 std::vector<std::string> describe_options(const VariantRow& row) {
   std::vector<std::string> out;
-  for (const OptionSpec& s : row.options)
+  for (const OptionSpec& s : row.options) {
+    std::string rules;
+    if (s.multiple_of > 1) rules += ", a multiple of " + std::to_string(s.multiple_of);
+    if (s.power_of_two) rules += s.min > 0 ? ", a power of two" : ", 0 or a power of two";
+    if (!s.needs.empty()) rules += ", needs " + std::string(s.needs) + " > 0";
     out.push_back(std::string(s.name) + " (default " + std::to_string(s.default_value) + ", " +
-                  std::to_string(s.min) + ".." + std::to_string(s.max) +
+                  std::to_string(s.min) + ".." + std::to_string(s.max) + rules +
                   "): " + std::string(s.why));
+  }
   return out;
 }
 

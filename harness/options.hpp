@@ -16,9 +16,15 @@ struct GivenOption {
   std::string where;  // for messages: "experiments/x.toml:12" or "--option"
 };
 
-// Throws kbit::Error naming the place, the row, the value and the limit (or the known names).
+// Throws kbit::Error naming the place, the row, the value and the limit (or the known names), or
+// the rule the value breaks (OptionSpec's multiple_of, power_of_two, needs), or a name given
+// twice.
 VariantOptions resolve_options(const VariantRow& row, const std::vector<GivenOption>& given,
                                SplitMode split = SplitMode::automatic);
+
+// "" when v keeps the option's rules beyond its range, else which one it breaks ("is not a multiple
+// of 16", "is not a power of two").
+std::string option_rule_error(const OptionSpec& spec, std::int64_t v);
 
 // "NAME=VALUE" (VALUE an integer, true or false) as validate's --option takes it.
 GivenOption parse_option_flag(const std::string& flag);

@@ -349,8 +349,14 @@ const VariantRow& find_variant(std::string_view name) {
 }
 
 std::vector<const VariantRow*> match_variants(const std::vector<std::string>& patterns) {
-  // find_variant throws with the list of known names.
-  return match_rows(registry(), patterns, [](const std::string& p) { find_variant(p); });
+  // A name that is no row: find_variant throws with the list of known names; a glob that matches
+  // none says so.
+  return match_rows(registry(), patterns, [](const std::string& p) {
+    if (p.find_first_of("*?[") == std::string::npos) find_variant(p);
+    std::string known;
+    for (const auto& r : registry()) known += (known.empty() ? "" : ", ") + std::string(r.name);
+    throw Error("'" + p + "' matches no registry row (the rows: " + known + ")");
+  });
 }
 
 std::string unsupported_reason(const VariantRow& row, const GemmDims& d) {

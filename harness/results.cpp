@@ -7,6 +7,7 @@
 #include <iomanip>
 #include <sstream>
 
+#include "harness/input_file.hpp"
 #include "reference/error.hpp"
 
 namespace kbit {
@@ -157,12 +158,9 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
     throw Error("cannot rename '" + tmp + "' to '" + path + "'");
 }
 
-std::string read_text_file(const std::string& path, const std::string& what) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw Error("cannot open " + what + " '" + path + "'");
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+std::string read_text_file(const std::string& path, const std::string& what,
+                           std::int64_t max_bytes) {
+  return read_input_file(path, what, max_bytes);
 }
 
 std::string utc_timestamp() {

@@ -51,8 +51,10 @@ std::vector<std::string> csv_split(const std::string& line);
 
 // Writes JSON to path atomically (temporary file, then rename).
 void write_json_file(const std::string& path, const nlohmann::json& j);
-// A whole file's bytes; throws "cannot open <what> '<path>'" when it cannot be read.
-std::string read_text_file(const std::string& path, const std::string& what = "file");
+// A whole file's bytes (read_input_file, harness/input_file.hpp: a regular file of at most
+// max_bytes); throws "cannot open <what> '<path>'" and the like when it cannot be read.
+std::string read_text_file(const std::string& path, const std::string& what = "file",
+                           std::int64_t max_bytes = std::int64_t(16) << 20);
 
 // "20261122T081500Z"
 std::string utc_timestamp();

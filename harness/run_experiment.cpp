@@ -19,6 +19,7 @@
 #include "harness/commands.hpp"
 #include "harness/config.hpp"
 #include "harness/device_info.hpp"
+#include "harness/dispatch.hpp"
 #include "harness/execute.hpp"
 #include "harness/peers.hpp"
 #include "harness/problem.hpp"
@@ -509,6 +510,11 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
               << ")\n";
     return kExitNoDevice;
   }
+  // The auto rows' dispatch table is read and checked now: a bad one is refused before any GPU
+  // work.
+  for (const VariantRow* r : rows)
+    if (r->name == "auto" || r->name == "grouped_auto")
+      process_dispatch_tables().load(query_device().name);
   Context c(cfg, opts, rows, baseline);
   for (const VariantRow* r : rows) c.options.emplace(r, options_for(cfg, *r));
   c.plan = plan_problems(cfg);

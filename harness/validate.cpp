@@ -19,6 +19,7 @@
 #include "harness/commands.hpp"
 #include "harness/config.hpp"
 #include "harness/device_info.hpp"
+#include "harness/dispatch.hpp"
 #include "harness/execute.hpp"
 #include "harness/options.hpp"
 #include "harness/results.hpp"
@@ -462,6 +463,9 @@ int validate_variant(const ValidateOptions& o) {
               << kExitNoDevice << ")\n";
     return kExitNoDevice;
   }
+  // The auto rows' dispatch table is read and checked before any GPU work.
+  if (row.name == "auto" || row.name == "grouped_auto")
+    process_dispatch_tables().load(query_device().name);
   std::printf("validating %s (%s)%s on %s\n", std::string(row.name).c_str(),
               std::string(row.description).c_str(),
               options.empty() ? "" : (" with options " + options).c_str(),

@@ -91,13 +91,32 @@ enum class SplitMode { automatic, force_on, force_off };
 // One option a registry row offers (an integer; a boolean is 0..1). The variant declares its
 // options next to its entry points and the registry row lists them; an experiment sets them in
 // `[options.ROW]`, validate with `--option NAME=VALUE`. The harness checks the range before any
-// GPU work and records every value in the CSV's `config` column and run.json. Rules a range
-// cannot say (a multiple of 16, a power of two) are the variant's setup to check.
+// GPU work and records every value in the CSV's `config` column and run.json. The rules a range
+// cannot say are declared here too, and the harness checks them where the value is given (a
+// config's file and line, --option); a variant's setup may check them again.
 struct OptionSpec {
   std::string_view name;
   std::int64_t default_value = 0, min = 0, max = 0;
   bool boolean = false;
-  std::string_view why;  // one line: what the option changes
+  std::string_view why;          // one line: what the option changes
+  std::int64_t multiple_of = 1;  // every value is a multiple of this
+  bool power_of_two = false;     // every nonzero value is a power of two
+  std::string_view needs;        // a nonzero value needs this other option of the row nonzero
+
+  // {name, default, min, max, boolean, why[, multiple_of[, power_of_two[, needs]]]}
+  constexpr OptionSpec(std::string_view name_, std::int64_t default_, std::int64_t min_,
+                       std::int64_t max_, bool boolean_, std::string_view why_,
+                       std::int64_t multiple_of_ = 1, bool power_of_two_ = false,
+                       std::string_view needs_ = {})
+      : name(name_),
+        default_value(default_),
+        min(min_),
+        max(max_),
+        boolean(boolean_),
+        why(why_),
+        multiple_of(multiple_of_),
+        power_of_two(power_of_two_),
+        needs(needs_) {}
 };
 
 struct VariantOptions {

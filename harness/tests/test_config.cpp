@@ -339,8 +339,9 @@ formats = [
                           Catch::Contains(std::string("'") + bad + "'") &&
                           Catch::Contains("kbit, awq_g32, awq_g64, awq_g128"));
   }
+  // The line of the repeated entry.
   CHECK_THROWS_WITH(parse_experiment(with_format("kbit"), P("f.toml")),
-                    Catch::Contains("f.toml:7") && Catch::Contains("\"kbit\" twice"));
+                    Catch::Contains("f.toml:8") && Catch::Contains("\"kbit\" twice"));
   std::string number = dense;
   number.replace(number.find("\"FORMAT\""), 8, "128");
   CHECK_THROWS_WITH(parse_experiment(number, P("f.toml")),

@@ -13,7 +13,9 @@ inline constexpr OptionSpec kGroupedMmaTokenTile{
     0,
     256,
     false,
-    "tokens per tile (the MMA's N): 8, 16, 32, 64, 128 or 256; 0 = by the mean rows per expert"};
+    "tokens per tile (the MMA's N): 8, 16, 32, 64, 128 or 256; 0 = by the mean rows per expert",
+    /*multiple_of=*/8,
+    /*power_of_two=*/true};
 // Checked mode: the work-list kernel also checks the device's expert offsets and the run waits
 // for it and throws on the first malformed one (a host sync: not for graph capture).
 inline constexpr OptionSpec kGroupedMmaChecked{

@@ -9,8 +9,14 @@ namespace kbit::variants {
 
 // Tokens per tile (wgmma's N), as variant 03's option.
 inline constexpr OptionSpec kAwqGemmTokenTile{
-    "token_tile", 0,     0,
-    256,          false, "tokens per tile (the MMA's N): 8, 16, 32, 64, 128 or 256; 0 = by M"};
+    "token_tile",
+    0,
+    0,
+    256,
+    false,
+    "tokens per tile (the MMA's N): 8, 16, 32, 64, 128 or 256; 0 = by M",
+    /*multiple_of=*/8,
+    /*power_of_two=*/true};
 
 std::unique_ptr<VariantState> awq_gemm_setup(const GemmDims& dims, const VariantOptions& opts);
 void awq_gemm_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,

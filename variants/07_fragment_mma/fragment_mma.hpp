@@ -18,7 +18,9 @@ inline constexpr OptionSpec kFragmentMmaTokenTile{
     0,
     256,
     false,
-    "tokens per tile (the MMA's N): 8 (mma.sync only), 16, 32, 64, 128 or 256; 0 = by M"};
+    "tokens per tile (the MMA's N): 8 (mma.sync only), 16, 32, 64, 128 or 256; 0 = by M",
+    /*multiple_of=*/8,
+    /*power_of_two=*/true};
 // The consumers' MMA, as variant 03's option.
 inline constexpr OptionSpec kFragmentMmaMma{
     "mma",

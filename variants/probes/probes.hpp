@@ -10,7 +10,7 @@ namespace kbit::variants {
 
 // read_bulk's ring, to sweep what a stream needs without rebuilding (findings F-026, F-027).
 inline constexpr OptionSpec kReadBulkOptions[] = {
-    {"chunk", 16384, 16, 1 << 20, false, "bytes per cp.async.bulk copy (a multiple of 16)"},
+    {"chunk", 16384, 16, 1 << 20, false, "bytes per cp.async.bulk copy (a multiple of 16)", 16},
     {"stages", 4, 1, 16, false, "copies in flight per block"},
     {"blocks_per_sm", 0, 0, 32, false, "resident blocks per SM (0: as many as fit)"},
     {"striped", 0, 0, 1, true, "1: one contiguous stripe per block; 0: chunks round-robin"},
@@ -23,7 +23,8 @@ inline constexpr OptionSpec kReadBulkOptions[] = {
     {"grid", 0, 0, 1 << 20, false, "streaming blocks (0: blocks_per_sm x SMs)"},
     {"hold", 0, 0, 1, true,
      "1: blocks_per_sm x SMs blocks all the same, `grid` of them streaming, the others holding "
-     "their slots"},
+     "their slots",
+     1, false, "grid"},
     {"a_each", 0, 0, 1, true,
      "1: 8 more warps per block read all of A after the wait (a GEMV whose blocks own whole "
      "columns)"},
@@ -32,7 +33,7 @@ inline constexpr OptionSpec kReadBulkOptions[] = {
 // read_slices' unit and ring: the stream of a GEMV whose unit is `slice` columns x `kt` k-tiles.
 inline constexpr OptionSpec kReadSlicesOptions[] = {
     {"slice", 32, 16, 512, false,
-     "columns per unit, a power of two (above 128 a unit spans 2 or 4 n-tiles)"},
+     "columns per unit, a power of two (above 128 a unit spans 2 or 4 n-tiles)", 1, true},
     {"kt", 16, 1, 256, false, "k-tiles per unit"},
     {"stages", 2, 1, 8, false, "units in flight per block"},
     {"blocks_per_sm", 2, 0, 32, false, "resident blocks per SM (0: as many as fit)"},
