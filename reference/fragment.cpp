@@ -15,38 +15,39 @@ FragmentPos fragment_pos(int r, int kk) {
   return {4 * t + 2 * rr + kb, 8 * q + s, 4 * (8 * w + g) + 2 * rr + kb};
 }
 
-void fragment_tile(const std::uint32_t* tiled, const std::uint8_t* codes, std::uint32_t* out,
-                   std::uint8_t* out_codes) {
+namespace {
+
+// Calls fn(tiled word, bit in it, fragment word, bit in it) for every bit of a tile's weights,
+// and code(tiled code byte, fragment code byte) for every block.
+template <typename Bit, typename Code>
+void for_each_position(Bit&& fn, Code&& code) {
   constexpr int K = FragmentTile::kBits;
-  for (int i = 0; i < FragmentTile::kWords; ++i) out[i] = 0;
   for (int r = 0; r < FragmentTile::kTileN; ++r) {
     for (int kk = 0; kk < FragmentTile::kTileK; ++kk) {
       const int kb = kk / 32, e = kk % 32;
       const FragmentPos p = fragment_pos(r, kk);
-      for (int b = 0; b < K; ++b) {
-        const std::uint32_t bit = (tiled[(r * 2 + kb) * K + b] >> e) & 1u;
-        out[p.word] |= bit << (p.bit + 2 * b);
-      }
-      if (e == 0) out_codes[p.code_byte] = codes[r * 2 + kb];
+      for (int b = 0; b < K; ++b) fn((r * 2 + kb) * K + b, e, p.word, p.bit + 2 * b);
+      if (e == 0) code(r * 2 + kb, p.code_byte);
     }
   }
 }
 
+}  // namespace
+
+void fragment_tile(const std::uint32_t* tiled, const std::uint8_t* codes, std::uint32_t* out,
+                   std::uint8_t* out_codes) {
+  for (int i = 0; i < FragmentTile::kWords; ++i) out[i] = 0;
+  for_each_position(
+      [&](int tw, int tb, int fw, int fb) { out[fw] |= ((tiled[tw] >> tb) & 1u) << fb; },
+      [&](int tc, int fc) { out_codes[fc] = codes[tc]; });
+}
+
 void unfragment_tile(const std::uint32_t* frag, const std::uint8_t* codes, std::uint32_t* out,
                      std::uint8_t* out_codes) {
-  constexpr int K = FragmentTile::kBits;
   for (int i = 0; i < FragmentTile::kWords; ++i) out[i] = 0;
-  for (int r = 0; r < FragmentTile::kTileN; ++r) {
-    for (int kk = 0; kk < FragmentTile::kTileK; ++kk) {
-      const int kb = kk / 32, e = kk % 32;
-      const FragmentPos p = fragment_pos(r, kk);
-      for (int b = 0; b < K; ++b) {
-        const std::uint32_t bit = (frag[p.word] >> (p.bit + 2 * b)) & 1u;
-        out[(r * 2 + kb) * K + b] |= bit << e;
-      }
-      if (e == 0) out_codes[r * 2 + kb] = codes[p.code_byte];
-    }
-  }
+  for_each_position(
+      [&](int tw, int tb, int fw, int fb) { out[tw] |= ((frag[fw] >> fb) & 1u) << tb; },
+      [&](int tc, int fc) { out_codes[tc] = codes[fc]; });
 }
 
 namespace {

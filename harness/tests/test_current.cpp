@@ -11,6 +11,7 @@
 #include "harness/current.hpp"
 #include "harness/device_info.hpp"
 #include "harness/dispatch.hpp"
+#include "harness/tests/temp_dir.hpp"
 #include "reference/error.hpp"
 
 using namespace kbit;
@@ -24,20 +25,12 @@ const std::string kH100Run = "20260201T000000Z_NVIDIA_H100_80GB_HBM3_abc1234";
 const std::string kH200Run = "20260202T000000Z_NVIDIA_H200_abc1234";
 
 // A copy of the fixture tree under the system's temporary folder, removed at the end.
-struct Scratch {
-  Scratch() {
-    static int n = 0;
-    root = (fs::temp_directory_path() /
-            ("kbit_current_" + std::to_string(::getpid()) + "_" + std::to_string(n++)))
-               .string();
-    fs::remove_all(root);
-    fs::copy(kGpus, root, fs::copy_options::recursive);
-  }
-  ~Scratch() { fs::remove_all(root); }
+struct Scratch : test::TempDir {
+  Scratch() : TempDir("current", kGpus), root(path) {}
   void current(const std::string& exp, const std::string& text) const {
     std::ofstream(root + "/" + exp + "/CURRENT", std::ios::trunc) << text;
   }
-  std::string root;
+  const std::string& root;
 };
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include "harness/device_info.hpp"
 #include "harness/dispatch.hpp"
 #include "harness/options.hpp"
+#include "harness/tests/temp_dir.hpp"
 #include "reference/error.hpp"
 #include "variants/05_grouped_mma/grouped_mma.hpp"
 
@@ -36,18 +37,9 @@ const std::string kGpuB = "Test GPU B";
 const std::string kAlpha = "alpha/20260101T000000Z_Test_GPU_A100-X_aaaaaaa";
 const std::string kBeta = "beta/20260102T000000Z_Test_GPU_A100-X_bbbbbbb";
 
-// A fresh folder under the system's temporary folder, removed at the end of the test.
-struct TempDir {
-  TempDir() {
-    static int n = 0;
-    path = (fs::temp_directory_path() /
-            ("kbit_dispatch_" + std::to_string(::getpid()) + "_" + std::to_string(n++)))
-               .string();
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() { fs::remove_all(path); }
-  std::string path;
+// A scratch folder of this file's.
+struct TempDir : test::TempDir {
+  TempDir() : test::TempDir("dispatch") {}
 };
 
 const DispatchTable& table_a() {

@@ -15,6 +15,7 @@
 #include "harness/input_file.hpp"
 #include "harness/options.hpp"
 #include "harness/registry.hpp"
+#include "harness/tests/temp_dir.hpp"
 #include "reference/error.hpp"
 
 using namespace kbit;
@@ -23,22 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// A fresh folder under the system's temporary folder, removed at the end of the test.
-struct Scratch {
-  Scratch() {
-    static int n = 0;
-    path = (fs::temp_directory_path() /
-            ("kbit_inputs_" + std::to_string(::getpid()) + "_" + std::to_string(n++)))
-               .string();
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Scratch() { fs::remove_all(path); }
-  std::string file(const std::string& name, const std::string& text) const {
-    std::ofstream(path + "/" + name, std::ios::binary) << text;
-    return path + "/" + name;
-  }
-  std::string path;
+// A scratch folder of this file's.
+struct Scratch : test::TempDir {
+  Scratch() : TempDir("inputs") {}
 };
 
 // Config paths in experiments/ (so that includes resolve); messages start with "<path>:<line>".

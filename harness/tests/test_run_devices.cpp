@@ -14,6 +14,7 @@
 
 #include "harness/results.hpp"
 #include "harness/run_devices.hpp"
+#include "harness/tests/temp_dir.hpp"
 #include "reference/error.hpp"
 
 using namespace kbit;
@@ -22,17 +23,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct TempRoot {
-  TempRoot() {
-    static int n = 0;
-    path = (fs::temp_directory_path() /
-            ("kbit_devices_" + std::to_string(::getpid()) + "_" + std::to_string(n++)))
-               .string();
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempRoot() { fs::remove_all(path); }
-  std::string path;
+struct TempRoot : test::TempDir {
+  TempRoot() : TempDir("devices") {}
 };
 
 const std::string kRun = "20260301T000000Z_NVIDIA_H200_abc1234";
