@@ -393,7 +393,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // two stages free, so the producer copies units 2 and 3 while the previous launch drains
   // (F-023: 8B gate/up -0.2 us). Not in plain launches, whose first window it delayed
   // until unit 1 had landed (+0.3-0.6 us); rows 3, 4 spilled 8-32 B with it. Not in the grouped
-  // kernel (kDense false), whose segments of 1-2 rows had it until 88dd9cb.
+  // kernel (kDense false), whose segments hold 1-2 rows (F-023).
   constexpr bool kFirstTwo = kDense && kPrefetch && Config::kFirstTwoUnderPdl && MV >= 1 && MV <= 2;
   const bool two = kFirstTwo && a.pdl && n > 1;
   if (two) {
