@@ -28,6 +28,7 @@ import check_anchors  # noqa: E402
 
 # A small tree: one variant with a kernel and a header, a doc, a config, a results run.
 BASE = {
+    ".gitignore": "/build*/\n/.deps/\n__pycache__/\n",
     "README.md": "# Demo\n\nSee [the variant](variants/01_x/README.md) and `docs/guide.md`.\n",
     "CMakeLists.txt": "# builds variants/01_x/x.cu\nproject(demo)\n",
     "docs/guide.md": "# Guide\n\n## Step one: `run` it\n\nThe kernel is `variants/01_x/x.cu`; "
@@ -142,10 +143,13 @@ class CheckPaths(unittest.TestCase):
         r = run(PATHS, d, os.path.join(d, "docs", "bad.md"))
         self.assertEqual(r.returncode, 1, r.stdout)
 
-    def test_the_build_tree_and_run_data_are_not_scanned(self):
+    def test_ignored_folders_and_run_data_are_not_scanned(self):
         r = self.check({"build/x.cu": "// variants/gone.cu\n",
+                        ".deps/usr/include/y.hpp": "// variants/gone.cu\n",
                         "results/exp/20260101T000000Z_GPU_abc1234/notes.md": "variants/gone.cu\n"})
         self.assertEqual(r.returncode, 0, r.stdout)
+        # a folder .gitignore does not name is scanned
+        self.assertMissing({"extra/x.cu": "// variants/gone.cu\n"}, "extra/x.cu:1", "variants/gone.cu")
 
 
 class CheckAnchors(unittest.TestCase):

@@ -4,9 +4,10 @@ results/<experiment>/CURRENT must parse and name runs that exist (harness/tools/
 
 Scans the source tree given as the first argument (default: this script's tree): Markdown files and
 TOML configs whole; in C++/CUDA files (.cu .cuh .cpp .hpp .h) the // and /* */ comments; in Python
-files the # comments and the docstrings; in CMake and shell files the # comments. The build trees,
-the dependency folders, results/ (run data) and the test fixtures are not scanned. Exits 1 listing
-each named path missing from the tree, with the file and line that names it.
+files the # comments and the docstrings; in CMake and shell files the # comments. The folders the
+root's .gitignore names (build trees, dependencies, logs), results/ (run data) and the test
+fixtures are not scanned. Exits 1 listing each named path missing from the tree, with the file and
+line that names it.
 
 What counts as a named path (a word of path characters; URLs are left out):
 
@@ -30,6 +31,7 @@ tree. Standard library only (a ctest runs it).
 FILE...: scan these files instead (for trying the check on a scratch copy); the CURRENT files of
 SOURCE_DIR are read either way.
 """
+import fnmatch
 import io
 import os
 import re
@@ -48,8 +50,9 @@ ALLOWED = {
 SOURCE_EXT = (".cu", ".cuh", ".cpp", ".hpp", ".h", ".py", ".md", ".toml", ".cmake", ".sh")
 C_EXT = (".cu", ".cuh", ".cpp", ".hpp", ".h")
 HASH_EXT = (".cmake", ".sh")
-# Folders never scanned nor counted as the tree's: build outputs, dependencies, run data, fixtures.
-SKIP_DIRS = {".git", ".deps", ".whl", ".gl", "__pycache__", "gpu-logs"}
+# Folders never walked: the folders .gitignore names (build trees, dependencies, logs) and these.
+SKIP_DIRS = {".git", "__pycache__"}
+# Folders walked for their names but not scanned: run data, test fixtures.
 SKIP_PATHS = {"results", os.path.join("harness", "tests", "fixtures")}
 REAL_CAPS = {"CURRENT", "README"}  # the tree's own names in capitals: not placeholders
 
@@ -59,6 +62,20 @@ WORD = re.compile(r"(?<![A-Za-z0-9_./$<>*{}-])[A-Za-z0-9_.<>*$-][A-Za-z0-9_./<>*
                   r"(?:\{[^}\n]*\}[A-Za-z0-9_./-]*)?")
 TEMPLATE = re.compile(r"[*<>$]|\.\.\.")
 CAPS = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+def ignored_dirs(root):
+    """(pattern, at the root only) of each folder pattern of the root's .gitignore (/build*/)."""
+    out = []
+    try:
+        with open(os.path.join(root, ".gitignore")) as f:
+            for line in f:
+                line = line.strip()
+                if line and not line.startswith(("#", "!")) and line.endswith("/"):
+                    out.append((line.strip("/"), line.startswith("/")))
+    except OSError:
+        pass
+    return out
 
 
 def not_scanned(rel):
@@ -76,11 +93,12 @@ class Tree:
         self.paths = set()  # repository-relative paths of files and folders, "/" separated
         self.names = set()  # file names
         self.scan = []  # files to scan
+        ignored = ignored_dirs(root)
         for d, dirs, files in os.walk(root):
             rel = os.path.relpath(d, root)
             rel = "" if rel == "." else rel
-            dirs[:] = sorted(x for x in dirs
-                             if x not in SKIP_DIRS and not (not rel and x.startswith("build")))
+            dirs[:] = sorted(x for x in dirs if x not in SKIP_DIRS and not any(
+                fnmatch.fnmatch(x, p) and (not at_root or not rel) for p, at_root in ignored))
             for x in dirs + files:
                 self.paths.add(os.path.join(rel, x).replace(os.sep, "/"))
                 if not rel:
