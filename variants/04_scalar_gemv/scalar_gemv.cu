@@ -20,8 +20,8 @@
 //   permuted alike for A and B, in the order of the K-bit decode (decode.cuh: pair (R, q) =
 //   elements R + 8q, R + 8q + 4; K = 2 its quads).
 // * Host-cut equal contiguous stripes of (n-tile, k-unit) units, one per resident block
-//   (Marlin's), rounded to k-bands of a tile where cheap (stripes.hpp); a stripe
-//   that ends inside a tile adds into the self-cleaning split-K workspace (common/splitk.cuh).
+//   (Marlin's), rounded to k-bands of a tile where cheap (stripes.hpp); a stripe that ends
+//   inside a tile adds into the self-cleaning split-K workspace (common/splitk.cuh).
 // * With GemmArgs::pdl the ring, the table and the first units are fetched while the previous
 //   launch drains; A, C and the workspace wait behind griddepcontrol.wait (common/pdl.cuh).
 //
@@ -404,9 +404,9 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // producer when the consumers wait here for the previous launch: A, C and the split-K workspace
   // are its memory until then. (After the block's first segment the wait returns at once.)
   dev::pdl::wait();
-  // The M = 3, 4 kernels' window warp stages the windows (stream.cuh), but for a
-  // dependent launch's first one: its consumers, idle after the wait, stage that one, and thread
-  // 0 tells the warp that A may be read. Elsewhere the consumers stage every window.
+  // The M = 3, 4 kernels' window warp stages the windows (stream.cuh), but for a dependent
+  // launch's first one: its consumers, idle after the wait, stage that one, and thread 0 tells
+  // the warp that A may be read. Elsewhere the consumers stage every window.
   constexpr bool kWarp = kDense && kHasWindowWarp<MV>;
   if (kWarp && a.pdl && block_first && threadIdx.x == 0) dev::mbar_arrive(ring.win_go());
   constexpr int W = window_units<K, MV>();
