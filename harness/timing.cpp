@@ -58,9 +58,9 @@ class LaunchGraph {
 // What one launch costs: on the GPU (the least of a few replays of a graph of 3 launches, so
 // that one slow replay, e.g. another process on the GPU, does not send a microsecond kernel down
 // the plain path; ctest runs GPU tests in parallel) and on the host (the median time to enqueue
-// them, the GPU not waited for). Before 2b15de1 the path was chosen from plain launches (F-003)
-// between two events, which time the host whenever a call's host side outlasts its kernel
-// (cuBLAS: 10-30 us a call at some shapes, a 5.5 us GEMM read 17-20 us, rel_noise up to 1.4).
+// them, the GPU not waited for). The path is not chosen from plain launches between two events,
+// which time the host whenever a call's host side outlasts its kernel (cuBLAS: 10-30 us a call at
+// some shapes, a 5.5 us GEMM read 17-20 us, rel_noise up to 1.4; F-003).
 struct LaunchCost {
   double gpu_us, host_us;
 };

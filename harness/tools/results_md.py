@@ -3,7 +3,7 @@
 
     python3 harness/tools/results_md.py            # rewrites docs/results.md
     python3 harness/tools/results_md.py --check    # exit 1 if docs/results.md is out of date
-    python3 harness/tools/results_md.py --gpu "NVIDIA H200" --out h200.md   # one GPU's runs
+    python3 harness/tools/results_md.py --gpu "NVIDIA H200" --out /tmp/h200.md   # one GPU's runs
 
 One section per GPU (the GPUs the CURRENT files name, by name), in it one per experiment with a
 run on that GPU: the run (results/<experiment>/CURRENT's line of that GPU), its commit and

@@ -1,6 +1,6 @@
-// Variant 01 (variants/01_inline_dequant.cu): the Phase-1 fused MMA GEMM with inline
-// dequantization. Host entry points for the registry; the _nopad row keeps the seeds'
-// unpadded B column stride (the bank-conflict measurement).
+// Variant 01 (inline_dequant.cu): the Phase-1 fused MMA GEMM with inline dequantization. Host
+// entry points for the registry; the _nopad row keeps the seeds' unpadded B column stride (the
+// bank-conflict measurement).
 #pragma once
 #include "variants/variant_api.hpp"
 

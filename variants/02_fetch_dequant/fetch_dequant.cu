@@ -122,9 +122,9 @@ __device__ __forceinline__ int swizzled(int row, int ch) {
 }
 
 // The load side's walk over the block's units, one step per issued stage, and each thread's
-// share of a stage's copies, whose offsets are fixed per thread: no division in the loop (the
-// first version divided the unit index per stage; with its generic copy loops that was ~350 of
-// its ~520 instructions per k-tile, SASS of e378133).
+// share of a stage's copies, whose offsets are fixed per thread: no division in the loop (a
+// division of the unit index per stage, with generic copy loops, is ~350 of ~520 instructions per
+// k-tile: README.md beside this file, v1 -> v2).
 template <int K, int MB, typename T>
 struct Loader {
   using L = Layout<K, MB>;
@@ -193,8 +193,8 @@ struct Loader {
 
 // A thread's shared-memory offsets, the same in every k-tile (the swizzle's row term is the
 // lane's low 3 bits everywhere): computed once, so that the loop adds only the stage's and the
-// buffer's base. Recomputing them per k-tile was ~50 of ~230 instructions a thread spent per
-// k-tile at M = 16 (SASS and Nsight Compute of c8148dc: 7.3 instructions a weight).
+// buffer's base. Recomputed per k-tile they are ~50 of ~230 instructions a thread spends per
+// k-tile at M = 16, 7.3 instructions a weight (README.md beside this file, v3 -> v4).
 template <int MB>
 struct Lanes {
   int a_row;          // A: row (16-row block 0, the lane's ldmatrix row) x 128

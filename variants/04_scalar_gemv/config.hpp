@@ -1,5 +1,5 @@
 // Variant 04's configuration: every tuning value of the kernels and the plan, and why it is that
-// value (docs/findings.md has the measurements). Plain C++, read by the kernels
+// value (docs/findings/variant_04.md has the measurements). Plain C++, read by the kernels
 // (scalar_gemv.cu, stream.cuh) and by the host plan (plan.cpp) alike, so the two cannot disagree.
 // The two choices that stay open at run time are the registry row's options `cluster_end` and
 // `tagged_end` (harness/registry.cpp): how split tiles end.

@@ -20,16 +20,15 @@
 //   permuted alike for A and B, in the order of the K-bit decode (decode.cuh: pair (R, q) =
 //   elements R + 8q, R + 8q + 4; K = 2 its quads).
 // * Host-cut equal contiguous stripes of (n-tile, k-unit) units, one per resident block
-//   (Marlin's), rounded to k-bands of a tile where cheap (variants/gemv_stripes.hpp); a stripe
-//   that ends inside a tile adds into the self-cleaning split-K workspace (common/splitk.cuh).
+//   (Marlin's), rounded to k-bands of a tile where cheap (stripes.hpp); a stripe that ends
+//   inside a tile adds into the self-cleaning split-K workspace (common/splitk.cuh).
 // * With GemmArgs::pdl the ring, the table and the first units are fetched while the previous
 //   launch drains; A, C and the workspace wait behind griddepcontrol.wait (common/pdl.cuh).
 //
 // grouped_scalar_gemv runs the same segments over (expert, rows <= 4) pairs: MoE decode in
 // one launch. The stage layout, the kernel's arguments, the producer and the A windows are
-// variants/scalar_gemv_stream.cuh; this file has the consumers, the ends and the kernel. The host
-// side (setup: the plan; run: the checks) is variants/scalar_gemv_plan.cpp, which sees the kernels
-// through variants/scalar_gemv_kernels.hpp.
+// stream.cuh; this file has the consumers, the ends and the kernel. The host side (setup: the
+// plan; run: the checks) is plan.cpp, which sees the kernels through kernels.hpp.
 #include <cuda_runtime.h>
 
 #include <utility>
@@ -394,7 +393,7 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // two stages free, so the producer copies units 2 and 3 while the previous launch drains
   // (F-023: 8B gate/up -0.2 us). Not in plain launches, whose first window it delayed
   // until unit 1 had landed (+0.3-0.6 us); rows 3, 4 spilled 8-32 B with it. Not in the grouped
-  // kernel (kDense false), whose segments of 1-2 rows had it until 88dd9cb.
+  // kernel (kDense false), whose segments hold 1-2 rows (F-023).
   constexpr bool kFirstTwo = kDense && kPrefetch && Config::kFirstTwoUnderPdl && MV >= 1 && MV <= 2;
   const bool two = kFirstTwo && a.pdl && n > 1;
   if (two) {
@@ -405,9 +404,9 @@ __device__ __forceinline__ void run_segment(const KernelArgs& a, const Segment g
   // producer when the consumers wait here for the previous launch: A, C and the split-K workspace
   // are its memory until then. (After the block's first segment the wait returns at once.)
   dev::pdl::wait();
-  // The M = 3, 4 kernels' window warp stages the windows (scalar_gemv_stream.cuh), but for a
-  // dependent launch's first one: its consumers, idle after the wait, stage that one, and thread
-  // 0 tells the warp that A may be read. Elsewhere the consumers stage every window.
+  // The M = 3, 4 kernels' window warp stages the windows (stream.cuh), but for a dependent
+  // launch's first one: its consumers, idle after the wait, stage that one, and thread 0 tells
+  // the warp that A may be read. Elsewhere the consumers stage every window.
   constexpr bool kWarp = kDense && kHasWindowWarp<MV>;
   if (kWarp && a.pdl && block_first && threadIdx.x == 0) dev::mbar_arrive(ring.win_go());
   constexpr int W = window_units<K, MV>();

@@ -1,6 +1,6 @@
-// Variant 04's schedule (variants/04_scalar_gemv.cu), host side: output tiles cut into equal
-// contiguous stripes of (tile, k-unit) work units, one stripe per resident block (Marlin's
-// stripes). Plain C++ so that a CPU test checks the cut; the kernel reads the Segments.
+// Variant 04's schedule (scalar_gemv.cu), host side: output tiles cut into equal contiguous
+// stripes of (tile, k-unit) work units, one stripe per resident block (Marlin's stripes). Plain
+// C++ so that a CPU test checks the cut; the kernel reads the Segments.
 #pragma once
 #include <cstdint>
 #include <vector>

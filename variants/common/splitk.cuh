@@ -57,8 +57,8 @@ __device__ __forceinline__ void clear(float* ws, std::int64_t idx) {
 // The final sums of N elements (idx[r] < 0: none), all loaded first: one L2 round trip for the
 // lot, where a loop of load-then-zero waits one each (F-019). Then per element use(r, sum)
 // (the output store), then its zero for the next call. Zeroing every element before the first
-// use, as 6794a28 did, delayed the output stores: scalar_gemv's workspace end (M = 4 Llama3 down
-// with PDL +0.4-1.0 us) and grouped MoE rows with PDL (+5-8%) until 88dd9cb (F-019).
+// use delays the output stores: scalar_gemv's workspace end (M = 4 Llama3 down with PDL
+// +0.4-1.0 us) and grouped MoE rows with PDL (+5-8%) (F-019).
 // Index: std::int64_t, or int where the caller's indices fit (fewer registers to hold N of them).
 template <int N, typename Index, typename Use>
 __device__ __forceinline__ void take_all(float* ws, const Index (&idx)[N], Use&& use) {

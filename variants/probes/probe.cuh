@@ -1,5 +1,5 @@
-// Device helpers of the read probes (variants/read_probe.cu, variants/read_slices_probe.cu):
-// kernels that only read a problem's bytes must keep every load live and still write C.
+// Device helpers of the read probes (read_probe.cu, read_slices.cu beside this file): kernels
+// that only read a problem's bytes must keep every load live and still write C.
 #pragma once
 #include <cstdint>
 

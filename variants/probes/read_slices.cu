@@ -16,8 +16,8 @@
 // of its units, all of A when its stripe crosses a slice: what a slice costs beyond the weights).
 // Units are dealt to blocks in contiguous stripes, slice-major: the blocks of one slice walk its
 // k-range side by side, as scalar_gemv's k-band stripes do. K = 4 only (its registry row): its
-// question was asked at K = 4, and at K = 3 its 512-column units did not land every word (the
-// GPU test, first run at e378133, found it; not pursued).
+// question was asked at K = 4, and at K = 3 its 512-column units do not land every word (its GPU
+// test found it; not pursued: F-027).
 #include <cuda.h>
 #include <cuda_runtime.h>
 

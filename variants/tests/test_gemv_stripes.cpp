@@ -1,4 +1,4 @@
-// CPU: variant 04's schedule (variants/gemv_stripes.hpp). Every unit of every tile is in
+// CPU: variant 04's schedule (variants/04_scalar_gemv/stripes.hpp). Every unit of every tile is in
 // exactly one stripe, in order; the split-K bookkeeping (contributors, split tiles) matches the
 // cut; the stripe length follows the documented rule on the Llama3 shapes the variant page
 // quotes (stripes of 8 / 7 / 32 / 28 units).
