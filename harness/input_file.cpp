@@ -30,34 +30,39 @@ std::string limit_text(std::int64_t bytes) {
   return s;
 }
 
-struct Fd {
-  int fd;
-  ~Fd() {
-    if (fd >= 0) ::close(fd);
-  }
-};
-
 // Thrown by the JSON callback when the nesting is too deep.
 struct TooDeep {};
 
 }  // namespace
 
-std::string read_input_file(const std::string& path, const std::string& what,
-                            std::int64_t max_bytes) {
+InputFd::~InputFd() {
+  if (fd >= 0) ::close(fd);
+}
+
+InputFd open_input_file(const std::string& path, const std::string& what) {
   const std::string name = what + " '" + path + "'";
   if (path.empty()) throw Error("cannot open " + what + ": the path is empty");
   // O_NONBLOCK: opening a FIFO does not wait for a writer (it is refused below).
-  const Fd f{::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC)};
+  InputFd f;
+  f.fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (f.fd < 0) throw Error("cannot open " + name + ": " + std::strerror(errno));
   struct stat st {};
   if (::fstat(f.fd, &st) != 0) throw Error("cannot open " + name + ": " + std::strerror(errno));
   if (!S_ISREG(st.st_mode))
     throw Error(name + " is " + kind_of(st.st_mode) + ", not a regular file");
-  if (st.st_size > max_bytes)
-    throw Error(name + " is " + std::to_string(st.st_size) + " bytes, above the limit " +
+  f.size = std::int64_t(st.st_size);
+  return f;
+}
+
+std::string read_input_file(const std::string& path, const std::string& what,
+                            std::int64_t max_bytes) {
+  const std::string name = what + " '" + path + "'";
+  const InputFd f = open_input_file(path, what);
+  if (f.size > max_bytes)
+    throw Error(name + " is " + std::to_string(f.size) + " bytes, above the limit " +
                 limit_text(max_bytes) + " for " + what + "s");
   std::string out;
-  out.reserve(std::size_t(st.st_size));
+  out.reserve(std::size_t(f.size));
   char buf[1 << 16];
   for (;;) {
     const ssize_t n = ::read(f.fd, buf, sizeof buf);

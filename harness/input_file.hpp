@@ -22,6 +22,20 @@ constexpr std::int64_t kMaxResultsCsvBytes = std::int64_t(256) << 20;  // result
 constexpr int kMaxTomlKeyParts = 64;
 constexpr int kMaxJsonDepth = 64;
 
+// A regular file opened for reading (a FIFO, a device, a folder refused as below, without
+// waiting or reading) and its size; the descriptor is closed with the object. For a file read
+// in parts or memory-mapped (a .safetensors file), whose size has no limit of its own.
+struct InputFd {
+  int fd = -1;
+  std::int64_t size = 0;
+  InputFd() = default;
+  InputFd(const InputFd&) = delete;
+  InputFd& operator=(const InputFd&) = delete;
+  InputFd(InputFd&& o) noexcept : fd(o.fd), size(o.size) { o.fd = -1; }
+  ~InputFd();
+};
+InputFd open_input_file(const std::string& path, const std::string& what);
+
 // The bytes of a regular file of at most max_bytes; throws kbit::Error "WHAT 'PATH' ..." naming
 // what is wrong (missing, not a regular file and what it is, above the limit).
 std::string read_input_file(const std::string& path, const std::string& what,
