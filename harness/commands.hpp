@@ -72,9 +72,13 @@ struct FormatOptions {
   // --awq: write the weight, the reference's AWQ tensors, an activation, C_ref and its bound to
   // this folder (raw little-endian files and meta.json, for harness/peers/awq_parity.py).
   std::string dump_dir;
+  // --weights FILE:TENSOR: that tensor of a .safetensors file instead of the N(0,1) draw (its
+  // shape replaces --rows and --k-dim; the N(0,1) figures of that shape are printed beside).
+  std::string weights;
 };
 int format_check(const FormatOptions& opts);
-int format_awq(const FormatOptions& opts);  // format --awq
+int format_weights(const FormatOptions& opts);  // format --weights (harness/format_weights.cpp)
+int format_awq(const FormatOptions& opts);      // format --awq
 int print_codebook(const std::string& name, int k);
 
 struct DispatchOptions {

@@ -87,8 +87,9 @@ int main(int argc, char** argv) {
   kbit::FormatOptions fmt;
   auto* format = app.add_subcommand(
       "format", "quantize on the CPU and the GPU, compare bytes, print error stats");
-  format->add_option("--rows", fmt.rows, "N (rows of W)")->check(any_int64());
-  format->add_option("--k-dim", fmt.k_dim, "K_dim (multiple of 32)")->check(any_int64());
+  auto* rows_opt = format->add_option("--rows", fmt.rows, "N (rows of W)")->check(any_int64());
+  auto* k_dim_opt =
+      format->add_option("--k-dim", fmt.k_dim, "K_dim (multiple of 32)")->check(any_int64());
   format->add_option("--k-bits", fmt.k_bits, "bit widths")->check(any_int());
   format->add_option("--codebook", fmt.codebook, "nf | nf_expected | uniform");
   format->add_option("--seed", fmt.seed, "data seed")->check(unsigned_seed());
@@ -105,6 +106,13 @@ int main(int argc, char** argv) {
                    "16-row fp16 A, C_ref and its bound to DIR (before any GPU work; "
                    "harness/peers/awq_parity.py)")
       ->needs(awq_flag);
+  format
+      ->add_option("--weights", fmt.weights,
+                   "FILE:TENSOR: quantize that 2-D weight [N, K_dim] of a .safetensors file on "
+                   "the CPU, beside N(0,1) weights of its shape")
+      ->excludes(rows_opt)
+      ->excludes(k_dim_opt)
+      ->excludes(awq_flag);
 
   std::string cb_name = "nf";
   int cb_k = 4;
@@ -200,6 +208,7 @@ int main(int argc, char** argv) {
     }
     if (*format) {
       kbit::refuse_duplicates("--k-bits", fmt.k_bits);
+      if (!fmt.weights.empty()) return kbit::format_weights(fmt);
       return fmt.awq ? kbit::format_awq(fmt) : kbit::format_check(fmt);
     }
     if (*codebook) return kbit::print_codebook(cb_name, cb_k);
