@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "harness/results.hpp"
 #include "reference/error.hpp"
 
 namespace kbit {
@@ -21,17 +22,10 @@ std::string stall_metric(const std::string& reason) {
   return kStallPrefix + reason + kStallSuffix;
 }
 
-std::string trim(const std::string& s) {
-  const auto b = s.find_first_not_of(" \t\r\n");
-  if (b == std::string::npos) return "";
-  const auto e = s.find_last_not_of(" \t\r\n");
-  return s.substr(b, e - b + 1);
-}
-
 // "1,234.5" -> 1234.5; false when the field is not a number ("n/a", "-", "").
 bool parse_number(const std::string& field, double& out) {
   std::string s;
-  for (char c : trim(field))
+  for (char c : trimmed(field))
     if (c != ',') s += c;
   if (s.empty()) return false;
   char* end = nullptr;
@@ -127,52 +121,6 @@ double NcuKernel::num(const std::string& metric) const {
   return u == unit.end() ? v : v * unit_scale(u->second);
 }
 
-std::vector<std::vector<std::string>> csv_records(const std::string& text) {
-  std::vector<std::vector<std::string>> out;
-  std::vector<std::string> rec;
-  std::string field;
-  bool quoted = false, any = false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
-        field += '"';
-        ++i;
-      } else if (c == '"') {
-        quoted = false;
-      } else {
-        field += c;
-      }
-      continue;
-    }
-    if (c == '"') {
-      quoted = true;
-      any = true;
-    } else if (c == ',') {
-      rec.push_back(field);
-      field.clear();
-      any = true;
-    } else if (c == '\n' || c == '\r') {
-      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
-      if (any || !field.empty()) {
-        rec.push_back(field);
-        out.push_back(rec);
-      }
-      rec.clear();
-      field.clear();
-      any = false;
-    } else {
-      field += c;
-      any = true;
-    }
-  }
-  if (any || !field.empty()) {
-    rec.push_back(field);
-    out.push_back(rec);
-  }
-  return out;
-}
-
 std::vector<NcuKernel> parse_ncu_raw_csv(const std::string& text) {
   const auto recs = csv_records(text);
   std::size_t h = 0;
@@ -192,7 +140,7 @@ std::vector<NcuKernel> parse_ncu_raw_csv(const std::string& text) {
   for (std::size_t i = h + 1; i < recs.size(); ++i) {
     const auto& r = recs[i];
     if (r.size() != head.size()) continue;  // a line of the program's own output
-    if (trim(r[id_col]).empty()) {          // the units row: no ID
+    if (trimmed(r[id_col]).empty()) {          // the units row: no ID
       units = r;
       continue;
     }
@@ -278,7 +226,7 @@ std::string opcode_class(const std::string& opcode) {
 
 std::string sass_opcode(const std::string& instruction) {
   static const std::regex pred(R"(^\s*@!?U?P\w+\s+)");
-  const std::string t = std::regex_replace(trim(instruction), pred, "");
+  const std::string t = std::regex_replace(trimmed(instruction), pred, "");
   std::string op;
   for (char c : t) {
     if (c == ' ' || c == '.' || c == '\t' || c == ';') break;
@@ -292,7 +240,7 @@ std::vector<SassKernel> parse_ncu_source_csv(const std::string& text) {
   std::string pending_name;
   int addr_col = -1, src_col = -1, exec_col = -1;
   for (const auto& r : csv_records(text)) {
-    if (r.size() >= 2 && trim(r[0]) == "Kernel Name") {
+    if (r.size() >= 2 && trimmed(r[0]) == "Kernel Name") {
       pending_name = r[1];
       addr_col = -1;
       continue;
@@ -310,9 +258,9 @@ std::vector<SassKernel> parse_ncu_source_csv(const std::string& text) {
     }
     if (addr_col < 0 || int(r.size()) <= std::max({addr_col, src_col, exec_col})) continue;
     SassLine l;
-    const std::string at = trim(r[std::size_t(addr_col)]);
+    const std::string at = trimmed(r[std::size_t(addr_col)]);
     l.address = std::strtoull(at.c_str(), nullptr, at.rfind("0x", 0) == 0 ? 16 : 10);
-    l.text = trim(r[std::size_t(src_col)]);
+    l.text = trimmed(r[std::size_t(src_col)]);
     if (exec_col >= 0) parse_number(r[std::size_t(exec_col)], l.executed);
     if (!l.text.empty()) out.back().lines.push_back(l);
   }
@@ -508,7 +456,7 @@ std::string ncu_refusal(const std::string& log) {
   std::string line;
   while (std::getline(in, line))
     for (const char* n : needles)
-      if (line.find(n) != std::string::npos) return trim(line);
+      if (line.find(n) != std::string::npos) return trimmed(line);
   return "";
 }
 

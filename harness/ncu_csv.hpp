@@ -30,9 +30,6 @@ struct NcuKernel {
   double num(const std::string& metric) const;
 };
 
-// Splits CSV text into records (quoted fields may hold commas, doubled quotes and line breaks).
-std::vector<std::vector<std::string>> csv_records(const std::string& text);
-
 // The kernels of a raw-page CSV, in launch order. Lines before the header (ncu's "==PROF=="
 // lines, the program's output) are skipped; throws kbit::Error when there is no header row
 // (one with "ID" and "Kernel Name").

@@ -104,29 +104,61 @@ std::string csv_escape(const std::string& f) {
   return r + "\"";
 }
 
-std::vector<std::string> csv_split(const std::string& line) {
-  std::vector<std::string> out(1);
-  bool quoted = false;
-  for (std::size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
+std::string trimmed(const std::string& s) {
+  const auto b = s.find_first_not_of(" \t\r\n\f\v");
+  if (b == std::string::npos) return "";
+  return s.substr(b, s.find_last_not_of(" \t\r\n\f\v") - b + 1);
+}
+
+std::vector<std::vector<std::string>> csv_records(const std::string& text) {
+  std::vector<std::vector<std::string>> out;
+  std::vector<std::string> rec;
+  std::string field;
+  bool quoted = false, any = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
     if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        out.back() += '"';
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
         ++i;
       } else if (c == '"') {
         quoted = false;
       } else {
-        out.back() += c;
+        field += c;
       }
-    } else if (c == '"') {
+      continue;
+    }
+    if (c == '"') {
       quoted = true;
+      any = true;
     } else if (c == ',') {
-      out.emplace_back();
+      rec.push_back(field);
+      field.clear();
+      any = true;
+    } else if (c == '\n' || c == '\r') {
+      if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') ++i;
+      if (any || !field.empty()) {
+        rec.push_back(field);
+        out.push_back(rec);
+      }
+      rec.clear();
+      field.clear();
+      any = false;
     } else {
-      out.back() += c;
+      field += c;
+      any = true;
     }
   }
+  if (any || !field.empty()) {
+    rec.push_back(field);
+    out.push_back(rec);
+  }
   return out;
+}
+
+std::vector<std::string> csv_split(const std::string& line) {
+  auto recs = csv_records(line);
+  return recs.empty() ? std::vector<std::string>(1) : std::move(recs.front());
 }
 
 CsvWriter::CsvWriter(const std::string& path)

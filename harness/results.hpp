@@ -46,8 +46,13 @@ class CsvWriter {
 };
 
 std::string csv_escape(const std::string& field);
+// Splits CSV text into records (quoted fields may hold commas, doubled quotes and line breaks):
+// ncu's exports, and each line csv_split reads.
+std::vector<std::vector<std::string>> csv_records(const std::string& text);
 // Splits one CSV line (quotes as written by csv_escape); used by tests and tools.
 std::vector<std::string> csv_split(const std::string& line);
+// s without its leading and trailing white space (a CSV field, a CURRENT line, a log line).
+std::string trimmed(const std::string& s);
 
 // Writes JSON to path atomically (temporary file, then rename).
 void write_json_file(const std::string& path, const nlohmann::json& j);
