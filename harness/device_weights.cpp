@@ -6,7 +6,6 @@
 #include "reference/awq.hpp"
 #include "reference/error.hpp"
 #include "reference/fragment.hpp"
-#include "variants/07_fragment_mma/fragment_mma.hpp"
 #include "variants/common/cuda_check.hpp"
 #include "variants/format/format_kernels.hpp"
 
@@ -102,20 +101,16 @@ DeviceWeights::Stored DeviceWeights::build(const HostWeights& hw, DType dtype,
       if (hw.k_bits != FragmentTile::kBits)
         throw Error("DeviceWeights: the fragment layout is K = 4; these weights are K = " +
                     std::to_string(hw.k_bits));
-      s.geo = make_tiled_geometry(hw.N, hw.K_dim, hw.k_bits, {64, 128});
-      s.expert_words = s.geo.packed_words();
-      s.expert_bytes = s.geo.absmax_bytes();
-      DeviceBuffer<std::uint32_t> words(std::size_t(E * s.expert_words));
-      DeviceBuffer<std::uint8_t> codes(std::size_t(E * s.expert_bytes));
-      s.packed = DeviceBuffer<std::uint32_t>(std::size_t(E * s.expert_words));
-      s.absmax = DeviceBuffer<std::uint8_t>(std::size_t(E * s.expert_bytes));
-      for (std::int64_t e = 0; e < E; ++e)
-        gpu::repack(flat->packed.get() + e * flat->expert_words,
-                    flat->absmax.get() + e * flat->expert_bytes, s.geo,
-                    words.get() + e * s.expert_words, codes.get() + e * s.expert_bytes, stream);
-      gpu::fragment_order(words.get(), codes.get(), E * s.geo.k_tiles() * s.geo.n_tiles(),
-                          s.packed.get(), s.absmax.get(), stream);
-      KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // the scratch buffers go out of scope
+      const Stored tiled = build(hw, dtype, {LayoutKind::tiled, {64, 128}}, flat, stream);
+      s.geo = tiled.geo;
+      s.expert_words = tiled.expert_words;
+      s.expert_bytes = tiled.expert_bytes;
+      s.packed = DeviceBuffer<std::uint32_t>(tiled.packed.size());
+      s.absmax = DeviceBuffer<std::uint8_t>(tiled.absmax.size());
+      gpu::fragment_order(tiled.packed.get(), tiled.absmax.get(),
+                          E * s.geo.k_tiles() * s.geo.n_tiles(), s.packed.get(), s.absmax.get(),
+                          stream);
+      KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // before `tiled` frees its buffers
       break;
     }
     case LayoutKind::dequantized:

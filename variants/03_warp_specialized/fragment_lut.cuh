@@ -108,11 +108,7 @@ struct Decoder {
     for (int p = 1; p < kMerged; ++p) v = and_or(rotl(planes[p], 2 * p), mask[p], v);
     v = rotr(v, shift);  // byte Q: the interleaved code of pair Q (planes 0 .. 3)
     if constexpr (K <= 4) {
-      // Address = code byte * 256 + column: one PRMT (pair_lut::offset's trick).
-      out[0] = lds(lut, __byte_perm(v, column, 0x5504));
-      out[1] = lds(lut, __byte_perm(v, column, 0x5514));
-      out[2] = lds(lut, __byte_perm(v, column, 0x5524));
-      out[3] = lds(lut, __byte_perm(v, column, 0x5534));
+      decode_codes(lut, v, scale2, out);
     } else {
       // Plane 4's pair bits at bits 0, 1 of each byte; halfword h of lo / hi is the 10-bit
       // code of pair h / h + 2 (PRMT interleaves the code bytes with plane 4's bytes).
@@ -122,16 +118,17 @@ struct Decoder {
       out[1] = lds(lut, ((lo >> 9) & 0x1FF80u) | column);
       out[2] = lds(lut, ((hi << 7) & 0x1FF80u) | column);
       out[3] = lds(lut, ((hi >> 9) & 0x1FF80u) | column);
-    }
 #pragma unroll
-    for (int q = 0; q < 4; ++q) out[q] = mul2<T>(out[q], scale2);
+      for (int q = 0; q < 4; ++q) out[q] = mul2<T>(out[q], scale2);
+    }
   }
 
-  // The same from a word whose byte Q already is pair Q's interleaved code (K = 4: the
-  // fragment-order layout, reference/fragment.hpp): no plane merge, four PRMT + LDS + HMUL2.
+  // The 4 pairs of a word whose byte Q is pair Q's interleaved code (K <= 4; what decode merges
+  // from the planes, and what the fragment-order layout stores: reference/fragment.hpp), scaled.
+  // Address = code byte * 256 + column: one PRMT (pair_lut::offset's trick), one LDS, one HMUL2.
   __device__ __forceinline__ void decode_codes(const unsigned char* lut, uint32_t v,
                                                uint32_t scale2, uint32_t (&out)[4]) const {
-    static_assert(K == 4, "the fragment-order layout is K = 4");
+    static_assert(K <= 4, "one byte a pair code: K <= 4");
     out[0] = mul2<T>(lds(lut, __byte_perm(v, column, 0x5504)), scale2);
     out[1] = mul2<T>(lds(lut, __byte_perm(v, column, 0x5514)), scale2);
     out[2] = mul2<T>(lds(lut, __byte_perm(v, column, 0x5524)), scale2);

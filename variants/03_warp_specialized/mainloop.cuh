@@ -565,34 +565,28 @@ Kernel kernel_with() {
                 Path == MmaPath::sync};
 }
 
-// The kernel of token tile tt on `path`. Only the default path's kernels are compiled unless
-// `both` (a row with the `mma` option): the other path refuses then, naming tt and the path.
-template <typename F, typename T, typename P, bool kBoth = false>
-Kernel kernel_of(int tt, const char* who, MmaPath path = MmaPath::wgmma, bool by_tile = true) {
+// The kernel of token tile tt. A row with the `mma` option (kMmaOption) has both paths compiled
+// where both exist and takes mma_path_of(mma_option, tt); the others compile and take the default
+// path alone.
+template <typename F, typename T, typename P, bool kMmaOption = false>
+Kernel kernel_of(int tt, const char* who, std::int64_t mma_option = 0) {
   return with_token_tile(tt, who, [&](auto tt_const) {
     constexpr int TT = decltype(tt_const)::value;
-    const MmaPath p = by_tile ? default_mma_path(TT) : path;
-    if (!has_mma_path(TT, p))
-      throw Error(std::string(who) + ": token_tile = " + std::to_string(TT) + " has no " +
-                  (p == MmaPath::sync ? "mma.sync kernel (8..64)" : "wgmma kernel (16..256)"));
-    if constexpr (kBoth) {
-      if constexpr (has_mma_path(TT, MmaPath::sync) && has_mma_path(TT, MmaPath::wgmma)) {
-        if (p == MmaPath::sync) return kernel_with<F, TT, T, P, MmaPath::sync>();
-        return kernel_with<F, TT, T, P, MmaPath::wgmma>();
-      }
+    if constexpr (kMmaOption && has_mma_path(TT, MmaPath::sync) &&
+                  has_mma_path(TT, MmaPath::wgmma)) {
+      if (mma_path_of(mma_option, TT) == MmaPath::sync)
+        return kernel_with<F, TT, T, P, MmaPath::sync>();
+      return kernel_with<F, TT, T, P, MmaPath::wgmma>();
+    } else {
+      return kernel_with<F, TT, T, P, default_mma_path(TT)>();
     }
-    if (p != default_mma_path(TT))
-      throw Error(std::string(who) + ": token_tile = " + std::to_string(TT) +
-                  " runs on its default path only");
-    return kernel_with<F, TT, T, P, default_mma_path(TT)>();
   });
 }
-// The kbit kernel of K = k (both paths where both exist: variant 03's `mma` option).
-template <typename T, typename P, bool kBoth = false>
-Kernel kernel_for(int k, int tt, const char* who, MmaPath path = MmaPath::wgmma,
-                  bool by_tile = true) {
+// The kbit kernel of K = k.
+template <typename T, typename P, bool kMmaOption = false>
+Kernel kernel_for(int k, int tt, const char* who, std::int64_t mma_option = 0) {
   return with_k_bits(k, [&](auto k_const) {
-    return kernel_of<KbitWeights<decltype(k_const)::value>, T, P, kBoth>(tt, who, path, by_tile);
+    return kernel_of<KbitWeights<decltype(k_const)::value>, T, P, kMmaOption>(tt, who, mma_option);
   });
 }
 

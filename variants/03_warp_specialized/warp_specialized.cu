@@ -198,11 +198,10 @@ std::unique_ptr<VariantState> warp_specialized_setup(const GemmDims& d, const Va
   const std::int64_t tt_opt = o.get(kWarpSpecializedTokenTile);
   s->token_tile = tt_opt == 0 ? ws::token_tile_for(d.M) : int(tt_opt);
   const std::int64_t mma = o.get(kWarpSpecializedMma);
-  const ws::MmaPath path = ws::mma_path_of(mma, s->token_tile);
-  s->kernel = d.dtype == DType::f16 ? ws::kernel_for<__half, ws::DenseTiles, true>(
-                                          d.k_bits, s->token_tile, who, path, false)
-                                    : ws::kernel_for<__nv_bfloat16, ws::DenseTiles, true>(
-                                          d.k_bits, s->token_tile, who, path, false);
+  s->kernel =
+      d.dtype == DType::f16
+          ? ws::kernel_for<__half, ws::DenseTiles, true>(d.k_bits, s->token_tile, who, mma)
+          : ws::kernel_for<__nv_bfloat16, ws::DenseTiles, true>(d.k_bits, s->token_tile, who, mma);
   ws::plan_dense(*s, d, o, who);
   return s;
 }

@@ -1,12 +1,7 @@
 // Variant 07 (fragment_mma.cu): the shared mainloop (variants/03_warp_specialized/mainloop.cuh)
 // on the fragment-order layout (reference/fragment.hpp), K = 4, mma.sync consumers at small
-// token tiles. Host entry points, options, and the layout's GPU repack.
+// token tiles. Host entry points and options (the layout's GPU repack: variants/format/).
 #pragma once
-#include <cuda_runtime_api.h>
-
-#include <cstdint>
-
-#include "reference/tiled.hpp"
 #include "variants/variant_api.hpp"
 
 namespace kbit::variants {
@@ -46,13 +41,3 @@ void fragment_mma_run(VariantState* state, const GemmDims& dims, const GemmArgs&
                       cudaStream_t stream);
 
 }  // namespace kbit::variants
-
-namespace kbit::gpu {
-
-// The tiled layout (K = 4, 64 x 128 tiles) to the fragment order, tile by tile: bit-exact with
-// kbit::fragment_order. `tiles` tiles of 1024 words and 256 code bytes; in and out must not
-// overlap.
-void fragment_order(const std::uint32_t* tiled, const std::uint8_t* codes, std::int64_t tiles,
-                    std::uint32_t* out, std::uint8_t* out_codes, cudaStream_t stream);
-
-}  // namespace kbit::gpu

@@ -12,7 +12,6 @@
 #include "reference/quantize.hpp"
 #include "reference/random.hpp"
 #include "reference/tiled.hpp"
-#include "variants/07_fragment_mma/fragment_mma.hpp"
 #include "variants/format/format_kernels.hpp"
 #include "variants/tests/gpu_test_util.hpp"
 

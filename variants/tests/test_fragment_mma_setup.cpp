@@ -4,6 +4,7 @@
 
 #include "reference/error.hpp"
 #include "variants/07_fragment_mma/fragment_mma.hpp"
+#include "variants/format/format_kernels.hpp"
 #include "variants/variant_api.hpp"
 
 using namespace kbit;
