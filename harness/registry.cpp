@@ -312,7 +312,8 @@ const std::vector<VariantRow>& registry() {
        variants::fragment_mma_setup,
        variants::fragment_mma_run,
        {variants::kFragmentMmaTokenTile, variants::kFragmentMmaMma,
-        variants::kFragmentMmaStageKTiles}},
+        variants::kFragmentMmaStageKTiles, variants::kFragmentMmaKernel,
+        variants::kFragmentMmaScaleAfter, variants::kFragmentMmaPipelines}},
 
       // Each problem runs the row the committed results measured fastest on this GPU
       // (results/dispatch/, harness/dispatch.hpp). The harness builds the one layout a row names

@@ -126,18 +126,27 @@ struct Decoder {
   // The 4 pairs of a word whose byte Q is pair Q's interleaved code (K <= 4; what decode merges
   // from the planes, and what the fragment-order layout stores: reference/fragment.hpp), scaled.
   // Address = code byte * 256 + column: one PRMT (pair_lut::offset's trick), one LDS, one HMUL2.
-  __device__ __forceinline__ void decode_codes(const unsigned char* lut, uint32_t v,
-                                               uint32_t scale2, uint32_t (&out)[4]) const {
+  // Lut: the table as a generic pointer, or as its shared-window address (uint32_t, lds below).
+  template <typename Lut>
+  __device__ __forceinline__ void decode_codes(Lut lut, uint32_t v, uint32_t scale2,
+                                               uint32_t (&out)[4]) const {
+    pairs(lut, v, out);
+#pragma unroll
+    for (int q = 0; q < 4; ++q) out[q] = mul2<T>(out[q], scale2);
+  }
+  // The same unscaled (the scale applied after the MMA): one PRMT and one LDS a pair.
+  template <typename Lut>
+  __device__ __forceinline__ void pairs(Lut lut, uint32_t v, uint32_t (&out)[4]) const {
     static_assert(K <= 4, "one byte a pair code: K <= 4");
-    out[0] = mul2<T>(lds(lut, __byte_perm(v, column, 0x5504)), scale2);
-    out[1] = mul2<T>(lds(lut, __byte_perm(v, column, 0x5514)), scale2);
-    out[2] = mul2<T>(lds(lut, __byte_perm(v, column, 0x5524)), scale2);
-    out[3] = mul2<T>(lds(lut, __byte_perm(v, column, 0x5534)), scale2);
+    out[0] = lds(lut, __byte_perm(v, column, 0x5504));
+    out[1] = lds(lut, __byte_perm(v, column, 0x5514));
+    out[2] = lds(lut, __byte_perm(v, column, 0x5524));
+    out[3] = lds(lut, __byte_perm(v, column, 0x5534));
   }
 
   // The scale of byte B of `codes` (the E4M4 codes of a row's blocks) as a pair of T.
-  template <int B>
-  __device__ __forceinline__ uint32_t scale(const unsigned char* lut, uint32_t codes) const {
+  template <int B, typename Lut>
+  __device__ __forceinline__ uint32_t scale(Lut lut, uint32_t codes) const {
     if constexpr (Table<K>::kScales) {
       return lds(lut, __byte_perm(codes, column + kScaleHalf, 0x5504 | (B << 4)));
     } else {
@@ -148,6 +157,14 @@ struct Decoder {
 
   static __device__ __forceinline__ uint32_t lds(const unsigned char* lut, uint32_t off) {
     return *reinterpret_cast<const uint32_t*>(lut + off);
+  }
+  // The same at the table's shared-window address: where that address is a link-time constant
+  // (a dynamic shared array's symbol, not a converted generic pointer, whose CTA-rank bits are a
+  // register), ptxas folds it into the LDS instead of adding it to every lookup.
+  static __device__ __forceinline__ uint32_t lds(uint32_t table, uint32_t off) {
+    uint32_t v;
+    asm("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(table + off));
+    return v;
   }
 };
 

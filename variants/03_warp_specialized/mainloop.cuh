@@ -227,6 +227,22 @@ struct KbitWeights {
   };
 };
 
+// Fills one ring stage at st (KT k-tiles of k-step ks of `tile`, completing on mbarrier
+// `full`): every activation box, even one past K_dim (the TMA fills it with zeros), so that the
+// consumers multiply with no branch; the format's weight and scale tiles only for the k-tiles
+// that exist. One producer thread calls it; the mainloop here and variant 07's kernel share it.
+template <typename F, int KT, int kABytes, int kWeightsAt, int kScalesAt>
+__device__ __forceinline__ void fill_stage(uint32_t st, uint32_t full, const CUtensorMap* amap,
+                                           const MainloopArgs& a, const TileInfo& tile, int ks) {
+  const int kt0 = ks * KT, n_kt = min(KT, a.k_tiles - kt0);
+  dev::mbar_arrive_expect_tx(full, KT * kABytes + n_kt * F::k_tile_bytes(a));
+  for (int j = 0; j < KT; ++j)
+    dev::tma_load_2d(st + j * kABytes, amap, (kt0 + j) * Config::kTileK, tile.a_row, full);
+  for (int j = 0; j < n_kt; ++j)
+    F::copy_k_tile(st + kWeightsAt + j * F::kWeightBytes, st + kScalesAt + j * F::kScaleBytes, a,
+                   tile, kt0 + j, full);
+}
+
 // A tile policy P gives the kernel:
 //   P::Args                                 : MainloopArgs plus what P reads
 //   int P::whole_tiles(const Args&)         : the round-robin tiles (dp_tiles); called after the
@@ -284,6 +300,50 @@ struct Walk {
   }
 };
 
+// Tile t's sums: a consumer thread's TT / 2 accumulators in the m16n8 (and wgmma) layout for
+// each of its RB 16-row blocks, sum[rb][4 n8 + i] holding weight row row0 + 16 rb + 8 (i / 2) of
+// the tile and token 8 n8 + 2 (lane % 4) + i % 2. Straight to C when the block is the tile's only
+// contributor, else added into the split-K workspace, whose last contributor (is_last(counter,
+// contributors): the consumers' arrival, which syncs them) converts them 16 at a time (one L2
+// round trip each).
+template <int TT, typename T, typename P, int RB, typename IsLast>
+__device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t, int row0,
+                                                int lane, const float (&sum)[RB][TT / 2],
+                                                IsLast&& is_last) {
+  constexpr int kAccRegs = TT / 2, kRegs = RB * kAccRegs;
+  const TileInfo tile = P::tile(a, t);
+  const int f0 = tile.nt * Config::kTileN + row0, m0 = tile.a_row + 2 * (lane & 3);
+  T* C = static_cast<T*>(a.C);
+  // Index into C and the workspace of accumulator r (of all RB blocks), or -1 outside the
+  // tile's rows or N; M * N < 2^31.
+  auto index = [&](int r) {
+    const int rb = r / kAccRegs, ra = r % kAccRegs;
+    const int fe = f0 + 16 * rb + 8 * ((ra >> 1) & 1), m = m0 + 8 * (ra >> 2) + (ra & 1);
+    return m < P::row_end(a, tile) && fe < a.N ? m * a.N + fe : -1;
+  };
+  auto value = [&](int r) { return sum[r / kAccRegs][r % kAccRegs]; };
+  const int contributors = P::contributors(a, t);
+  if (contributors == 1) {
+#pragma unroll
+    for (int r = 0; r < kRegs; ++r)
+      if (const int i = index(r); i >= 0) C[i] = dev::from_float<T>(value(r));
+    return;
+  }
+#pragma unroll
+  for (int r = 0; r < kRegs; ++r)
+    if (const int i = index(r); i >= 0) dev::splitk::add(a.ws, i, value(r));
+  if (!is_last(a.counters + t, contributors)) return;
+  constexpr int kChunk = kRegs < 16 ? kRegs : 16;
+#pragma unroll
+  for (int r0 = 0; r0 < kRegs; r0 += kChunk) {
+    int idx[kChunk];
+#pragma unroll
+    for (int r = 0; r < kChunk; ++r) idx[r] = index(r0 + r);
+    dev::splitk::take_all(a.ws, idx,
+                          [&](int r, float sum) { C[idx[r]] = dev::from_float<T>(sum); });
+  }
+}
+
 template <typename F, int TT, typename T, typename P, MmaPath Path>
 __global__ void __launch_bounds__(Config::kThreads, Layout<F, TT>::kBlocksPerSm)
     warp_specialized_kernel(const __grid_constant__ typename P::Args a,
@@ -328,17 +388,8 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<F, TT>::kBlocksPerSm)
         tile = P::tile(a, w.t);
         tile_t = w.t;
       }
-      const int kt0 = w.ks * L::KT, n_kt = min(L::KT, a.k_tiles - kt0);
-      const uint32_t st = stage_a(s);
-      // Every activation box, even one past K_dim (the TMA fills it with zeros), so that the
-      // consumers' wgmmas need no branch; weights only for the k-tiles that exist.
-      dev::mbar_arrive_expect_tx(full(s), L::KT * L::kABytes + n_kt * F::k_tile_bytes(a));
-      for (int j = 0; j < L::KT; ++j)
-        dev::tma_load_2d(st + j * L::kABytes, &amap, (kt0 + j) * Config::kTileK, tile.a_row,
-                         full(s));
-      for (int j = 0; j < n_kt; ++j)
-        F::copy_k_tile(st + L::kWeightsAt + j * F::kWeightBytes,
-                       st + L::kScalesAt + j * F::kScaleBytes, a, tile, kt0 + j, full(s));
+      fill_stage<F, L::KT, L::kABytes, L::kWeightsAt, L::kScalesAt>(stage_a(s), full(s), &amap, a,
+                                                                    tile, w.ks);
     }
     return;
   }
@@ -377,45 +428,19 @@ __global__ void __launch_bounds__(Config::kThreads, Layout<F, TT>::kBlocksPerSm)
   // Tile t's sums: straight to C when this block is its only contributor, else added into the
   // workspace, whose last contributor converts them 16 at a time (one L2 round trip each).
   auto store = [&](int t) {
-    const TileInfo tile = P::tile(a, t);
-    const int f0 = tile.nt * Config::kTileN + row0, m0 = tile.a_row + 2 * (lane & 3);
-    T* C = static_cast<T*>(a.C);
-    // Index into C and the workspace of accumulator r, or -1 outside the tile's rows or N;
-    // M * N < 2^31.
-    auto index = [&](int r) {
-      const int fe = f0 + 8 * ((r >> 1) & 1), m = m0 + 8 * (r >> 2) + (r & 1);
-      return m < P::row_end(a, tile) && fe < a.N ? m * a.N + fe : -1;
-    };
     // The accumulator sets' sum, in registers of its own: adding set 1 into set 0, registers
     // that wgmma defines, in this branch made ptxas wait after every wgmma of the kernel
     // (C7518, F-037).
-    float sum[kAccRegs];
+    float sum[1][kAccRegs];
 #pragma unroll
     for (int r = 0; r < kAccRegs; ++r) {
-      sum[r] = acc[0][r];
+      sum[0][r] = acc[0][r];
 #pragma unroll
-      for (int set = 1; set < L::kAccSets; ++set) sum[r] += acc[set][r];
+      for (int set = 1; set < L::kAccSets; ++set) sum[0][r] += acc[set][r];
     }
-    const int contributors = P::contributors(a, t);
-    if (contributors == 1) {
-#pragma unroll
-      for (int r = 0; r < kAccRegs; ++r)
-        if (const int i = index(r); i >= 0) C[i] = dev::from_float<T>(sum[r]);
-      return;
-    }
-#pragma unroll
-    for (int r = 0; r < kAccRegs; ++r)
-      if (const int i = index(r); i >= 0) dev::splitk::add(a.ws, i, sum[r]);
-    if (!dev::splitk::arrive_is_last<Config::kConsumers>(a.counters + t, contributors)) return;
-    constexpr int kChunk = kAccRegs < 16 ? kAccRegs : 16;
-#pragma unroll
-    for (int r0 = 0; r0 < kAccRegs; r0 += kChunk) {
-      int idx[kChunk];
-#pragma unroll
-      for (int r = 0; r < kChunk; ++r) idx[r] = index(r0 + r);
-      dev::splitk::take_all(a.ws, idx,
-                            [&](int r, float sum) { C[idx[r]] = dev::from_float<T>(sum); });
-    }
+    store_tile_sums<TT, T, P, 1>(a, t, row0, lane, sum, [](int* counter, int contributors) {
+      return dev::splitk::arrive_is_last<Config::kConsumers>(counter, contributors);
+    });
   };
 
   // sync path: lane l's ldmatrix row in a box, for k16 steps 2h, 2h + 1: token l % 8 of the n8
@@ -531,6 +556,9 @@ struct Kernel {
   int smem_bytes, stages, k_tiles_per_stage;
   int register_pool;  // registers the block's setmaxnreg trades: 384 x what ptxas must allocate
   bool sync = false;  // MmaPath::sync (for describe())
+  int threads = Config::kThreads;  // a block's threads
+  int pipelines = 1;  // walks a block runs (variant 07: two over one table), each a "block" of
+                      // the plan: the launch has grid / pipelines blocks
 };
 
 inline constexpr int kTokenTiles[] = {8, 16, 32, 64, 128, 256};
@@ -602,7 +630,7 @@ void launch_mainloop(const Kernel& k, int grid, Args& a, const void* A, DType t,
        {std::uint64_t(M), std::uint64_t(K_dim) * 2, std::uint32_t(token_tile)}},
       CU_TENSOR_MAP_SWIZZLE_128B);
   void* params[] = {&a, &amap};
-  launch_kernel(k.fn, dim3(unsigned(grid)), dim3(Config::kThreads), k.smem_bytes, stream, params,
+  launch_kernel(k.fn, dim3(unsigned(grid)), dim3(unsigned(k.threads)), k.smem_bytes, stream, params,
                 pdl);
 }
 
@@ -610,9 +638,9 @@ void launch_mainloop(const Kernel& k, int grid, Args& a, const void* A, DType t,
 // compute capability 9.0 and this build's device code is sm_90a (wgmma, setmaxnreg).
 void require_wgmma_device(const char* who);
 
-// Makes the kernel launchable (its shared memory opted in) and returns the blocks that run at
-// once (SMs x blocks per SM). Throws, naming `who`, when the device lacks the shared memory or
-// the kernel's registers cannot cover its warpgroups' setmaxnreg.
+// Makes the kernel launchable (its shared memory opted in) and returns the walks that run at
+// once (SMs x blocks per SM x the kernel's pipelines). Throws, naming `who`, when the device lacks
+// the shared memory or the kernel's registers cannot cover its warpgroups' setmaxnreg.
 int prepare_kernel(const Kernel& k, const char* who);
 
 }  // namespace kbit::variants::ws

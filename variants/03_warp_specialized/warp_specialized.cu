@@ -79,17 +79,18 @@ int prepare_kernel(const Kernel& k, const char* who) {
   // registers a thread than the Layout's count (another toolchain's allocation) would hang.
   cudaFuncAttributes attr{};
   KBIT_CUDA_CHECK(cudaFuncGetAttributes(&attr, k.fn));
-  if (attr.numRegs * Config::kThreads < k.register_pool)
+  if (attr.numRegs * k.threads < k.register_pool)
     throw Error(std::string(who) + ": the kernel has " + std::to_string(attr.numRegs) +
                 " registers a thread; its warpgroups' setmaxnreg needs " +
-                std::to_string(k.register_pool / Config::kThreads));
+                std::to_string(k.register_pool / k.threads));
   KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
   KBIT_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.fn, Config::kThreads, k.smem_bytes));
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, k.fn, k.threads, k.smem_bytes));
   if (per_sm < 1)
-    throw Error(std::string(who) + ": a block with " + std::to_string(k.smem_bytes) +
+    throw Error(std::string(who) + ": a block of " + std::to_string(k.threads) + " threads with " +
+                std::to_string(k.smem_bytes) +
                 " bytes of shared memory does not fit on this device");
-  return sms * per_sm;
+  return sms * per_sm * k.pipelines;
 }
 
 }  // namespace ws
@@ -109,9 +110,12 @@ std::string DensePlan::describe() const {
          (kernel.sync ? "mma.sync (weights from registers, activations by ldmatrix), "
                       : "RS wgmma (weights from registers), ") +
          std::to_string(dp_tiles) + " of " + std::to_string(tiles) + " tiles whole over " +
-         std::to_string(grid) + " blocks, the rest in stripes of " + std::to_string(per) +
-         " k-steps (" + std::to_string(split_tiles) + " tiles split), m-tile groups of " +
-         std::to_string(group_m);
+         std::to_string(grid) +
+         (kernel.pipelines > 1
+              ? " walks (" + std::to_string(kernel.pipelines) + " pipelines a block)"
+              : std::string(" blocks")) +
+         ", the rest in stripes of " + std::to_string(per) + " k-steps (" +
+         std::to_string(split_tiles) + " tiles split), m-tile groups of " + std::to_string(group_m);
 }
 
 void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const char* who) {
@@ -154,6 +158,9 @@ void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const 
   s.per = std::max(s.per, 1);
   const int sk_blocks = rest == 0 ? 0 : (rest + s.per - 1) / s.per;
   s.grid = std::max(std::min(slots, std::max(s.dp_tiles, 1)), sk_blocks);
+  // Whole blocks of the kernel's pipelines; a walk past the work finds none (whole tiles go
+  // round-robin over all walks, a stripe past the units is empty).
+  s.grid = (s.grid + s.kernel.pipelines - 1) / s.kernel.pipelines * s.kernel.pipelines;
   for (int t = s.dp_tiles; t < s.tiles; ++t) {
     const int c = kbit::dev::splitk::stripe_contributors(t - s.dp_tiles, s.k_steps, s.per);
     s.split_tiles += c > 1;
@@ -185,7 +192,8 @@ void launch_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g, cons
   a.ws = s.split.sums.get();
   a.counters = s.split.counters.get();
   for (int i = 0; i < 32; ++i) a.cb[i] = g.codebook.v[i];
-  launch_mainloop(s.kernel, s.grid, a, g.A, d.dtype, d.M, d.K_dim, s.token_tile, stream, g.pdl);
+  launch_mainloop(s.kernel, s.grid / s.kernel.pipelines, a, g.A, d.dtype, d.M, d.K_dim,
+                  s.token_tile, stream, g.pdl);
 }
 
 }  // namespace ws

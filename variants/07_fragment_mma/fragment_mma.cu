@@ -7,13 +7,55 @@
 #include <cuda_runtime.h>
 
 #include <string>
+#include <type_traits>
 
 #include "reference/error.hpp"
 #include "variants/03_warp_specialized/dense_tiles.cuh"
 #include "variants/07_fragment_mma/fragment_mma.hpp"
 #include "variants/07_fragment_mma/fragment_weights.cuh"
+#include "variants/07_fragment_mma/sync_kernel.cuh"
 
 namespace kbit::variants {
+
+namespace {
+
+// The own kernel (sync_kernel.cuh) of token tile tt (8..64), kt k-tiles a stage (2 only at 8
+// and 16 tokens), the scale after the MMA (8 and 16 tokens) or before it, on `pipelines`
+// pipelines a block (2: one 16-row block a warp; 3, 4: two).
+template <typename T>
+ws::Kernel own_kernel(int tt, int kt, bool after, int pipelines, const char* who) {
+  return ws::with_token_tile(tt, who, [&](auto tt_const) {
+    constexpr int TT = decltype(tt_const)::value;
+    if constexpr (TT > 64) {
+      throw Error(std::string(who) + ": the own kernel has no token tile " + std::to_string(TT));
+      return ws::Kernel{};
+    } else {
+      auto with_config = [&](auto after_const, auto kt_const) {
+        constexpr bool A = decltype(after_const)::value;
+        constexpr int KT = decltype(kt_const)::value;
+        using fragment::SyncConfig;
+        if (pipelines == 3) return fragment::sync_kernel<TT, KT, A, T, SyncConfig<3, 2>>();
+        if constexpr (fragment::SyncLayout<TT, KT, SyncConfig<4, 2>>::kFits) {
+          if (pipelines == 4) return fragment::sync_kernel<TT, KT, A, T, SyncConfig<4, 2>>();
+        } else if (pipelines == 4) {
+          throw Error(std::string(who) + ": pipelines = 4 leaves no room for two stages at " +
+                      std::to_string(TT) + " tokens and " + std::to_string(KT) +
+                      " k-tiles a stage (at most 3 there)");
+        }
+        return fragment::sync_kernel<TT, KT, A, T, SyncConfig<2, 1>>();
+      };
+      using K1 = std::integral_constant<int, 1>;
+      using K2 = std::integral_constant<int, 2>;
+      if constexpr (TT <= 16)
+        return after ? with_config(std::true_type{}, K2{}) : with_config(std::false_type{}, K2{});
+      else
+        return kt == 2 ? with_config(std::false_type{}, K2{})
+                       : with_config(std::false_type{}, K1{});
+    }
+  });
+}
+
+}  // namespace
 
 std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const VariantOptions& o) {
   const char* who = "fragment_mma";
@@ -25,17 +67,34 @@ std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const Varian
   auto s = std::make_unique<ws::DensePlan>();
   const std::int64_t tt_opt = o.get(kFragmentMmaTokenTile);
   s->token_tile = tt_opt == 0 ? ws::token_tile_for(d.M) : int(tt_opt);
+  const int tt = s->token_tile;
   const std::int64_t mma = o.get(kFragmentMmaMma);
   const std::int64_t kt_opt = o.get(kFragmentMmaStageKTiles);
-  const bool two = kt_opt == 2 || (kt_opt == 0 && s->token_tile <= 16);
-  auto kernel = [&](auto f) {
-    using F = decltype(f);
-    return d.dtype == DType::f16
-               ? ws::kernel_of<F, __half, ws::DenseTiles, true>(s->token_tile, who, mma)
-               : ws::kernel_of<F, __nv_bfloat16, ws::DenseTiles, true>(s->token_tile, who, mma);
-  };
-  s->kernel = two ? kernel(fragment::FragmentWeightsT<true>{})
-                  : kernel(fragment::FragmentWeightsT<false>{});
+  // The own kernel: mma.sync to 32 tokens by default (measured faster than wgmma there,
+  // README.md), to 64 with mma = 2; wgmma from 64 tokens (and with mma = 1) on the shared
+  // mainloop.
+  const bool own = o.get(kFragmentMmaKernel) == 0 && (mma == 2 ? tt <= 64 : mma == 0 && tt <= 32);
+  if (own) {
+    const int kt = kt_opt != 0 ? int(kt_opt) : tt <= 16 ? 2 : 1;
+    const std::int64_t after_opt = o.get(kFragmentMmaScaleAfter);
+    const bool after = tt <= 16 && after_opt != 1;
+    const std::int64_t pipes_opt = o.get(kFragmentMmaPipelines);
+    if (pipes_opt == 1)
+      throw Error(std::string(who) + ": pipelines = 1 is not one of 2, 3, 4 (or 0: 3)");
+    const int pipes = pipes_opt != 0 ? int(pipes_opt) : tt <= 16 ? 4 : 3;
+    s->kernel = d.dtype == DType::f16 ? own_kernel<__half>(tt, kt, after, pipes, who)
+                                      : own_kernel<__nv_bfloat16>(tt, kt, after, pipes, who);
+  } else {
+    const bool two = kt_opt == 2 || (kt_opt == 0 && tt <= 16);
+    auto kernel = [&](auto f) {
+      using F = decltype(f);
+      return d.dtype == DType::f16
+                 ? ws::kernel_of<F, __half, ws::DenseTiles, true>(tt, who, mma)
+                 : ws::kernel_of<F, __nv_bfloat16, ws::DenseTiles, true>(tt, who, mma);
+    };
+    s->kernel = two ? kernel(fragment::FragmentWeightsT<true>{})
+                    : kernel(fragment::FragmentWeightsT<false>{});
+  }
   ws::plan_dense(*s, d, o, who);
   return s;
 }

@@ -23,18 +23,50 @@ inline constexpr OptionSpec kFragmentMmaMma{
     0,
     2,
     false,
-    "consumer MMA where it exists: 0 = by token tile (mma.sync to 16 tokens), 1 = wgmma (16..256 "
-    "tokens), 2 = mma.sync (8..64)"};
+    "consumer MMA where it exists: 0 = by token tile (mma.sync to 32 tokens on the own kernel, "
+    "wgmma from 64), 1 = wgmma (16..256 tokens), 2 = mma.sync (8..64)"};
 
-// k-tiles a stage at 8..32 tokens (two blocks per SM): 1 or 2; 0 = by token tile (2 at 8 and
-// 16 tokens, 1 at 32: measured, README.md).
+// k-tiles a stage: on the own kernel 2 at 8 and 16 tokens, 1 or 2 at 32 and 64 (0 = 1); on the
+// shared mainloop at 8..32 tokens (two blocks per SM) as before (README.md).
 inline constexpr OptionSpec kFragmentMmaStageKTiles{
     "stage_k_tiles",
     0,
     0,
     2,
     false,
-    "k-tiles (64 k) a ring stage holds at 8..32 tokens: 1 or 2; 0 = by token tile (2 to 16)"};
+    "k-tiles (64 k) a ring stage holds: 1 or 2; 0 = by token tile (own kernel: 2 at 8 and 16 "
+    "tokens, 1 or 2 at 32 and 64; shared mainloop: 2 to 16)"};
+// Which kernel runs the mma.sync path: the own one (sync_kernel.cuh: two pipelines a block,
+// no per-stage tile-end test) or the shared mainloop's (variant 03's, the ladder's earlier rows).
+inline constexpr OptionSpec kFragmentMmaKernel{
+    "kernel",
+    0,
+    0,
+    1,
+    false,
+    "kernel of the mma.sync path: 0 = own (8..64 tokens), 1 = the shared mainloop (variant 03's)"};
+// Where the block scales are applied on the own kernel: to the weight pairs before the MMA
+// (HMUL2) or to each block's products after it (FFMA, fp32 scales).
+inline constexpr OptionSpec kFragmentMmaScaleAfter{
+    "scale_after_mma",
+    0,
+    0,
+    2,
+    false,
+    "own kernel, 8 and 16 tokens: 0 = by token tile (after), 1 = before the MMA (HMUL2 on the "
+    "pairs), 2 = after (FFMA on each block's products, fp32 scales)"};
+
+// Pipelines a block of the own kernel runs over its one table: 2 (8 consumer warps each, one
+// 16-row block a warp), 3 or 4 (4 consumer warps each, two row blocks a warp: each activation
+// fragment loaded once for two MMAs).
+inline constexpr OptionSpec kFragmentMmaPipelines{
+    "pipelines",
+    0,
+    0,
+    4,
+    false,
+    "own kernel: walks a block runs over one table: 2 (one 16-row block a warp), 3 or 4 (two "
+    "row blocks a warp); 0 = 4 to 16 tokens, 3 at 32 and 64"};
 
 std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& dims, const VariantOptions& opts);
 void fragment_mma_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,

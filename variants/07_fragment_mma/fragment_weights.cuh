@@ -25,13 +25,17 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
   template <typename T>
   struct Decoder : KbitDecoder<T> {
     uint32_t words_at, codes_at;  // this thread's 16 bytes of a weight tile, 4 of a code tile
-    __device__ Decoder(const ws::MainloopArgs& a, int lane)
+    __device__ Decoder(const ws::MainloopArgs& a, int lane) : Decoder(a, lane, int(threadIdx.x)) {}
+    // tid: the thread's index among its tile's 256 consumers (the layout's t = 32 w + 4 g + c).
+    __device__ Decoder(const ws::MainloopArgs& a, int lane, int tid)
         : KbitDecoder<T>(a, lane),
-          words_at(uint32_t(threadIdx.x) * 16),
-          codes_at((uint32_t(threadIdx.x) >> 2) * 4) {}
+          words_at(uint32_t(tid) * 16),
+          codes_at((uint32_t(tid) >> 2) * 4) {}
     // Word 2rr + kb: rows row0 + 8 rr, block kb; k16 step 2kb + h takes pairs 2h and 2h + 1.
-    __device__ __forceinline__ void decode(const unsigned char* smem, const unsigned char* w,
-                                           const unsigned char* s, int, uint32_t (&f)[16]) const {
+    // Lut: the table as a generic pointer or its shared-window address (fragment_lut's lds).
+    template <typename Lut>
+    __device__ __forceinline__ void decode(Lut smem, const unsigned char* w, const unsigned char* s,
+                                           int, uint32_t (&f)[16]) const {
       const uint4 v = *reinterpret_cast<const uint4*>(w + words_at);
       const uint32_t codes = *reinterpret_cast<const uint32_t*>(s + codes_at);
       const uint32_t words[4] = {v.x, v.y, v.z, v.w};
@@ -45,11 +49,38 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
                                 : i == 2 ? dec.template scale<2>(smem, codes)
                                          : dec.template scale<3>(smem, codes);
         dec.decode_codes(smem, words[i], scale2, out);
+        place(out, rr, kb, f);
+      }
+    }
+    // The same with the pairs unscaled and the scales apart, as fp32: scale[2 rr + kb] is block
+    // kb's of row row0 + 8 rr, for a kernel that multiplies block by block and scales the
+    // products (one FFMA an accumulator a block). The scales are decoded by arithmetic (shift,
+    // mask, FMUL: decode_e4m4), not looked up: that kernel is bound by shared-memory wavefronts.
+    template <typename Lut>
+    __device__ __forceinline__ void decode_unscaled(Lut smem, const unsigned char* w,
+                                                    const unsigned char* s, uint32_t (&f)[16],
+                                                    float (&scale)[4]) const {
+      const uint4 v = *reinterpret_cast<const uint4*>(w + words_at);
+      const uint32_t codes = *reinterpret_cast<const uint32_t*>(s + codes_at);
+      const uint32_t words[4] = {v.x, v.y, v.z, v.w};
+      const auto& dec = this->dec;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          f[(2 * kb + h) * 4 + rr] = out[2 * h];
-          f[(2 * kb + h) * 4 + 2 + rr] = out[2 * h + 1];
-        }
+      for (int i = 0; i < 4; ++i) scale[i] = dev::decode_e4m4((codes >> (8 * i)) & 0xFFu);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        uint32_t out[4];
+        dec.pairs(smem, words[i], out);
+        place(out, i >> 1, i & 1, f);
+      }
+    }
+    // Pairs Q = 0..3 of row row0 + 8 rr, block kb into the A registers: k16 step 2 kb + h takes
+    // pairs 2h (k 2c ..) and 2h + 1 (k 2c + 8 ..).
+    static __device__ __forceinline__ void place(const uint32_t (&out)[4], int rr, int kb,
+                                                 uint32_t (&f)[16]) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        f[(2 * kb + h) * 4 + rr] = out[2 * h];
+        f[(2 * kb + h) * 4 + 2 + rr] = out[2 * h + 1];
       }
     }
   };

@@ -16,4 +16,12 @@ __device__ __forceinline__ void sync_threads() {
   }
 }
 
+// Barrier `id` (1..15; 0 is __syncthreads') over `Threads` threads of the block: one group of
+// several that sync apart (variant 07's two pipelines a block, each with its own id).
+template <int Threads>
+__device__ __forceinline__ void sync_named(int id) {
+  static_assert(Threads % 32 == 0, "named barriers count whole warps");
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(Threads) : "memory");
+}
+
 }  // namespace kbit::dev

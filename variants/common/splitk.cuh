@@ -27,21 +27,38 @@ __device__ __forceinline__ void add(float* ws, std::int64_t idx, float v) {
 // CUTLASS's semaphore pattern: the barrier gathers the block's adds, and one acq_rel atomic
 // releases them to the last arriver and acquires the others' for it (the barrier after it
 // passes that on to the block); no MEMBAR.SC.GPU, which __threadfence() compiles to.
+// One thread's arrival for its block (or group): true when it is the last of `contributors`,
+// which also resets the counter.
+__device__ __forceinline__ bool take_arrival(int* counter, int contributors) {
+  int prev;
+  asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], 1;"
+               : "=r"(prev)
+               : "l"(counter)
+               : "memory");
+  const bool last = prev == contributors - 1;
+  if (last) *counter = 0;  // every contributor has arrived: safe to reset
+  return last;
+}
+
 template <int Threads = 0>
 __device__ __forceinline__ bool arrive_is_last(int* counter, int contributors) {
   __shared__ int s_last;
   sync_threads<Threads>();
-  if (threadIdx.x == 0) {
-    int prev;
-    asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], 1;"
-                 : "=r"(prev)
-                 : "l"(counter)
-                 : "memory");
-    s_last = prev == contributors - 1;
-    if (s_last) *counter = 0;  // every contributor has arrived: safe to reset
-  }
+  if (threadIdx.x == 0) s_last = take_arrival(counter, contributors);
   sync_threads<Threads>();
   return s_last;
+}
+
+// The same for one group of `Threads` threads of the block that syncs on named barrier `bar`
+// (a pipeline's consumers where a block runs several walks): its thread `leader` arrives, and
+// `flag` (shared memory of the group's own) passes the answer on.
+template <int Threads>
+__device__ __forceinline__ bool group_arrive_is_last(int* counter, int contributors, int bar,
+                                                     bool leader, volatile int* flag) {
+  sync_named<Threads>(bar);
+  if (leader) *flag = take_arrival(counter, contributors);
+  sync_named<Threads>(bar);
+  return *flag;
 }
 
 // The final sum of one element, read at L2 (past a possibly stale L1).
