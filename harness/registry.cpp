@@ -313,7 +313,8 @@ const std::vector<VariantRow>& registry() {
        variants::fragment_mma_run,
        {variants::kFragmentMmaTokenTile, variants::kFragmentMmaMma,
         variants::kFragmentMmaStageKTiles, variants::kFragmentMmaKernel,
-        variants::kFragmentMmaScaleAfter, variants::kFragmentMmaPipelines}},
+        variants::kFragmentMmaScaleAfter, variants::kFragmentMmaPipelines,
+        variants::kFragmentMmaWalkOrder}},
 
       // Each problem runs the row the committed results measured fastest on this GPU
       // (results/dispatch/, harness/dispatch.hpp). The harness builds the one layout a row names

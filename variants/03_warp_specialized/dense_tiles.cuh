@@ -19,6 +19,8 @@ namespace kbit::variants::ws {
 struct DenseTiles {
   struct Args : MainloopArgs {
     int m_tiles, group_m, token_tile;
+    int pipeline_major;  // a kernel of several pipelines a block: walk w is pipeline w / grid of
+                         // block w % grid (else pipeline w % P of block w / P)
   };
   __device__ static int whole_tiles(const Args& a) { return a.dp_tiles; }
   __device__ static TileInfo tile(const Args& a, int t) {
@@ -46,6 +48,7 @@ int token_tile_for(std::int64_t m);
 struct DensePlan : VariantState {
   int token_tile = 16, m_tiles = 0, n_tiles = 0, k_tiles = 0, k_steps = 0, group_m = 1, tiles = 0;
   int dp_tiles = 0, units = 0, per = 0, grid = 0, split_tiles = 0, max_contributors = 1;
+  bool pipeline_major = false;  // DenseTiles::Args::pipeline_major
   Kernel kernel{};
   SplitKWorkspace split;  // allocated when a tile is split
   std::string describe() const override;

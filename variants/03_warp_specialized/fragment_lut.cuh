@@ -23,6 +23,38 @@
 
 namespace kbit::dev::fragment_lut {
 
+// Shared-memory accesses by generic pointer or by shared-window address (a kernel that never
+// converts a generic pointer keeps ptxas from adding the converted base, a register holding the
+// CTA's rank bits, to every access: Decoder::lds). The stage loads are volatile: ordered after the
+// barrier wait that makes their data visible.
+__device__ __forceinline__ uint4 lds128(const unsigned char* p, uint32_t off) {
+  return *reinterpret_cast<const uint4*>(p + off);
+}
+__device__ __forceinline__ uint4 lds128(uint32_t a, uint32_t off) {
+  uint4 v;
+  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(a + off)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ uint32_t lds32(const unsigned char* p, uint32_t off) {
+  return *reinterpret_cast<const uint32_t*>(p + off);
+}
+__device__ __forceinline__ uint32_t lds32(uint32_t a, uint32_t off) {
+  uint32_t v;
+  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a + off) : "memory");
+  return v;
+}
+__device__ __forceinline__ void sts128(unsigned char* p, uint32_t off, uint4 v) {
+  *reinterpret_cast<uint4*>(p + off) = v;
+}
+__device__ __forceinline__ void sts128(uint32_t a, uint32_t off, uint4 v) {
+  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a + off), "r"(v.x), "r"(v.y),
+               "r"(v.z), "r"(v.w)
+               : "memory");
+}
+
 template <int K>
 struct Table {
   static_assert(K >= 2 && K <= 5, "K = 2..5");
@@ -58,21 +90,23 @@ __host__ __device__ constexpr int second_index(int r) {
 // in shared memory. A thread computes a row's entry once and stores it 8 times 16 bytes wide;
 // store j of thread t goes to quad (j + t) % 8 of its row, so the 8 lanes of an STS.128 phase
 // write 8 different quads (all 32 banks) although their rows are 128 or 256 bytes apart.
-template <int K, typename T>
-__device__ void build(unsigned char* lut, const float* cb, int tid, int nthreads) {
+// Lut: unsigned char* or the table's shared-window address (sts128).
+template <int K, typename T, typename Lut>
+__device__ void build(Lut lut, const float* cb, int tid, int nthreads) {
   using Tb = Table<K>;
   for (int r = tid; r < Tb::kRows; r += nthreads) {
-    uint4* row = reinterpret_cast<uint4*>(lut + r * Tb::kStride);
+    const uint32_t row = uint32_t(r * Tb::kStride);
     if (r < Tb::kCodes) {
       const uint32_t p = pack2<T>(cb[first_index<K>(r)], cb[second_index<K>(r)]);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) row[(j + tid) % 8] = make_uint4(p, p, p, p);
+      for (int j = 0; j < 8; ++j) sts128(lut, row + 16 * ((j + tid) % 8), make_uint4(p, p, p, p));
     }
     if constexpr (Tb::kScales) {
       const float f = decode_e4m4(uint32_t(r));
       const uint32_t sc = pack2<T>(f, f);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) row[8 + (j + tid) % 8] = make_uint4(sc, sc, sc, sc);
+      for (int j = 0; j < 8; ++j)
+        sts128(lut, row + 16 * (8 + (j + tid) % 8), make_uint4(sc, sc, sc, sc));
     }
   }
 }

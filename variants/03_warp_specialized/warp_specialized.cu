@@ -186,6 +186,7 @@ void launch_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g, cons
   a.k_steps = s.k_steps;
   a.group_m = s.group_m;
   a.token_tile = s.token_tile;
+  a.pipeline_major = s.pipeline_major;
   a.dp_tiles = s.dp_tiles;
   a.units = s.units;
   a.per = s.per;

@@ -35,12 +35,8 @@ ws::Kernel own_kernel(int tt, int kt, bool after, int pipelines, const char* who
         constexpr int KT = decltype(kt_const)::value;
         using fragment::SyncConfig;
         if (pipelines == 3) return fragment::sync_kernel<TT, KT, A, T, SyncConfig<3, 2>>();
-        if constexpr (fragment::SyncLayout<TT, KT, SyncConfig<4, 2>>::kFits) {
+        if constexpr (fragment::SyncLayout<TT, KT, SyncConfig<4, 2>>::kFits) {  // own_fits
           if (pipelines == 4) return fragment::sync_kernel<TT, KT, A, T, SyncConfig<4, 2>>();
-        } else if (pipelines == 4) {
-          throw Error(std::string(who) + ": pipelines = 4 leaves no room for two stages at " +
-                      std::to_string(TT) + " tokens and " + std::to_string(KT) +
-                      " k-tiles a stage (at most 3 there)");
         }
         return fragment::sync_kernel<TT, KT, A, T, SyncConfig<2, 1>>();
       };
@@ -55,6 +51,21 @@ ws::Kernel own_kernel(int tt, int kt, bool after, int pipelines, const char* who
   });
 }
 
+// Whether 4 pipelines leave room for a ring of two stages at token tile tt (8..64) and kt
+// k-tiles a stage (not at 64 tokens with 2).
+bool four_pipelines_fit(int tt, int kt, const char* who) {
+  return ws::with_token_tile(tt, who, [&](auto tt_const) {
+    constexpr int TT = decltype(tt_const)::value;
+    if constexpr (TT > 64) {
+      return false;
+    } else {
+      using C = fragment::SyncConfig<4, 2>;
+      return kt == 1 ? fragment::SyncLayout<TT, 1, C>::kFits
+                     : fragment::SyncLayout<TT, 2, C>::kFits;
+    }
+  });
+}
+
 }  // namespace
 
 std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const VariantOptions& o) {
@@ -63,7 +74,6 @@ std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const Varian
   if (d.k_bits != 4)
     throw Error(std::string(who) + ": K = " + std::to_string(d.k_bits) +
                 "; the fragment-order layout is K = 4");
-  ws::require_wgmma_device(who);
   auto s = std::make_unique<ws::DensePlan>();
   const std::int64_t tt_opt = o.get(kFragmentMmaTokenTile);
   s->token_tile = tt_opt == 0 ? ws::token_tile_for(d.M) : int(tt_opt);
@@ -74,14 +84,18 @@ std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const Varian
   // README.md), to 64 with mma = 2; wgmma from 64 tokens (and with mma = 1) on the shared
   // mainloop.
   const bool own = o.get(kFragmentMmaKernel) == 0 && (mma == 2 ? tt <= 64 : mma == 0 && tt <= 32);
+  const int kt = kt_opt != 0 ? int(kt_opt) : tt <= 16 ? 2 : 1;
+  const std::int64_t pipes_opt = o.get(kFragmentMmaPipelines);
+  const int pipes = pipes_opt != 0 ? int(pipes_opt) : tt <= 16 ? 4 : 3;
+  if (own && pipes_opt == 1)
+    throw Error(std::string(who) + ": pipelines = 1 is not one of 2, 3, 4 (or 0: by token tile)");
+  if (own && pipes == 4 && !four_pipelines_fit(tt, kt, who))
+    throw Error(std::string(who) + ": pipelines = 4 leaves no room for two ring stages at " +
+                std::to_string(tt) + " tokens and stage_k_tiles = " + std::to_string(kt) +
+                " (at most 3 there)");
+  ws::require_wgmma_device(who);
   if (own) {
-    const int kt = kt_opt != 0 ? int(kt_opt) : tt <= 16 ? 2 : 1;
-    const std::int64_t after_opt = o.get(kFragmentMmaScaleAfter);
-    const bool after = tt <= 16 && after_opt != 1;
-    const std::int64_t pipes_opt = o.get(kFragmentMmaPipelines);
-    if (pipes_opt == 1)
-      throw Error(std::string(who) + ": pipelines = 1 is not one of 2, 3, 4 (or 0: 3)");
-    const int pipes = pipes_opt != 0 ? int(pipes_opt) : tt <= 16 ? 4 : 3;
+    const bool after = tt <= 16 && o.get(kFragmentMmaScaleAfter) != 1;
     s->kernel = d.dtype == DType::f16 ? own_kernel<__half>(tt, kt, after, pipes, who)
                                       : own_kernel<__nv_bfloat16>(tt, kt, after, pipes, who);
   } else {
@@ -95,6 +109,7 @@ std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const Varian
     s->kernel = two ? kernel(fragment::FragmentWeightsT<true>{})
                     : kernel(fragment::FragmentWeightsT<false>{});
   }
+  s->pipeline_major = own && o.get(kFragmentMmaWalkOrder) == 1;
   ws::plan_dense(*s, d, o, who);
   return s;
 }

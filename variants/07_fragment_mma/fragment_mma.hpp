@@ -68,6 +68,16 @@ inline constexpr OptionSpec kFragmentMmaPipelines{
     "own kernel: walks a block runs over one table: 2 (one 16-row block a warp), 3 or 4 (two "
     "row blocks a warp); 0 = 4 to 16 tokens, 3 at 32 and 64"};
 
+// How the own kernel numbers its walks (each one stream-K stripe of the plan).
+inline constexpr OptionSpec kFragmentMmaWalkOrder{
+    "walk_order",
+    0,
+    0,
+    1,
+    false,
+    "own kernel: 0 = block-major (a block's pipelines take neighbouring stripes), 1 = "
+    "pipeline-major (neighbouring stripes on different SMs)"};
+
 std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& dims, const VariantOptions& opts);
 void fragment_mma_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
                       cudaStream_t stream);

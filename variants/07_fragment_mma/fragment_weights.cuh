@@ -33,11 +33,11 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
           codes_at((uint32_t(tid) >> 2) * 4) {}
     // Word 2rr + kb: rows row0 + 8 rr, block kb; k16 step 2kb + h takes pairs 2h and 2h + 1.
     // Lut: the table as a generic pointer or its shared-window address (fragment_lut's lds).
-    template <typename Lut>
-    __device__ __forceinline__ void decode(Lut smem, const unsigned char* w, const unsigned char* s,
-                                           int, uint32_t (&f)[16]) const {
-      const uint4 v = *reinterpret_cast<const uint4*>(w + words_at);
-      const uint32_t codes = *reinterpret_cast<const uint32_t*>(s + codes_at);
+    // Ptr: the stage's tiles the same way (generic pointers or shared-window addresses).
+    template <typename Lut, typename Ptr>
+    __device__ __forceinline__ void decode(Lut smem, Ptr w, Ptr s, int, uint32_t (&f)[16]) const {
+      const uint4 v = dev::fragment_lut::lds128(w, words_at);
+      const uint32_t codes = dev::fragment_lut::lds32(s, codes_at);
       const uint32_t words[4] = {v.x, v.y, v.z, v.w};
       const auto& dec = this->dec;
 #pragma unroll
@@ -56,12 +56,11 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
     // kb's of row row0 + 8 rr, for a kernel that multiplies block by block and scales the
     // products (one FFMA an accumulator a block). The scales are decoded by arithmetic (shift,
     // mask, FMUL: decode_e4m4), not looked up: that kernel is bound by shared-memory wavefronts.
-    template <typename Lut>
-    __device__ __forceinline__ void decode_unscaled(Lut smem, const unsigned char* w,
-                                                    const unsigned char* s, uint32_t (&f)[16],
+    template <typename Lut, typename Ptr>
+    __device__ __forceinline__ void decode_unscaled(Lut smem, Ptr w, Ptr s, uint32_t (&f)[16],
                                                     float (&scale)[4]) const {
-      const uint4 v = *reinterpret_cast<const uint4*>(w + words_at);
-      const uint32_t codes = *reinterpret_cast<const uint32_t*>(s + codes_at);
+      const uint4 v = dev::fragment_lut::lds128(w, words_at);
+      const uint32_t codes = dev::fragment_lut::lds32(s, codes_at);
       const uint32_t words[4] = {v.x, v.y, v.z, v.w};
       const auto& dec = this->dec;
 #pragma unroll

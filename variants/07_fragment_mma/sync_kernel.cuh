@@ -1,21 +1,25 @@
 // Variant 07's own kernel at 8..64 tokens: mma.sync consumers on the fragment-order layout, with
 // none of the shared mainloop's wgmma machinery (double-buffered fragments, the phantom stage,
-// a tile-end test and a zero fill in every stage), and two pipelines a block over one table.
+// a tile-end test and a zero fill in every stage), and several pipelines a block over one table.
 //
-// * A block runs two pipelines, each what a block of the shared mainloop is: one producer warp
-//   (one thread works) filling a ring of stages with mainloop.cuh's fill_stage, and 8 consumer
-//   warps (16 weight rows each, the tile's 128) over its own walk of the dense problem's tiles.
-//   Both read one 64 KB decode table, so a block of 576 threads has 160 KB of ring where two
-//   blocks of the shared mainloop have 2 x 48 KB: 6-7 stages of 2 k-tiles at 8 and 16 tokens.
+// * A block runs 2..4 pipelines (SyncConfig), each what a block of the shared mainloop is: one
+//   producer warp (one thread works) filling a ring of stages with mainloop.cuh's fill_stage, and
+//   consumer warps (the tile's 128 rows, one or two 16-row blocks a warp) over its own walk of the
+//   dense problem's tiles. All read one 64 KB decode table: a block has 160 KB of ring where two
+//   blocks of the shared mainloop have 2 x 48 KB.
 // * A walk is a list of pieces (tile, k-steps [ks0, ks1)): whole tiles round-robin, then one
 //   stream-K stripe cut at tile boundaries (the plan of dense_tiles.cuh, walks counted as
 //   blocks). The k-step loop has one barrier wait, the decode and MMAs of its k-tiles and one
 //   arrival: the tile's end is the loop's end, and a short last k-step needs no branch (its
-//   missing k-tile's activation box is the TMA's zeros; the stale weights are table entries, always
-//   finite, so they add exact zeros).
+//   missing k-tile's activation box is the TMA's zeros; the stale weights are table entries,
+//   always finite, so they add exact zeros).
+// * Every shared-memory address comes from the dynamic array's symbol (table_address), none from
+//   a converted generic pointer: ptxas then folds the table's base into each lookup, where the
+//   converted base (a register with the CTA's rank bits) cost an IMAD.IADD a lookup (0.5 a weight).
 // * Scale after the MMA (kScaleAfter): the pairs go to the MMA unscaled, each block's two k16
 //   steps multiply into a zeroed set, and one FFMA an accumulator adds it scaled into the sums:
-//   TT / 2 FFMA a block-row pair where the HMUL2s cost 8 (fewer at 8 tokens, equal at 16).
+//   TT / 2 FFMA a block-row pair where the HMUL2s cost 8 (fewer at 8 tokens, equal at 16), and no
+//   shared-memory wavefronts for the scales (decoded by arithmetic).
 #pragma once
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -36,6 +40,7 @@ namespace kbit::variants::fragment {
 // The shared-window address of the table (the start of kbit_fragment_sync_smem).
 __device__ __forceinline__ uint32_t table_address() {
   uint32_t a;
+  asm volatile("" ::"l"(kbit_fragment_sync_smem));  // a C++ use: the PTX declares the symbol
   asm("mov.u32 %0, kbit_fragment_sync_smem;" : "=r"(a));
   return a;
 }
@@ -56,9 +61,6 @@ struct SyncConfig {
   static constexpr int kStoreBarrier = 2;  // + pipeline: its consumers (the split-K arrival)
   static_assert(kRowBlocks == 1 || kRowBlocks == 2, "one or two 16-row blocks a warp");
   static_assert(kStoreBarrier + kPipelines <= 16, "named barriers 0..15");
-  // Registers a thread at one block per SM: the SM sub-partition holding the most warps has
-  // ceil(warps / 4) of them in its 16384 registers, in steps of 8.
-  static constexpr int kMaxRegs = 16384 / (32 * ((kThreads / 32 + 3) / 4)) / 8 * 8;
 };
 
 // Shared memory: the table, pipeline 0's ring, pipeline 1's ring, the barriers. A stage holds KT
@@ -128,14 +130,14 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   using P = ws::DenseTiles;
   using W = typename L::W;
   constexpr int S = L::kStages, RB = C::kRowBlocks;
-  unsigned char* const smem = kbit_fragment_sync_smem;
-  // The rings start on a 1024-byte boundary, where the 128-byte swizzle repeats.
-  const uint32_t base = uint32_t(__cvta_generic_to_shared(smem));
+  // Every shared address from the array's symbol (table_address), none from a converted generic
+  // pointer. The rings start on a 1024-byte boundary, where the 128-byte swizzle repeats.
+  const uint32_t base = table_address();
   const uint32_t ring_off = ((base + L::kRingAt + 1023) & ~1023u) - base;
   const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
   const bool producer = warp >= C::kPipelines * C::kConsumerWarps;
   const int pipe = producer ? warp - C::kPipelines * C::kConsumerWarps : warp / C::kConsumerWarps;
-  const uint32_t ring = ring_off + uint32_t(pipe * L::kRingBytes);  // from smem
+  const uint32_t ring = ring_off + uint32_t(pipe * L::kRingBytes);  // from base
   const uint32_t bars0 = base + ring_off + (L::kBarriersAt - L::kRingAt);
   const uint32_t bars = bars0 + 16 * S * pipe;
   auto full = [&](int s) { return bars + 8 * s; };
@@ -153,9 +155,11 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     dev::fence_barrier_init();
   }
   __syncthreads();
-  // Walk pipe * grid + block: consecutive walks on different SMs, so that a problem with fewer
-  // walks than the grid holds spreads over all SMs (walks past the work find none).
-  Pieces pieces(a, pipe * int(gridDim.x) + int(blockIdx.x), int(gridDim.x) * C::kPipelines);
+  // The walk: block-major (a block's pipelines take consecutive walks: neighbouring stripes) or
+  // pipeline-major (consecutive walks on different SMs); walks past the work find none.
+  const int walk = a.pipeline_major ? pipe * int(gridDim.x) + int(blockIdx.x)
+                                    : int(blockIdx.x) * C::kPipelines + pipe;
+  Pieces pieces(a, walk, int(gridDim.x) * C::kPipelines);
 
   if (producer) {
     if (lane != 0) return;
@@ -180,7 +184,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   }
 
   // ------------------------------------------------------------------ consumers
-  dev::fragment_lut::build<4, T>(smem, s_cb, int(threadIdx.x), C::kConsumers);
+  dev::fragment_lut::build<4, T>(base, s_cb, int(threadIdx.x), C::kConsumers);
   dev::sync_named<C::kConsumers>(C::kTableBarrier);
   dev::pdl::wait();  // C and the workspace: the previous kernel may still use them
 
@@ -190,7 +194,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const int q = tid >> 5;
   const int row0 = 16 * RB * q + (lane >> 2);  // rows row0 + 16 rb and + 8
   const typename W::template Decoder<T> dec(a, lane, 32 * RB * q + lane);
-  const uint32_t table = table_address();
+  const uint32_t table = base;
   constexpr int kAccRegs = TT / 2;
   // Accumulator sets (scale before the MMA): k16 step 2h + e adds into set e, two chains.
   constexpr int kSets = kScaleAfter ? 1 : L::kAccSets;  // after: the FFMAs end each chain
@@ -225,8 +229,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         float scale[RB][4];
 #pragma unroll
         for (int rb = 0; rb < RB; ++rb) {
-          const unsigned char* w = smem + st + L::kWeightsAt + j * W::kWeightBytes + 512 * rb;
-          const unsigned char* sc = smem + st + L::kScalesAt + j * W::kScaleBytes + 32 * rb;
+          const uint32_t w = base + st + L::kWeightsAt + j * W::kWeightBytes + 512 * rb;
+          const uint32_t sc = base + st + L::kScalesAt + j * W::kScaleBytes + 32 * rb;
           if constexpr (kScaleAfter)
             dec.decode_unscaled(table, w, sc, f[rb], scale[rb]);
           else

@@ -33,6 +33,22 @@ TEST_CASE("fragment_mma refuses other widths and shapes before any GPU work", "[
   CHECK_THROWS(fragment_mma_setup(moe, {}));
 }
 
+TEST_CASE("fragment_mma refuses pipeline counts its own kernel cannot run, naming the value",
+          "[variants]") {
+  using variants::fragment_mma_setup;
+  const auto with = [](std::initializer_list<std::pair<const char*, std::int64_t>> kv) {
+    VariantOptions o;
+    for (const auto& [k, v] : kv) o.values.emplace_back(k, v);
+    return o;
+  };
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, 4), with({{"pipelines", 1}})),
+                    Catch::Contains("pipelines = 1") && Catch::Contains("2, 3, 4"));
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4),
+                                       with({{"pipelines", 4}, {"mma", 2}, {"stage_k_tiles", 2}})),
+                    Catch::Contains("pipelines = 4") && Catch::Contains("64 tokens") &&
+                        Catch::Contains("stage_k_tiles = 2"));
+}
+
 TEST_CASE("the fragment tile repack refuses a grid past its limit, and does nothing for none",
           "[variants]") {
   CHECK_NOTHROW(gpu::fragment_order(nullptr, nullptr, 0, nullptr, nullptr, nullptr));
