@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "harness/config_weights.hpp"
 #include "harness/input_file.hpp"
 #include "harness/peers.hpp"
 #include "harness/registry.hpp"
@@ -195,24 +196,50 @@ void check_new_name(const Ctx& c, const toml::node& n, const std::string& name,
            "= '" + name + "' is the name of an earlier shape or moe layer; names must be unique");
 }
 
+// A shape {name, k_dim, n} or {name, weights[, k_dim, n]}: file weights give n and k_dim when the
+// shape leaves them out, and must match them when it gives them (harness/config_weights.hpp).
 void parse_shape(const Ctx& c, const toml::table& t, const toml::node& where,
-                 std::vector<ShapeConfig>& out) {
-  check_keys(c, t, {"name", "k_dim", "n"}, " in a shape");
+                 const std::string& base_dir, std::vector<ShapeConfig>& out) {
+  check_keys(c, t, {"name", "k_dim", "n", "weights"}, " in a shape");
   ShapeConfig s;
+  const toml::node* wn = t.get("weights");
   for (const char* req : {"name", "k_dim", "n"})
-    if (!t.contains(req)) c.fail(where, req, "is missing from a shape (each needs name, k_dim, n)");
+    if (!t.contains(req) && (!wn || std::string(req) == "name"))
+      c.fail(where, req,
+             "is missing from a shape (each needs name, k_dim, n; or name and weights, whose "
+             "tensors give k_dim and n)");
   s.name = get_name(c, *t.get("name"), "name");
-  s.k_dim = get_int(c, *t.get("k_dim"), "k_dim");
-  s.n = get_int(c, *t.get("n"), "n");
-  if (s.k_dim < 32 || s.k_dim % 32 != 0)
-    c.fail(*t.get("k_dim"), "k_dim",
-           "= " + std::to_string(s.k_dim) + " must be a positive multiple of 32");
-  if (s.n < 1) c.fail(*t.get("n"), "n", "= " + std::to_string(s.n) + " must be at least 1");
-  check_limit(c, *t.get("k_dim"), "k_dim", s.k_dim, kMaxDim, kDimWhy);
-  check_limit(c, *t.get("n"), "n", s.n, kMaxDim, kDimWhy);
-  check_weight_elems(c, where, s.n, s.k_dim, "");
+  const toml::node* kn = t.get("k_dim");
+  const toml::node* nn = t.get("n");
+  if (kn) {
+    s.k_dim = get_int(c, *kn, "k_dim");
+    if (s.k_dim < 32 || s.k_dim % 32 != 0)
+      c.fail(*kn, "k_dim", "= " + std::to_string(s.k_dim) + " must be a positive multiple of 32");
+  }
+  if (nn) {
+    s.n = get_int(c, *nn, "n");
+    if (s.n < 1) c.fail(*nn, "n", "= " + std::to_string(s.n) + " must be at least 1");
+  }
+  if (kn) check_limit(c, *kn, "k_dim", s.k_dim, kMaxDim, kDimWhy);
+  if (nn) check_limit(c, *nn, "n", s.n, kMaxDim, kDimWhy);
   check_new_name(c, *t.get("name"), s.name, out, {});
-  out.push_back(s);
+  if (wn) {
+    s.weights = parse_file_weights(*wn, c.path(), base_dir, s.name);
+    auto match = [&](const toml::node* given, const char* key, std::int64_t v,
+                     std::int64_t theirs) {
+      if (given && v != theirs)
+        c.fail(*given, key,
+               "= " + std::to_string(v) + " of shape '" + s.name + "' is not its weights' (" +
+                   file_weights_text(s.weights) + "); give " + key + " = " +
+                   std::to_string(theirs) + " or leave it out");
+    };
+    match(nn, "n", s.n, s.weights.n);
+    match(kn, "k_dim", s.k_dim, s.weights.k_dim);
+    s.n = s.weights.n;
+    s.k_dim = s.weights.k_dim;
+  }
+  check_weight_elems(c, where, s.n, s.k_dim, "");
+  out.push_back(std::move(s));
 }
 
 void parse_shape_file(const std::string& text, const std::string& path,
@@ -240,7 +267,7 @@ void parse_shapes(const Ctx& c, const toml::node& n, const std::string& base_dir
       }
       parse_shape_file(text, file, out);
     } else {
-      parse_shape(c, *t, e, out);
+      parse_shape(c, *t, e, base_dir, out);
     }
   }
 }
@@ -258,13 +285,17 @@ void parse_shape_file(const std::string& text, const std::string& path,
     throw Error(path + ": a shape file needs one or more [[shape]] tables");
   for (const auto& e : *shapes) {
     if (!e.is_table()) c.fail(e, "shape", "entries must be [[shape]] tables {name, k_dim, n}");
-    parse_shape(c, *e.as_table(), e, out);
+    parse_shape(c, *e.as_table(), e, dir_of(path), out);
   }
 }
 
 MoeConfig parse_moe(const Ctx& c, const toml::node& n) {
   const auto* t = n.as_table();
   if (!t) c.fail(n, "moe", "entries must be tables {name, experts, k_dim, n, top_k}");
+  if (const toml::node* w = t->get("weights"))
+    c.fail(*w, "weights",
+           "is for dense shapes: an moe layer draws N(0,1) weights for each of its experts (a "
+           "file's tensor is one weight; give it as a shape)");
   check_keys(c, *t, {"name", "experts", "k_dim", "n", "top_k", "routing"}, " in an moe entry");
   for (const char* req : {"name", "experts", "k_dim", "n", "top_k"})
     if (!t->contains(req)) c.fail(n, req, "is missing from an moe entry");
@@ -540,6 +571,7 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
     e.routing_seed = std::uint64_t(
         get_int_in(c, *n, "routing_seed", 0, std::numeric_limits<std::int64_t>::max()));
   if (auto* n = t.get("formats")) parse_formats(c, *n, e);
+  check_weights_formats(e);
   if (e.has_kbit()) {
     if (!t.contains("k_bits"))
       throw Error(path + ": key 'k_bits' is missing (the \"kbit\" format runs its bit widths)");

@@ -4,6 +4,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,9 +56,38 @@ struct CheckConfig {
   int max_rows = 16;          // rows of C checked per problem (spread, first and last included)
 };
 
+class SafetensorsFile;
+
+// A dense shape's weights from a local .safetensors checkpoint instead of the N(0,1) draw:
+// `weights = { file = "...", tensor = "..." }` and/or the AutoAWQ tensors `qweight`, `qzeros`,
+// `scales` (docs/harness.md, "Real weights in a config"; harness/config_weights.hpp). Checked
+// when the config is parsed: the file's header, each tensor's dtype and shape against the
+// shape's n and k_dim (or giving them), and every value finite.
+struct FileWeights {
+  std::string file;  // as the config wrote it
+  std::string at;    // "CONFIG:LINE" of the `weights` key, for messages
+  std::string path;  // as opened: a relative `file` from the folder of the file naming it
+  // A float weight [N, K_dim] (F16, BF16, F32): kbit problems quantize it with the reference
+  // quantizer of each K, AWQ problems with awq_quantize (as they do the N(0,1) draw).
+  std::string tensor;
+  // AutoAWQ's tensors (qweight I32 [K_dim, N/8], qzeros I32 [K_dim/G, N/8], scales F16
+  // [K_dim/G, N]): AWQ problems of their group G read them as they are.
+  std::string qweight, qzeros, scales;
+  int awq_group = 0;              // G of the AWQ tensors (K_dim / rows of scales); 0 without them
+  std::int64_t n = 0, k_dim = 0;  // as the tensors give them
+  std::string tensor_dtype;       // "BF16": the dtype of `tensor` in the file
+  std::uint64_t tensor_hash = 0;  // tensor_fnv1a of `tensor`
+  std::uint64_t awq_hash[3] = {0, 0, 0};      // of qweight, qzeros, scales
+  std::shared_ptr<const SafetensorsFile> st;  // the file as checked, mapped until the run ends
+  bool given() const { return !file.empty(); }
+  bool has_tensor() const { return !tensor.empty(); }
+  bool has_awq() const { return !qweight.empty(); }
+};
+
 struct ShapeConfig {
   std::string name;
   std::int64_t k_dim = 0, n = 0;
+  FileWeights weights;  // given(): from a file, else N(0,1)
 };
 
 // An MoE layer: E experts of one shape, `tokens` routed to top_k experts each.

@@ -13,21 +13,50 @@
 
 namespace kbit {
 
-HostWeights make_host_weights(std::int64_t N, std::int64_t K_dim, int k,
-                              const std::vector<float>& cb, int experts, std::uint64_t seed) {
+HostWeights host_weights_kbit(std::vector<float> x, std::int64_t N, std::int64_t K_dim, int k,
+                              const std::vector<float>& cb, int experts) {
+  if (std::int64_t(x.size()) != std::int64_t(experts) * N * K_dim)
+    throw Error("host_weights_kbit: " + std::to_string(x.size()) + " values for " +
+                std::to_string(experts) + " x " + std::to_string(N) + " x " +
+                std::to_string(K_dim));
   HostWeights w;
   w.N = N;
   w.K_dim = K_dim;
   w.k_bits = k;
   w.experts = experts;
   w.codebook = cb;
-  const std::int64_t n = std::int64_t(experts) * N * K_dim;
-  {
-    const std::vector<float> x = random_normal(n, seed);
-    w.q = quantize(x, cb, k);
-  }
+  w.q = quantize(x, cb, k);
+  std::vector<float>().swap(x);  // freed before W is allocated (a 70B layer's is 1 GB)
   w.W = dequantize_f32(w.q, cb);
   return w;
+}
+
+HostWeights make_host_weights(std::int64_t N, std::int64_t K_dim, int k,
+                              const std::vector<float>& cb, int experts, std::uint64_t seed) {
+  return host_weights_kbit(random_normal(std::int64_t(experts) * N * K_dim, seed), N, K_dim, k, cb,
+                           experts);
+}
+
+HostWeights host_weights_awq(AwqTensor t) {
+  awq_validate(t);
+  HostWeights w;
+  w.N = t.n_out;
+  w.K_dim = t.k_in;
+  w.k_bits = 4;
+  w.experts = 1;
+  w.awq_group = t.group;
+  w.awq = std::move(t);
+  w.W = awq_dequantize(w.awq);
+  return w;
+}
+
+HostWeights host_weights_awq(std::vector<float> x, std::int64_t N, std::int64_t K_dim, int group) {
+  if (std::int64_t(x.size()) != N * K_dim)
+    throw Error("host_weights_awq: " + std::to_string(x.size()) + " values for " +
+                std::to_string(N) + " x " + std::to_string(K_dim));
+  AwqTensor t = awq_quantize(x, N, K_dim, group);  // checks the shape and the group
+  std::vector<float>().swap(x);
+  return host_weights_awq(std::move(t));
 }
 
 HostWeights make_host_weights_awq(std::int64_t N, std::int64_t K_dim, int group, int experts,
@@ -35,18 +64,7 @@ HostWeights make_host_weights_awq(std::int64_t N, std::int64_t K_dim, int group,
   if (experts != 1)
     throw Error("AWQ weights: experts = " + std::to_string(experts) +
                 "; AWQ problems are dense only (1 expert)");
-  HostWeights w;
-  w.N = N;
-  w.K_dim = K_dim;
-  w.k_bits = 4;
-  w.experts = 1;
-  w.awq_group = group;
-  {
-    const std::vector<float> x = random_normal(N * K_dim, seed);
-    w.awq = awq_quantize(x, N, K_dim, group);  // checks the shape and the group
-  }
-  w.W = awq_dequantize(w.awq);
-  return w;
+  return host_weights_awq(random_normal(N * K_dim, seed), N, K_dim, group);
 }
 
 HostActivations make_activations(std::int64_t M, std::int64_t K_dim, DType t, std::uint64_t seed) {

@@ -14,7 +14,8 @@
 
 namespace kbit {
 
-// E experts (1 for a dense layer) of W[N, K_dim], N(0,1) weights quantized by the reference:
+// E experts (1 for a dense layer) of W[N, K_dim], N(0,1) weights (or a checkpoint's: a config's
+// FileWeights, harness/config_weights.hpp) quantized by the reference:
 // kbit (q and codebook), or AWQ int4 of group awq_group (awq; dense only, k_bits 4, no codebook).
 struct HostWeights {
   std::int64_t N = 0, K_dim = 0;
@@ -33,6 +34,15 @@ HostWeights make_host_weights(std::int64_t N, std::int64_t K_dim, int k_bits,
 // kbit::Error for experts != 1 (AWQ problems are dense) and for a shape AWQ cannot hold.
 HostWeights make_host_weights_awq(std::int64_t N, std::int64_t K_dim, int group, int experts,
                                   std::uint64_t seed);
+// The same from given values x ([expert][N][K_dim] float32, a checkpoint's weight): kbit weights
+// (quantize), AWQ weights of one dense weight (awq_quantize).
+// x is freed once quantized.
+HostWeights host_weights_kbit(std::vector<float> x, std::int64_t N, std::int64_t K_dim, int k_bits,
+                              const std::vector<float>& codebook, int experts = 1);
+HostWeights host_weights_awq(std::vector<float> x, std::int64_t N, std::int64_t K_dim, int group);
+// AWQ tensors as they are (a checkpoint's qweight, qzeros, scales): awq_validate, then
+// W = awq_dequantize.
+HostWeights host_weights_awq(AwqTensor t);
 
 // A[M, K_dim]: N(0,1) values rounded to `dtype`; `values` holds exactly what `bytes` encodes.
 struct HostActivations {

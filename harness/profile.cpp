@@ -19,6 +19,7 @@
 
 #include "harness/commands.hpp"
 #include "harness/config.hpp"
+#include "harness/config_weights.hpp"
 #include "harness/device_info.hpp"
 #include "harness/ncu_csv.hpp"
 #include "harness/peers.hpp"
@@ -344,6 +345,7 @@ int profile_experiment(const std::string& path, const ProfileOptions& o) {
   run["build"] = to_json(build);
   run["config"] = {{"path", cfg.path}, {"hash", config_hash(cfg.text)}, {"text", cfg.text}};
   run["argv"] = o.argv;
+  run["weights"] = weights_json(cfg);  // each layer's source: N(0,1) or a checkpoint's tensors
   run["ncu"] = {{"path", ncu},
                 {"version", last_line(read_or_empty(ncu_dir + "/ncu_version.txt"))},
                 {"metrics", metrics},

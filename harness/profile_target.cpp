@@ -13,6 +13,7 @@
 
 #include "harness/commands.hpp"
 #include "harness/config.hpp"
+#include "harness/config_weights.hpp"
 #include "harness/device_weights.hpp"
 #include "harness/execute.hpp"
 #include "harness/problem.hpp"
@@ -59,8 +60,7 @@ int profile_target(const std::string& config_path, const ProfileTargetOptions& o
     }
   }
   const auto t0 = std::chrono::steady_clock::now();
-  const HostWeights hw = d.awq_group > 0 ? make_host_weights_awq(d.N, d.K_dim, d.awq_group, 1, seed)
-                                         : make_host_weights(d.N, d.K_dim, d.k_bits, cb, 1, seed);
+  const HostWeights hw = shape_host_weights(*s, d.k_bits, d.awq_group, cb, seed);
   const HostActivations A = make_activations(d.M, d.K_dim, d.dtype, splitmix64(seed + 1));
   Stream stream;
   const DeviceWeights dw(hw, d.dtype, {row.layout}, 1, stream.get());

@@ -45,7 +45,8 @@ const std::vector<std::string>& result_columns() {
                                                 "codebook",
                                                 "config",
                                                 "error",
-                                                "device"};
+                                                "device",
+                                                "weights_source"};
   return cols;
 }
 
@@ -91,7 +92,8 @@ std::vector<std::string> row_fields(const ResultRow& r) {
           r.codebook,
           r.config,
           r.error,
-          r.device};
+          r.device,
+          r.weights_source};
 }
 
 std::string csv_escape(const std::string& f) {

@@ -28,6 +28,10 @@ struct ResultRow {
   std::string codebook, config, error;
   std::string device;  // the device that timed the row: "<index on the host> <UUID>"
   int pdl = 0;         // 1: timed with programmatic dependent launch ([timing] pdl, Support::pdl)
+  // The weights' values: "normal" (the N(0,1) draw), "FILE:TENSOR" (a checkpoint's tensor, FILE as
+  // the config names it, quantized by the problem's format) or "FILE:QWEIGHT" (AWQ tensors as
+  // they are); harness/config_weights.hpp. Runs before the column drew N(0,1) weights.
+  std::string weights_source = "normal";
 };
 
 // The column names, in order (the first 19 are the documented core columns).

@@ -18,6 +18,7 @@
 
 #include "harness/commands.hpp"
 #include "harness/config.hpp"
+#include "harness/config_weights.hpp"
 #include "harness/device_info.hpp"
 #include "harness/dispatch.hpp"
 #include "harness/execute.hpp"
@@ -60,6 +61,7 @@ struct Layer {
   std::int64_t N = 0, K_dim = 0;
   int experts = 1, top_k = 0;
   bool moe = false;
+  const FileWeights* file = nullptr;  // a dense shape's weights from a checkpoint, if any
 };
 
 struct Context {
@@ -132,6 +134,7 @@ ResultRow base_row(const Context& c, const Layer& L, const GemmDims& d, const Va
   r.device = c.device_label;
   // The weights' format: the codebook's name for kbit problems, "awq_g128" etc. for AWQ ones.
   r.codebook = d.awq_group > 0 ? weight_format_name(d.awq_group) : c.cfg.codebook;
+  r.weights_source = weights_source(L.file, d.awq_group);
   r.experts = d.grouped() ? d.num_experts : 0;
   r.active_experts = d.grouped() ? active_experts(d.expert_offsets) : 0;
   const ProblemCost cost = problem_cost(d);
@@ -563,6 +566,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   run["config"] = {{"path", cfg.path}, {"hash", config_hash(cfg.text)}, {"text", cfg.text}};
   run["argv"] = opts.argv;
   run["formats"] = cfg.formats;
+  run["weights"] = weights_json(cfg);  // each layer's source: N(0,1) or a checkpoint's tensors
   run["overrides"] = {
       {"variants", opts.variants}, {"shapes", opts.shapes}, {"m", opts.m}, {"pdl", opts.pdl}};
   for (const VariantRow* r : rows) {
@@ -596,7 +600,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   std::cout << "writing " << dir << std::endl;
 
   for (const auto& s : cfg.shapes) {
-    const Layer L{s.name, s.n, s.k_dim, 1, 0, false};
+    const Layer L{s.name, s.n, s.k_dim, 1, 0, false, &s.weights};
     for (const WeightsOf& w : weights_of(cfg, false)) {
       if (c.aborted) break;
       if (!c.any_of_next(cfg.dtypes.size() * cfg.m.size())) {  // another shard's weights
@@ -604,11 +608,11 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
         continue;
       }
       const int k = w.k_bits;
-      // AWQ weights draw the N(0,1) values of the same shape's K = 4 kbit weights (same seed).
-      const std::uint64_t seed = seed_of(cfg.check.seed, s.name, k);
-      const HostWeights hw =
-          w.awq_group > 0 ? make_host_weights_awq(s.n, s.k_dim, w.awq_group, 1, seed)
-                          : make_host_weights(s.n, s.k_dim, k, codebook_for(cfg, k), 1, seed);
+      // AWQ weights draw the N(0,1) values of the same shape's K = 4 kbit weights (same seed),
+      // or quantize the same file tensor (or read the file's AWQ tensors).
+      const HostWeights hw = shape_host_weights(
+          s, k, w.awq_group, w.awq_group > 0 ? std::vector<float>{} : codebook_for(cfg, k),
+          seed_of(cfg.check.seed, s.name, k));
       if (hw.q.saturated_blocks > 0)
         std::cerr << "warning: " << hw.q.saturated_blocks << " blocks of " << s.name
                   << " saturated E4M4\n";

@@ -291,6 +291,34 @@ const unsigned char* SafetensorsFile::bytes(const SafetensorsEntry& e) const {
   return static_cast<const unsigned char*>(map_) + data_start_ + e.begin;
 }
 
+namespace {
+
+// "tensor 'NAME' in safetensors file 'PATH' holds nan at [1, 2]": element i of e.
+[[noreturn]] void refuse_nonfinite(const SafetensorsFile& f, const SafetensorsEntry& e,
+                                   std::int64_t i, bool nan) {
+  std::vector<std::int64_t> idx(e.shape.size());
+  std::int64_t r = i;
+  for (std::size_t d = e.shape.size(); d-- > 0;) {
+    idx[d] = r % e.shape[d];
+    r /= e.shape[d];
+  }
+  throw Error("tensor '" + e.name + "' in safetensors file '" + f.path() + "' holds " +
+              (nan ? "nan" : "inf") + " at " + shape_text(idx));
+}
+
+// Element i of an F16 / BF16 / F32 tensor's bytes p as float32 (exact).
+float element_float(const SafetensorsEntry& e, const unsigned char* p, std::int64_t i) {
+  if (e.dtype == StDtype::f32) {
+    std::uint32_t u;
+    std::memcpy(&u, p + 4 * i, 4);
+    return bits_float(u);
+  }
+  const std::uint16_t h = std::uint16_t(p[2 * i] | (p[2 * i + 1] << 8));
+  return e.dtype == StDtype::f16 ? half_to_float(h) : bf16_to_float(h);
+}
+
+}  // namespace
+
 std::vector<float> read_float_tensor(const SafetensorsFile& f, const std::string& name,
                                      const std::vector<std::int64_t>& shape) {
   const SafetensorsEntry& e = f.expect(name, {StDtype::f16, StDtype::bf16, StDtype::f32}, shape);
@@ -298,26 +326,37 @@ std::vector<float> read_float_tensor(const SafetensorsFile& f, const std::string
   const std::int64_t n = e.elements();
   std::vector<float> out(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) {
-    if (e.dtype == StDtype::f32) {
-      std::uint32_t u;
-      std::memcpy(&u, p + 4 * i, 4);
-      out[std::size_t(i)] = bits_float(u);
-    } else {
-      const std::uint16_t h = std::uint16_t(p[2 * i] | (p[2 * i + 1] << 8));
-      out[std::size_t(i)] = e.dtype == StDtype::f16 ? half_to_float(h) : bf16_to_float(h);
-    }
-    if (!std::isfinite(out[std::size_t(i)])) {
-      std::vector<std::int64_t> idx(e.shape.size());
-      std::int64_t r = i;
-      for (std::size_t d = e.shape.size(); d-- > 0;) {
-        idx[d] = r % e.shape[d];
-        r /= e.shape[d];
-      }
-      throw Error("tensor '" + name + "' in safetensors file '" + f.path() + "' holds " +
-                  (std::isnan(out[std::size_t(i)]) ? "nan" : "inf") + " at " + shape_text(idx));
-    }
+    out[std::size_t(i)] = element_float(e, p, i);
+    if (!std::isfinite(out[std::size_t(i)]))
+      refuse_nonfinite(f, e, i, std::isnan(out[std::size_t(i)]));
   }
   return out;
+}
+
+void check_finite_tensor(const SafetensorsFile& f, const SafetensorsEntry& e) {
+  f.expect(e.name, {StDtype::f16, StDtype::bf16, StDtype::f32}, e.shape);  // the dtype
+  const unsigned char* p = f.bytes(e);
+  const std::int64_t n = e.elements();
+  // The exponent all ones is inf or nan in each of the three formats.
+  const std::uint32_t mask = e.dtype == StDtype::f32   ? 0x7F800000u
+                             : e.dtype == StDtype::f16 ? 0x7C00u
+                                                       : 0x7F80u;
+  const int size = e.dtype == StDtype::f32 ? 4 : 2;
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint32_t u = p[size * i] | (std::uint32_t(p[size * i + 1]) << 8);
+    if (size == 4) u |= (std::uint32_t(p[4 * i + 2]) << 16) | (std::uint32_t(p[4 * i + 3]) << 24);
+    if ((u & mask) == mask) refuse_nonfinite(f, e, i, std::isnan(element_float(e, p, i)));
+  }
+}
+
+std::uint64_t tensor_fnv1a(const SafetensorsFile& f, const SafetensorsEntry& e) {
+  std::uint64_t h = 14695981039346656037ull;  // the FNV offset basis (config_hash's)
+  const unsigned char* p = f.bytes(e);
+  for (std::int64_t i = 0, n = e.end - e.begin; i < n; ++i) {
+    h ^= p[i];
+    h *= 1099511628211ull;
+  }
+  return h;
 }
 
 std::vector<std::int32_t> read_int32_tensor(const SafetensorsFile& f, const std::string& name,
@@ -333,8 +372,8 @@ std::vector<std::int32_t> read_int32_tensor(const SafetensorsFile& f, const std:
   return out;
 }
 
-WeightMatrix read_weight_matrix(const SafetensorsFile& f, const std::string& name,
-                                std::int64_t max_elems) {
+const SafetensorsEntry& expect_weight_matrix(const SafetensorsFile& f, const std::string& name,
+                                             std::int64_t max_elems) {
   const SafetensorsEntry& e = f.tensor(name);
   const std::string t = "tensor '" + name + "' in safetensors file '" + f.path() + "'";
   if (e.shape.size() != 2)
@@ -348,6 +387,12 @@ WeightMatrix read_weight_matrix(const SafetensorsFile& f, const std::string& nam
   if (e.elements() > max_elems)
     throw Error(t + " " + e.shape_text() + " holds " + std::to_string(e.elements()) +
                 " elements, above the limit " + std::to_string(max_elems));
+  return f.expect(name, {StDtype::f16, StDtype::bf16, StDtype::f32}, e.shape);
+}
+
+WeightMatrix read_weight_matrix(const SafetensorsFile& f, const std::string& name,
+                                std::int64_t max_elems) {
+  const SafetensorsEntry& e = expect_weight_matrix(f, name, max_elems);
   WeightMatrix w;
   w.rows = e.shape[0];
   w.k_dim = e.shape[1];

@@ -71,6 +71,11 @@ const char* st_dtype_name(StDtype t);  // "F16", "BF16", "F32", "I32"
 // `shape` as expect() checks it; a nan or inf is refused with its index.
 std::vector<float> read_float_tensor(const SafetensorsFile& f, const std::string& name,
                                      const std::vector<std::int64_t>& shape);
+// Refuses the first nan or inf of an F16, BF16 or F32 tensor (with its index), as
+// read_float_tensor does, reading the bit patterns only (nothing is allocated).
+void check_finite_tensor(const SafetensorsFile& f, const SafetensorsEntry& e);
+// 64-bit FNV-1a of the tensor's bytes as stored: its identity in a run's record.
+std::uint64_t tensor_fnv1a(const SafetensorsFile& f, const SafetensorsEntry& e);
 // A tensor of I32, checked against `shape` as expect() checks it.
 std::vector<std::int32_t> read_int32_tensor(const SafetensorsFile& f, const std::string& name,
                                             const std::vector<std::int64_t>& shape);
@@ -81,8 +86,12 @@ struct WeightMatrix {
   std::string dtype_name;
   std::vector<float> values;
 };
-// The tensor as a weight the kbit format quantizes: 2-D, F16 / BF16 / F32, K_dim a positive
-// multiple of 32, N x K_dim at most max_elems, finite; else kbit::Error naming the value.
+// The tensor's entry, checked as a weight the kbit format quantizes: 2-D, K_dim a positive
+// multiple of 32, N x K_dim at most max_elems, F16 / BF16 / F32; else kbit::Error naming the
+// value. Reads the header only.
+const SafetensorsEntry& expect_weight_matrix(const SafetensorsFile& f, const std::string& name,
+                                             std::int64_t max_elems);
+// The same checks, then the values: every one finite, else kbit::Error naming its index.
 WeightMatrix read_weight_matrix(const SafetensorsFile& f, const std::string& name,
                                 std::int64_t max_elems);
 

@@ -40,7 +40,7 @@ COLUMNS = [
     "p10_us", "p90_us", "samples", "gb_per_s", "tflops", "floor_us", "frac_of_floor",
     "speedup_vs_baseline", "check", "max_err_over_bound", "family", "l2", "copies",
     "launches_per_sample", "pdl", "sm_mhz_before", "sm_mhz_after", "rel_noise", "experts",
-    "active_experts", "codebook", "config", "error", "device",
+    "active_experts", "codebook", "config", "error", "device", "weights_source",
 ]  # fmt: skip
 
 
@@ -313,6 +313,9 @@ def new_row(spec: Spec, p: Problem, peer) -> dict:
         "sm_mhz_before": 0.0, "sm_mhz_after": 0.0, "rel_noise": 0.0,
         "experts": p.experts if p.moe else 0, "active_experts": p.active_experts if p.moe else 0,
         "codebook": "", "config": "", "error": "", "device": spec.device,
+        # A peer draws its own N(0,1) weights (check.py make_weights), also where our rows of the
+        # problem read a checkpoint's tensor (harness/config_weights.hpp).
+        "weights_source": "normal",
     }  # fmt: skip
 
 
@@ -326,6 +329,7 @@ def row_fields(r: dict) -> list:
         str(r["launches_per_sample"]), str(r["pdl"]), num(r["sm_mhz_before"], 5),
         num(r["sm_mhz_after"], 5), num(r["rel_noise"], 3), str(r["experts"]),
         str(r["active_experts"]), r["codebook"], r["config"], r["error"], r["device"],
+        r["weights_source"],
     ]  # fmt: skip
 
 

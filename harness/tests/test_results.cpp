@@ -66,6 +66,7 @@ TEST_CASE("rows are on disk as soon as they are appended, in our CSV dialect", "
   r.sm_mhz_before = 1980.4;
   r.error = "a, \"quoted\" message";
   r.device = "1 GPU-00000000-0000-0000-0000-000000000001";
+  r.weights_source = "ckpt/model.safetensors:model.layers.0.mlp.up_proj.weight";
   w.append(r);
   r.shape = "s2";
   w.append(r);
@@ -76,13 +77,15 @@ TEST_CASE("rows are on disk as soon as they are appended, in our CSV dialect", "
   // The line written by hand (the columns of result_columns(), the escaping of RFC 4180).
   CHECK(lines[1] ==
         "e,s,1,4096,14336,4,fp16,v,12.5,0.333333,1.23457e+06,7,0,0,0,0.1235,2,pass,nan,,,1,1,0,"
-        "1980.4,0,0,0,0,,,\"a, \"\"quoted\"\" message\",1 GPU-00000000-0000-0000-0000-000000000001");
+        "1980.4,0,0,0,0,,,\"a, \"\"quoted\"\" message\",1 GPU-00000000-0000-0000-0000-000000000001,"
+        "ckpt/model.safetensors:model.layers.0.mlp.up_proj.weight");
   const auto f = csv_split(lines[1]);
   REQUIRE(f.size() == result_columns().size());
   CHECK(f[1] == "s");
   CHECK(f[8] == "12.5");
-  CHECK(f[f.size() - 2] == "a, \"quoted\" message");  // error, then device
-  CHECK(f.back() == "1 GPU-00000000-0000-0000-0000-000000000001");
+  CHECK(f[f.size() - 3] == "a, \"quoted\" message");  // error, device, weights_source
+  CHECK(f[f.size() - 2] == "1 GPU-00000000-0000-0000-0000-000000000001");
+  CHECK(f.back() == "ckpt/model.safetensors:model.layers.0.mlp.up_proj.weight");
   CHECK(csv_split(lines[2])[1] == "s2");
   std::remove(path.c_str());
 }

@@ -137,6 +137,28 @@ TEST_CASE("safetensors: a weight matrix as float32, its shape and values checked
   CHECK_THROWS_WITH(read_weight_matrix(g, "w", 1 << 20), Contains("holds inf at [1, 5]"));
   CHECK_THROWS_WITH(read_weight_matrix(g, "h", 1 << 20),
                     Contains("tensor 'h' in safetensors file '" + inf + "' holds nan at [0, 3]"));
+  // The header alone (what a config checks before reading values): the same refusals but the
+  // values', then check_finite_tensor refuses those from the bit patterns, as the read does.
+  CHECK(expect_weight_matrix(g, "w", 1 << 20).shape == std::vector<std::int64_t>{2, 32});
+  CHECK_THROWS_WITH(expect_weight_matrix(f, "ids", 1 << 20), Contains("is I32, not F16"));
+  CHECK_THROWS_WITH(expect_weight_matrix(f, "odd", 1 << 20), Contains("K_dim = 48"));
+  CHECK_NOTHROW(check_finite_tensor(f, f.tensor("w")));
+  CHECK_THROWS_WITH(check_finite_tensor(g, g.tensor("w")),
+                    Contains("tensor 'w' in safetensors file '" + inf + "' holds inf at [1, 5]"));
+  CHECK_THROWS_WITH(check_finite_tensor(g, g.tensor("h")), Contains("holds nan at [0, 3]"));
+  CHECK_THROWS_WITH(check_finite_tensor(f, f.tensor("ids")), Contains("is I32, not F16"));
+}
+
+TEST_CASE("safetensors: tensor_fnv1a is 64-bit FNV-1a of the tensor's bytes as stored",
+          "[safetensors]") {
+  TempDir d("safetensors");
+  const SafetensorsFile f(
+      d.file("h.safetensors", safetensors_file({{"e", "F16", {0}, ""},
+                                                {"a", "I32", {1}, le32({0x64636261})},
+                                                {"b", "I32", {1}, le32({0x64636262})}})));
+  CHECK(tensor_fnv1a(f, f.tensor("e")) == 0xcbf29ce484222325ull);  // the offset basis
+  CHECK(tensor_fnv1a(f, f.tensor("a")) == 0xfc179f83ee0724ddull);  // FNV-1a("abcd")
+  CHECK(tensor_fnv1a(f, f.tensor("b")) != tensor_fnv1a(f, f.tensor("a")));
 }
 
 TEST_CASE("safetensors: a missing tensor, a wrong dtype or shape is refused, naming it",

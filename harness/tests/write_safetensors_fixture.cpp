@@ -1,6 +1,7 @@
 // Writes (creating DIR) the .safetensors files the format --weights command-line tests read
 // (CMakeLists.txt): DIR/weights.safetensors, a BF16 weight of heavy-tailed columns and tensors each
-// refusal needs, and DIR/truncated.safetensors, the same file cut inside its header.
+// refusal needs, and DIR/truncated.safetensors, the same file cut inside its header; and the
+// experiment configs naming its tensors that `run` and `profile` must refuse (config_*.toml).
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -40,5 +41,21 @@ int main(int argc, char** argv) {
   std::ofstream(dir + "/weights.safetensors", std::ios::binary | std::ios::trunc) << file;
   std::ofstream(dir + "/truncated.safetensors", std::ios::binary | std::ios::trunc)
       << file.substr(0, 100);
+  // Configs whose shape names a tensor of weights.safetensors (read from the config's folder).
+  auto config = [&](const std::string& name, const std::string& layer) {
+    std::ofstream(dir + "/" + name, std::ios::trunc)
+        << "name = \"weights\"\n"
+        << layer << "\nk_bits = [4]\ndtype = [\"fp16\"]\nvariants = [\"cublas_fp16\"]\n";
+  };
+  const std::string weights =
+      "weights = { file = \"weights.safetensors\", tensor = "
+      "\"model.layers.0.mlp.down_proj.weight\" }";
+  config("config_n.toml", "shapes = [{ name = \"down\", n = 100, " + weights + " }]\nm = [1]");
+  config("config_tensor.toml",
+         "shapes = [{ name = \"down\", weights = { file = \"weights.safetensors\", tensor = "
+         "\"model.layers.0.mlp.up_proj.weight\" } }]\nm = [1]");
+  config("config_moe.toml",
+         "moe = [{ name = \"experts\", experts = 8, k_dim = 256, n = 64, top_k = 2, " + weights +
+             " }]\ntokens = [4]");
   return std::ofstream(dir + "/weights.safetensors", std::ios::app) ? 0 : 1;
 }
