@@ -43,6 +43,7 @@
 #include "variants/common/e4m4.cuh"
 #include "variants/common/load.cuh"
 #include "variants/common/mma.cuh"
+#include "variants/common/occupancy.hpp"
 #include "variants/common/pair_lut.cuh"
 #include "variants/common/splitk.cuh"
 #include "variants/common/splitk_workspace.hpp"
@@ -432,19 +433,19 @@ std::pair<int, int> layout_of(int k, int mb) {
 struct FetchState : VariantState {
   GemmDims dims;
   int m_blocks = 1, m_tiles = 0, n_tiles = 0, k_tiles = 0, units = 0, per = 0, grid = 0;
-  int stages = 0, smem_bytes = 0, split_tiles = 0, max_contributors = 1;
+  int stages = 0, smem_bytes = 0;
   const void* kernel = nullptr;
-  SplitKWorkspace split;  // allocated when a tile is split
+  SplitKWorkspace split;  // its split tiles; allocated when a tile is split
   std::string describe() const override {
     return "tile " + std::to_string(16 * m_blocks) + " x 128 x 64, " + std::to_string(stages) +
            "-stage cp.async ring, B dequantized by pair table into 2 ldmatrix-ready buffers, "
            "stripes of " +
            std::to_string(per) + " k-tiles over " + std::to_string(grid) + " blocks, " +
-           std::to_string(split_tiles) + " of " + std::to_string(m_tiles * n_tiles) +
+           std::to_string(split.split_tiles) + " of " + std::to_string(m_tiles * n_tiles) +
            " tiles split";
   }
   // Split-K partial sums (one per contributor) on top of the K_dim additions.
-  std::int64_t extra_additions() const override { return max_contributors + 1; }
+  std::int64_t extra_additions() const override { return split.max_contributors + 1; }
 };
 
 // Units per stripe: every resident slot busy (automatic), whole tiles per stripe (split off),
@@ -482,31 +483,13 @@ std::unique_ptr<VariantState> fetch_dequant_setup(const GemmDims& d, const Varia
   s->kernel = d.dtype == DType::f16 ? kernel_for_type<__half>(d.k_bits, s->m_blocks)
                                     : kernel_for_type<__nv_bfloat16>(d.k_bits, s->m_blocks);
   std::tie(s->smem_bytes, s->stages) = layout_of(d.k_bits, s->m_blocks);
-  int dev = 0, sms = 0, per_sm = 0, optin = 0;
-  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
-  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev));
-  if (optin < s->smem_bytes)
-    throw Error(std::string(who) + ": needs " + std::to_string(s->smem_bytes) +
-                " bytes of shared memory per block, this device offers " + std::to_string(optin));
-  KBIT_CUDA_CHECK(
-      cudaFuncSetAttribute(s->kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, s->smem_bytes));
-  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  KBIT_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s->kernel,
-                                                                Config::kThreads, s->smem_bytes));
-  if (per_sm < 1)
-    throw Error(std::string(who) + ": a block with " + std::to_string(s->smem_bytes) +
-                " bytes of shared memory does not fit on this device");
+  const int slots = resident_blocks(s->kernel, Config::kThreads, s->smem_bytes, who);
   const int tiles = s->m_tiles * s->n_tiles;
-  s->per = stripe_units(tiles, s->k_tiles, sms * per_sm, o.split_k);
+  s->per = stripe_units(tiles, s->k_tiles, slots, o.split_k);
   s->grid = int((units + s->per - 1) / s->per);
-  for (int t = 0; t < tiles; ++t) {
-    const int c = dev::splitk::stripe_contributors(t, s->k_tiles, s->per);
-    s->split_tiles += c > 1;
-    s->max_contributors = std::max(s->max_contributors, c);
-  }
-  if (s->split_tiles > 0) {  // the workspace and counters, zeroed once; each call leaves them so
-    s->split.allocate(d.M * d.N, tiles);
-  }
+  // The workspace and counters, zeroed once when a tile is split; each call leaves them so.
+  s->split.plan(d.M * d.N, 0, tiles,
+                [&](int t) { return dev::splitk::stripe_contributors(t, s->k_tiles, s->per); });
   return s;
 }
 

@@ -31,6 +31,7 @@
 #include "variants/common/dispatch.hpp"
 #include "variants/common/launch.hpp"
 #include "variants/common/mma.cuh"
+#include "variants/common/occupancy.hpp"
 #include "variants/common/splitk.cuh"
 #include "variants/common/splitk_workspace.hpp"
 
@@ -316,15 +317,9 @@ std::unique_ptr<VariantState> awq_gemv_setup(const GemmDims& d, const VariantOpt
   s->columns = 8 * words_per_block;
   const int words = int(d.N / 8), chunks = int(d.K_dim / s->chunk_k);
   s->col_blocks = (words + words_per_block - 1) / words_per_block;
-  int dev = 0, sms = 0, per_sm = 0;
-  KBIT_CUDA_CHECK(cudaGetDevice(&dev));
-  KBIT_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  KBIT_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, s->fn, GemvConfig::kThreads, 0));
-  if (per_sm < 1)
-    throw Error(std::string(who) + ": a block of 256 threads does not fit on this device");
+  const int slots = resident_blocks(s->fn, GemvConfig::kThreads, 0, who);
   // Enough blocks for kWaves waves, each with at least min_chunks chunks.
-  const int want = (GemvConfig::kWaves * sms * per_sm + s->col_blocks - 1) / s->col_blocks;
+  const int want = (GemvConfig::kWaves * slots + s->col_blocks - 1) / s->col_blocks;
   const int most = std::max(1, chunks / min_chunks);
   // validate's split modes: one block a column range (each sum in one order: two runs agree bit
   // for bit), or at least two.

@@ -14,6 +14,9 @@ namespace kbit::variants {
 struct SplitKWorkspace {
   DeviceBuffer<float> sums;    // [M][N], zero between calls
   DeviceBuffer<int> counters;  // one per output tile, zero between calls
+  int split_tiles = 0;         // tiles with more than one contributor (plan)
+  int max_contributors = 1;    // the most blocks that add into one tile: the error bound's
+                               // extra additions (VariantState::extra_additions)
   // Allocates and zeroes both (synchronizes: setup only).
   void allocate(std::int64_t elems, std::int64_t tiles) {
     sums = DeviceBuffer<float>(std::size_t(elems));
@@ -21,6 +24,20 @@ struct SplitKWorkspace {
     sums.fill_bytes(0);
     counters.fill_bytes(0);
     KBIT_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  // A plan's split: counts the tiles t in [first, tiles) that contributors(t) blocks add into,
+  // and allocates the workspace ([elems] sums, `tiles` counters) when one tile has two or more.
+  // The stream-K plans pass variants/common/splitk.cuh's stripe_contributors.
+  template <typename Contributors>
+  void plan(std::int64_t elems, int first, int tiles, Contributors&& contributors) {
+    split_tiles = 0;
+    max_contributors = 1;
+    for (int t = first; t < tiles; ++t) {
+      const int c = contributors(t);
+      split_tiles += c > 1;
+      max_contributors = c > max_contributors ? c : max_contributors;
+    }
+    if (split_tiles > 0) allocate(elems, tiles);
   }
 };
 
