@@ -1,6 +1,6 @@
 // The fragment-order layout (docs/format.md, "Fragment-order layout"): the tiled layout's
 // 64 x 128 tiles at K = 4 with the bits of each tile permuted so that a consumer thread of the
-// mainloop (variants/03_warp_specialized/mainloop.cuh: thread t = 32 w + 4 g + c holds weight
+// mainloop (variants/hopper/mainloop.cuh: thread t = 32 w + 4 g + c holds weight
 // rows r0 = 16 w + g and r0 + 8 of the tile, element pairs 8Q + 2c, 8Q + 2c + 1 of each block)
 // reads its whole k-tile as one 16-byte word and its four E4M4 codes as one 32-bit word, with
 // each pair's two 4-bit indices already interleaved into one byte (the pair table's row).

@@ -17,8 +17,8 @@ inline constexpr OptionSpec kWarpSpecializedTokenTile{
     "tokens per tile (the MMA's N): 8 (mma.sync only), 16, 32, 64, 128 or 256; 0 = by M",
     /*multiple_of=*/8,
     /*power_of_two=*/true};
-// The consumers' MMA (mainloop.cuh, MmaPath): 0 by token tile (mma.sync up to 16 tokens, wgmma
-// above), 1 wgmma (16..256 tokens), 2 mma.sync (8..64 tokens).
+// The consumers' MMA (variants/hopper/config.cuh, MmaPath): 0 by token tile (mma.sync up to 16
+// tokens, wgmma above), 1 wgmma (16..256 tokens), 2 mma.sync (8..64 tokens).
 inline constexpr OptionSpec kWarpSpecializedMma{
     "mma",
     0,

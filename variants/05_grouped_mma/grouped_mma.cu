@@ -25,13 +25,16 @@
 #include <string>
 
 #include "reference/error.hpp"
-#include "variants/03_warp_specialized/mainloop.cuh"
 #include "variants/05_grouped_mma/grouped_mma.hpp"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/device_buffer.hpp"
 #include "variants/common/launch.hpp"
 #include "variants/common/pdl.cuh"
 #include "variants/common/tensor_map.hpp"
+#include "variants/hopper/grouped_tiles.cuh"
+#include "variants/hopper/kbit_weights.cuh"
+#include "variants/hopper/launcher.cuh"
+#include "variants/hopper/mainloop.cuh"
 
 namespace kbit::variants {
 namespace {
@@ -141,25 +144,6 @@ __global__ void __launch_bounds__(kListThreads)
   }
 }
 
-// The grouped problem's tiles: t = g x n_tiles + nt over the listed m-tiles g, all whole.
-struct GroupedTiles {
-  struct Args : ws::MainloopArgs {
-    const int4* mtiles;                                 // list_mtiles's entries
-    const int* count;                                   // and their number
-    long long expert_weight_bytes, expert_scale_bytes;  // one expert's planes and codes
-  };
-  // Read at L2 (ld.cg): list_mtiles wrote them, and this grid may have started before it ended.
-  __device__ static int whole_tiles(const Args& a) { return __ldcg(a.count) * a.n_tiles; }
-  __device__ static ws::TileInfo tile(const Args& a, int t) {
-    const int g = t / a.n_tiles, nt = t - g * a.n_tiles;
-    const int4 m = __ldcg(a.mtiles + g);
-    return {m.y, m.z, nt, a.weights + m.x * a.expert_weight_bytes,
-            a.scales + m.x * a.expert_scale_bytes};
-  }
-  __device__ static int row_end(const Args&, const ws::TileInfo& t) { return t.row_end; }
-  __device__ static int contributors(const Args&, int) { return 1; }
-};
-
 struct GroupedMmaState : VariantState {
   int token_tile = 16, n_tiles = 0, k_tiles = 0, k_steps = 0, capacity = 0, grid = 0;
   bool checked = false;
@@ -207,8 +191,8 @@ std::unique_ptr<VariantState> grouped_mma_setup(const GemmDims& d, const Variant
       tt_opt == 0 ? grouped_mma_token_tile(double(d.M) / double(d.num_experts)) : int(tt_opt);
   s->checked = o.flag(kGroupedMmaChecked);
   s->kernel = d.dtype == DType::f16
-                  ? ws::kernel_for<__half, GroupedTiles>(d.k_bits, s->token_tile, who)
-                  : ws::kernel_for<__nv_bfloat16, GroupedTiles>(d.k_bits, s->token_tile, who);
+                  ? ws::kernel_for<__half, ws::GroupedTiles>(d.k_bits, s->token_tile, who)
+                  : ws::kernel_for<__nv_bfloat16, ws::GroupedTiles>(d.k_bits, s->token_tile, who);
   s->n_tiles = int((d.N + ws::Config::kTileN - 1) / ws::Config::kTileN);
   s->k_tiles = int((d.K_dim + ws::Config::kTileK - 1) / ws::Config::kTileK);
   s->k_steps = (s->k_tiles + s->kernel.k_tiles_per_stage - 1) / s->kernel.k_tiles_per_stage;
@@ -264,7 +248,7 @@ void grouped_mma_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
     }
   }
   if (d.M == 0) return;  // no rows: C has nothing to write (and a TMA tensor needs one row)
-  GroupedTiles::Args a{};
+  ws::GroupedTiles::Args a{};
   a.C = g.C;
   a.weights = reinterpret_cast<const unsigned char*>(g.w.packed);
   a.scales = g.w.absmax;

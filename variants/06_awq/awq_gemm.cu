@@ -1,14 +1,17 @@
-// awq_gemm: variant 03's warp-specialized wgmma mainloop (mainloop.cuh, dense_tiles.cuh) on the
-// AWQ tiled repack (awq_weights.cuh). Everything but the weight format is variant 03's: the TMA
-// ring, the RS wgmma, the stream-K plan. README.md beside this file has the numbers.
+// awq_gemm: the shared Hopper mainloop (variants/hopper/mainloop.cuh, dense_tiles.cuh,
+// launcher.cuh) on the AWQ tiled repack (awq_weights.cuh). Everything but the weight format is
+// shared with variant 03: the TMA ring, the RS wgmma, the stream-K plan. README.md beside this
+// file has the numbers.
 #include <cuda_fp16.h>
 
 #include <string>
 
 #include "reference/error.hpp"
-#include "variants/03_warp_specialized/dense_tiles.cuh"
 #include "variants/06_awq/awq.hpp"
 #include "variants/06_awq/awq_weights.cuh"
+#include "variants/hopper/dense_tiles.cuh"
+#include "variants/hopper/launcher.cuh"
+#include "variants/hopper/mainloop.cuh"
 
 namespace kbit::variants {
 

@@ -1,8 +1,8 @@
-// The AWQ repack as a weight format of variant 03's mainloop (mainloop.cuh's F): 128 x 64 tiles of
-// 4-bit q in the order the consumers decode them, and per meta tile the columns' fp16 scale and
-// 1024 + zero (reference/awq.hpp awq_tile, docs/awq_format.md "The tiled layout"). A consumer
-// thread's k-tile is one LDS.128 of nibbles; each 32-bit word becomes the 4 A registers of one
-// k16 step with no table: 4-bit -> fp16 by the exponent trick, then (q - z) * s in fp16, which
+// The AWQ repack as a weight format of the shared Hopper mainloop (variants/hopper/config.cuh's F):
+// 128 x 64 tiles of 4-bit q in the order the consumers decode them, and per meta tile the columns'
+// fp16 scale and 1024 + zero (reference/awq.hpp awq_tile, docs/awq_format.md "The tiled layout"). A
+// consumer thread's k-tile is one LDS.128 of nibbles; each 32-bit word becomes the 4 A registers of
+// one k16 step with no table: 4-bit -> fp16 by the exponent trick, then (q - z) * s in fp16, which
 // is the reference's dequantized weight bit for bit.
 #pragma once
 #include <cuda_fp16.h>
@@ -11,9 +11,9 @@
 #include <type_traits>
 
 #include "reference/awq_layout.hpp"
-#include "variants/03_warp_specialized/mainloop.cuh"
 #include "variants/06_awq/awq_decode.cuh"
 #include "variants/common/bulk_copy.cuh"
+#include "variants/hopper/config.cuh"
 
 namespace kbit::variants::awq {
 

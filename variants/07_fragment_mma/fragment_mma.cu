@@ -1,8 +1,9 @@
-// Variant 07: the shared mainloop (variants/03_warp_specialized/mainloop.cuh) on the
+// Variant 07: the shared mainloop (variants/hopper/mainloop.cuh) on the
 // fragment-order layout (reference/fragment.hpp), K = 4. The layout moves the tiled layout's
 // plane merge (2K + 1 instructions per block-row a thread decodes) into a one-off repack, so a
 // consumer's k-tile is one LDS.128, one LDS.32 of codes and per pair one PRMT + LDS + HMUL2.
-// Dense problems only, with variant 03's tile order and plan (dense_tiles.cuh); the MMA path by
+// Dense problems only, with the shared dense tile order and plan (variants/hopper/dense_tiles.cuh,
+// launcher.cuh); the MMA path by
 // token tile (mma.sync up to 32 tokens) or the `mma` option. README.md beside this file.
 #include <cuda_runtime.h>
 
@@ -10,10 +11,12 @@
 #include <type_traits>
 
 #include "reference/error.hpp"
-#include "variants/03_warp_specialized/dense_tiles.cuh"
 #include "variants/07_fragment_mma/fragment_mma.hpp"
 #include "variants/07_fragment_mma/fragment_weights.cuh"
 #include "variants/07_fragment_mma/sync_kernel.cuh"
+#include "variants/hopper/dense_tiles.cuh"
+#include "variants/hopper/launcher.cuh"
+#include "variants/hopper/mainloop.cuh"
 
 namespace kbit::variants {
 

@@ -1,4 +1,4 @@
-// Variant 07 (fragment_mma.cu): the shared mainloop (variants/03_warp_specialized/mainloop.cuh)
+// Variant 07 (fragment_mma.cu): the shared mainloop (variants/hopper/mainloop.cuh)
 // on the fragment-order layout (reference/fragment.hpp), K = 4, mma.sync consumers at small
 // token tiles. Host entry points and options (the layout's GPU repack: variants/format/).
 #pragma once

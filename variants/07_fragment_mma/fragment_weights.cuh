@@ -1,12 +1,12 @@
 // The fragment-order layout (reference/fragment.hpp, docs/format.md "Fragment-order layout") as
-// a weight format of the shared mainloop (variants/03_warp_specialized/mainloop.cuh's F), K = 4.
+// a weight format of the shared mainloop (variants/hopper/config.cuh's F), K = 4.
 // A consumer thread's k-tile is one 16-byte load of four words whose bytes are its pairs'
 // interleaved codes, and one 32-bit load of its four E4M4 codes: the plane merge of the tiled
 // layout's decode (2K + 1 instructions a block-row, about 1 a weight) is done once by the repack.
 #pragma once
 #include <cstdint>
 
-#include "variants/03_warp_specialized/mainloop.cuh"
+#include "variants/hopper/kbit_weights.cuh"
 
 namespace kbit::variants::fragment {
 

@@ -3,13 +3,13 @@
 // a tile-end test and a zero fill in every stage), and several pipelines a block over one table.
 //
 // * A block runs 2..4 pipelines (SyncConfig), each what a block of the shared mainloop is: one
-//   producer warp (one thread works) filling a ring of stages with mainloop.cuh's fill_stage, and
-//   consumer warps (the tile's 128 rows, one or two 16-row blocks a warp) over its own walk of the
-//   dense problem's tiles. All read one 64 KB decode table: a block has 160 KB of ring where two
-//   blocks of the shared mainloop have 2 x 48 KB.
+//   producer warp (one thread works) filling a ring of stages with variants/hopper/producer.cuh's
+//   fill_stage, and consumer warps (the tile's 128 rows, one or two 16-row blocks a warp) over its
+//   own walk of the dense problem's tiles. All read one 64 KB decode table: a block has 160 KB of
+//   ring where two blocks of the shared mainloop have 2 x 48 KB.
 // * A walk is a list of pieces (tile, k-steps [ks0, ks1)): whole tiles round-robin, then one
-//   stream-K stripe cut at tile boundaries (the plan of dense_tiles.cuh, walks counted as
-//   blocks). The k-step loop has one barrier wait, the decode and MMAs of its k-tiles and one
+//   stream-K stripe cut at tile boundaries (the plan of variants/hopper/launcher.cu, walks counted
+//   as blocks). The k-step loop has one barrier wait, the decode and MMAs of its k-tiles and one
 //   arrival: the tile's end is the loop's end, and a short last k-step needs no branch (its
 //   missing k-tile's activation box is the TMA's zeros; the stale weights are table entries,
 //   always finite, so they add exact zeros).
@@ -27,9 +27,16 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "variants/03_warp_specialized/dense_tiles.cuh"
-#include "variants/03_warp_specialized/mainloop.cuh"
 #include "variants/07_fragment_mma/fragment_weights.cuh"
+#include "variants/common/barrier.cuh"
+#include "variants/common/mma.cuh"
+#include "variants/common/pdl.cuh"
+#include "variants/common/splitk.cuh"
+#include "variants/hopper/config.cuh"
+#include "variants/hopper/dense_tiles.cuh"
+#include "variants/hopper/epilogue.cuh"
+#include "variants/hopper/launcher.cuh"
+#include "variants/hopper/producer.cuh"
 
 // The own kernel's dynamic shared memory, by a name of its own: its address is a link-time
 // constant (table_address), so the table lookups take no add (fragment_lut's lds).

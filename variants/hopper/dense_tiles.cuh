@@ -1,15 +1,12 @@
-// Variant 03's dense problems on the mainloop (mainloop.cuh), whatever the weight format: the
-// tile order (DenseTiles), the plan (token tile, stream-K stripes, m-tile groups) and the launch.
-// Variant 03 runs it on kbit weights, variant 06's awq_gemm on the AWQ repack.
+// The dense tile order of the shared mainloop (a tile policy: scheduler.cuh): (m-tile, n-tile)
+// tiles in groups of m-tiles, whole tiles round-robin and the rest in stream-K stripes, whatever
+// the weight format. Variants 03, 06 (awq_gemm) and 07 run it; launcher.cuh's plan_dense plans
+// it and launch_dense launches it.
 #pragma once
 #include <cuda_runtime.h>
 
-#include <cstdint>
-#include <string>
-
-#include "variants/03_warp_specialized/mainloop.cuh"
-#include "variants/common/splitk_workspace.hpp"
-#include "variants/variant_api.hpp"
+#include "variants/common/splitk.cuh"
+#include "variants/hopper/config.cuh"
 
 namespace kbit::variants::ws {
 
@@ -38,28 +35,5 @@ struct DenseTiles {
                : kbit::dev::splitk::stripe_contributors(t - a.dp_tiles, a.k_steps, a.per);
   }
 };
-
-// The token tile by M: the smallest that holds M up to 128 (the weights are read once per
-// m-tile, so fewer m-tiles win while the tensor work is small), 256 from there (tensor-bound:
-// the widest wgmma halves the activation traffic per weight).
-int token_tile_for(std::int64_t m);
-
-// A dense problem's plan: set token_tile and kernel, then plan_dense fills the rest.
-struct DensePlan : VariantState {
-  int token_tile = 16, m_tiles = 0, n_tiles = 0, k_tiles = 0, k_steps = 0, group_m = 1, tiles = 0;
-  int dp_tiles = 0, units = 0, per = 0, grid = 0, split_tiles = 0, max_contributors = 1;
-  bool pipeline_major = false;  // DenseTiles::Args::pipeline_major
-  Kernel kernel{};
-  SplitKWorkspace split;  // allocated when a tile is split
-  std::string describe() const override;
-  // Split-K partial sums and the accumulator sets' sum on top of the K_dim additions.
-  std::int64_t extra_additions() const override { return max_contributors + 2; }
-};
-// Tiles, whole tiles and stripes over the blocks that run at once (prepares the kernel);
-// allocates the split-K workspace when a tile is split. Throws, naming `who`, past the limits.
-void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const char* who);
-// Launches the planned kernel on the format's weight and scale tiles (`group`: AWQ's G).
-void launch_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g, const void* weights,
-                  const void* scales, int group, cudaStream_t stream);
 
 }  // namespace kbit::variants::ws

@@ -1,4 +1,5 @@
-// The weight side of variant 03: a quantization block's bit-planes to wgmma A-operand registers.
+// The kbit weight format's decode (kbit_weights.cuh): a quantization block's bit-planes to wgmma
+// A-operand registers.
 //
 // wgmma's register A fragment (the mma.m16n8k16 one) gives the thread with lane % 4 == c the
 // element pairs (2c + 8Q, 2c + 8Q + 1), Q = 0..3, of each 32-element block of its rows: the
