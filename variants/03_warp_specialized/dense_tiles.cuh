@@ -8,6 +8,7 @@
 #include <string>
 
 #include "variants/03_warp_specialized/mainloop.cuh"
+#include "variants/03_warp_specialized/stream_k.hpp"
 #include "variants/common/splitk_workspace.hpp"
 #include "variants/variant_api.hpp"
 
@@ -32,11 +33,7 @@ struct DenseTiles {
     return {mt * a.token_tile, a.M, nt, a.weights, a.scales};
   }
   __device__ static int row_end(const Args& a, const TileInfo&) { return a.M; }
-  __device__ static int contributors(const Args& a, int t) {
-    return t < a.dp_tiles
-               ? 1
-               : kbit::dev::splitk::stripe_contributors(t - a.dp_tiles, a.k_steps, a.per);
-  }
+  __device__ static int contributors(const Args& a, int t) { return tile_contributors(a, t); }
 };
 
 // The token tile by M: the smallest that holds M up to 128 (the weights are read once per
