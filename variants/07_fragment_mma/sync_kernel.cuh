@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "variants/07_fragment_mma/fragment_weights.cuh"
+#include "variants/07_fragment_mma/pieces.hpp"
 #include "variants/common/barrier.cuh"
 #include "variants/common/mma.cuh"
 #include "variants/common/pdl.cuh"
@@ -99,35 +100,6 @@ struct SyncLayout {
   static_assert(16 * C::kPipelines * kStages <= kBarrierBytes, "the barriers");
 };
 
-// A walk's pieces: whole tiles b, b + grid, ... below dp_tiles, then the stripe of units
-// [dp_tiles k_steps + b per, + per) cut at tile boundaries (the plan's stream-K, whose
-// contributor counts DenseTiles::contributors gives).
-struct Pieces {
-  int t, grid, dp_tiles, k_steps, u, u_end;
-  __device__ Pieces(const ws::MainloopArgs& a, int b, int grid_)
-      : t(b),
-        grid(grid_),
-        dp_tiles(a.dp_tiles),
-        k_steps(a.k_steps),
-        u(a.dp_tiles * a.k_steps + b * a.per),
-        u_end(min(a.units, a.dp_tiles * a.k_steps + (b + 1) * a.per)) {}
-  __device__ __forceinline__ bool next(int& tile, int& ks0, int& ks1) {
-    if (t < dp_tiles) {
-      tile = t;
-      ks0 = 0;
-      ks1 = k_steps;
-      t += grid;
-      return true;
-    }
-    if (u >= u_end) return false;
-    tile = u / k_steps;
-    ks0 = u - tile * k_steps;
-    ks1 = min(k_steps, ks0 + (u_end - u));
-    u += ks1 - ks0;
-    return true;
-  }
-};
-
 template <int TT, int KT, bool kScaleAfter, typename T, typename C>
 __global__ void __launch_bounds__(C::kThreads, 1)
     fragment_sync_kernel(const __grid_constant__ ws::DenseTiles::Args a,
@@ -166,7 +138,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   // pipeline-major (consecutive walks on different SMs); walks past the work find none.
   const int walk = a.pipeline_major ? pipe * int(gridDim.x) + int(blockIdx.x)
                                     : int(blockIdx.x) * C::kPipelines + pipe;
-  Pieces pieces(a, walk, int(gridDim.x) * C::kPipelines);
+  Pieces pieces(a, walk, int(gridDim.x) * C::kPipelines);  // pieces.hpp
 
   if (producer) {
     if (lane != 0) return;

@@ -11,6 +11,7 @@
 
 #include "variants/common/barrier.cuh"
 #include "variants/common/dtype.cuh"
+#include "variants/common/splitk_stripes.hpp"
 
 namespace kbit::dev::splitk {
 
@@ -91,11 +92,7 @@ __device__ __forceinline__ void take_all(float* ws, const Index (&idx)[N], Use&&
     }
 }
 
-// Blocks that own contiguous runs of `per` work items (block b: items [b * per, (b + 1) * per))
-// and meet tile t, whose items are [t * items, (t + 1) * items): the tile's contributor count.
-__host__ __device__ constexpr int stripe_contributors(long long t, long long items, long long per) {
-  return int(((t + 1) * items - 1) / per - (t * items) / per + 1);
-}
+// stripe_contributors (splitk_stripes.hpp): the contributor count of a stripe cut.
 
 // A block's share of one output tile, N outputs a thread: written straight to C when the block
 // is the tile's only contributor, else added into the workspace, whose last contributor converts

@@ -7,6 +7,7 @@
 
 #include "variants/common/splitk.cuh"
 #include "variants/hopper/config.cuh"
+#include "variants/hopper/stream_k.hpp"
 
 namespace kbit::variants::ws {
 
@@ -29,11 +30,7 @@ struct DenseTiles {
     return {mt * a.token_tile, a.M, nt, a.weights, a.scales};
   }
   __device__ static int row_end(const Args& a, const TileInfo&) { return a.M; }
-  __device__ static int contributors(const Args& a, int t) {
-    return t < a.dp_tiles
-               ? 1
-               : kbit::dev::splitk::stripe_contributors(t - a.dp_tiles, a.k_steps, a.per);
-  }
+  __device__ static int contributors(const Args& a, int t) { return tile_contributors(a, t); }
 };
 
 }  // namespace kbit::variants::ws

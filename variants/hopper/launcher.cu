@@ -20,6 +20,7 @@
 #include "variants/common/splitk.cuh"
 #include "variants/hopper/dense_tiles.cuh"
 #include "variants/hopper/launcher.cuh"
+#include "variants/hopper/stream_k.hpp"
 
 namespace kbit::variants::ws {
 
@@ -110,39 +111,15 @@ void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const 
   const long long m_tile_bytes = (long long)s.token_tile * d.K_dim * 2;
   s.group_m = int(std::clamp<long long>(Config::kGroupBytes / m_tile_bytes, 1, s.m_tiles));
 
-  const int slots = prepare_kernel(s.kernel, who);
-  // Whole tiles while two waves or more remain (or all of them when they fill whole waves, or
-  // split-K is forced off), the rest in equal stripes of units.
-  // Whole tiles everywhere when they keep >= 90% of the slots busy on average over all waves
-  // (tiles >= 0.9 x waves x slots): the blocks of a wave then walk K in step and share the
-  // activations' k-slices in L2, which stripes starting at scattered k-offsets do not (F-033:
-  // Llama3-70B down at M = 1024, 58 MB of activations). Else whole tiles for all but the last
-  // two waves (the last full one and the partial one), which are split into stripes.
-  const int waves = s.tiles / slots;
-  const int all_waves = (s.tiles + slots - 1) / slots;
-  if (o.split_k == SplitMode::force_on)
-    s.dp_tiles = 0;
-  else if (o.split_k == SplitMode::force_off || s.tiles % slots == 0 ||
-           (waves >= 1 && 10 * s.tiles >= 9 * all_waves * slots))
-    s.dp_tiles = s.tiles;
-  else
-    s.dp_tiles = waves >= 2 ? (waves - 1) * slots : 0;
-  const int rest = (s.tiles - s.dp_tiles) * s.k_steps;
-  const int even = (rest + slots - 1) / slots;
-  if (o.split_k == SplitMode::force_on)
-    s.per = s.k_steps < 2 ? even : std::max(1, std::min(even, s.k_steps - 1));
-  else
-    s.per = std::max(std::min(4, s.k_steps), even);  // a stripe pays one ring fill
-  s.per = std::max(s.per, 1);
-  const int sk_blocks = rest == 0 ? 0 : (rest + s.per - 1) / s.per;
-  s.grid = std::max(std::min(slots, std::max(s.dp_tiles, 1)), sk_blocks);
-  // Whole blocks of the kernel's pipelines; a walk past the work finds none (whole tiles go
-  // round-robin over all walks, a stripe past the units is empty).
-  s.grid = (s.grid + s.kernel.pipelines - 1) / s.kernel.pipelines * s.kernel.pipelines;
+  // Whole tiles and stream-K stripes over the walks that run at once (stream_k.hpp: the
+  // arithmetic, CPU-tested).
+  const StreamK w = plan_stream_k(s.tiles, s.k_steps, prepare_kernel(s.kernel, who),
+                                  s.kernel.pipelines, o.split_k);
+  s.dp_tiles = w.dp_tiles;
+  s.per = w.per;
+  s.grid = w.grid;
   // The workspace and counters, zeroed once when a tile is split; each call leaves them so.
-  s.split.plan(d.M * d.N, s.dp_tiles, s.tiles, [&](int t) {
-    return kbit::dev::splitk::stripe_contributors(t - s.dp_tiles, s.k_steps, s.per);
-  });
+  s.split.plan(d.M * d.N, s.dp_tiles, s.tiles, [&](int t) { return tile_contributors(w, t); });
 }
 
 void launch_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g, const void* weights,

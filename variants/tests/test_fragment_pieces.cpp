@@ -1,0 +1,175 @@
+// CPU: variant 07's walks (variants/07_fragment_mma/pieces.hpp) over the dense plan's stream-K
+// arithmetic (variants/hopper/stream_k.hpp, what plan_dense runs after the kernel's
+// slot count). Over many plans: every (tile, k-step) unit is in exactly one walk, a walk's
+// pieces go up in tile order (one piece a tile), and the walks that add into a tile are exactly
+// the contributors that split-K's last-arriver test counts (DenseTiles::contributors).
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <initializer_list>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "variants/hopper/stream_k.hpp"
+#include "variants/07_fragment_mma/pieces.hpp"
+#include "variants/common/splitk_stripes.hpp"
+#include "variants/variant_api.hpp"
+
+using namespace kbit;
+using variants::fragment::Pieces;
+using variants::ws::StreamK;
+
+namespace {
+
+const char* mode_name(SplitMode m) {
+  return m == SplitMode::force_on ? "on" : m == SplitMode::force_off ? "off" : "auto";
+}
+
+// Runs every walk of plan w (tiles x k_steps units, `pipelines` walks a block) through Pieces and
+// returns the first thing that breaks the plan's promises, or "" when none does.
+std::string check_walks(int tiles, int k_steps, const StreamK& w, int pipelines) {
+  std::ostringstream err;
+  err << "tiles " << tiles << " k_steps " << k_steps << " dp_tiles " << w.dp_tiles << " per "
+      << w.per << " grid " << w.grid << " pipelines " << pipelines << ": ";
+  if (w.grid < 1 || w.per < 1 || w.grid % pipelines != 0)
+    return err.str() + "grid not a positive multiple of the pipelines, or per < 1";
+  const int units = tiles * k_steps;
+  if (w.k_steps != k_steps || w.units != units) return err.str() + "the plan's k_steps or units";
+  const int sk0 = w.dp_tiles * k_steps;  // the first stripe unit
+  std::vector<int> seen(std::size_t(units), 0);
+  std::vector<int> walks_of_tile(std::size_t(tiles), 0);
+  int busy = 0;  // walks with a piece, which must be walks 0 .. busy - 1
+  for (int b = 0; b < w.grid; ++b) {
+    Pieces p(w, b, w.grid);  // the plan's fields, as the kernel reads them from its Args
+    int prev = -1, n = 0, stripe_units = 0;
+    for (int t, ks0, ks1; p.next(t, ks0, ks1);) {
+      if (++n > tiles) return err.str() + "walk " + std::to_string(b) + " never ends";
+      if (t <= prev || t >= tiles || ks0 < 0 || ks0 >= ks1 || ks1 > k_steps) {
+        err << "walk " << b << " piece (" << t << ", " << ks0 << ", " << ks1 << ") after tile "
+            << prev << ": out of order or range";
+        return err.str();
+      }
+      if (t < w.dp_tiles && (ks0 != 0 || ks1 != k_steps || t % w.grid != b)) {
+        err << "walk " << b << " has whole tile " << t << " as (" << ks0 << ", " << ks1 << ")";
+        return err.str();
+      }
+      if (t >= w.dp_tiles) {
+        const int u0 = t * k_steps + ks0;
+        if (u0 < sk0 + b * w.per || u0 + ks1 - ks0 > sk0 + (b + 1) * w.per) {
+          err << "walk " << b << " piece (" << t << ", " << ks0 << ", " << ks1
+              << ") outside its stripe";
+          return err.str();
+        }
+        stripe_units += ks1 - ks0;
+      }
+      for (int u = t * k_steps + ks0; u < t * k_steps + ks1; ++u) ++seen[std::size_t(u)];
+      ++walks_of_tile[std::size_t(t)];
+      prev = t;
+    }
+    if (stripe_units > w.per) return err.str() + "a stripe longer than per";
+    if (n > 0) {
+      if (busy != b) return err.str() + "walk " + std::to_string(b) + " busy after an idle one";
+      busy = b + 1;
+    }
+  }
+  if (const auto it = std::find_if(seen.begin(), seen.end(), [](int c) { return c != 1; });
+      it != seen.end()) {
+    const int u = int(it - seen.begin());
+    err << "unit (tile " << u / k_steps << ", k-step " << u % k_steps << ") in " << *it << " walks";
+    return err.str();
+  }
+  if (w.grid - busy >= pipelines)
+    return err.str() + std::to_string(w.grid - busy) + " idle walks: a whole block with none";
+  int split = 0, most = 1;
+  for (int t = 0; t < tiles; ++t) {
+    const int c = variants::ws::tile_contributors(w, t);  // DenseTiles::contributors
+    const int stripes =
+        t < w.dp_tiles ? 1 : dev::splitk::stripe_contributors(t - w.dp_tiles, k_steps, w.per);
+    if (walks_of_tile[std::size_t(t)] != c || c != stripes) {
+      err << "tile " << t << " meets " << walks_of_tile[std::size_t(t)]
+          << " walks, contributors says " << c << ", stripe_contributors " << stripes;
+      return err.str();
+    }
+    split += c > 1;
+    most = std::max(most, c);
+  }
+  if (split != w.split_tiles || most != w.max_contributors) {
+    err << "split_tiles " << w.split_tiles << " max_contributors " << w.max_contributors
+        << ", the walks: " << split << " and " << most;
+    return err.str();
+  }
+  return "";
+}
+
+// The k-steps a sweep takes at `tiles` tiles: both ends of 1..70, a few in between and two that
+// move with the tile count (11 and 31 are prime to 70: any 70 consecutive tile counts take every
+// k-step count 1..70 twice).
+std::vector<int> k_steps_for(int tiles) {
+  return {1, 2, 3, 64, 70, 1 + (11 * tiles + 3) % 70, 1 + (31 * tiles + 17) % 70};
+}
+
+constexpr SplitMode kModes[] = {SplitMode::automatic, SplitMode::force_on, SplitMode::force_off};
+
+}  // namespace
+
+TEST_CASE("the plan's walks cover every unit once, in order, with split-K's contributor counts",
+          "[fragment][pieces]") {
+  // slots = SMs x pipelines (the own kernel runs one block an SM; pipelines 1: the mainloop).
+  int plans = 0;
+  for (int pipelines = 1; pipelines <= 4; ++pipelines)
+    for (int sms : {1, 2, 7, 33, 132})
+      for (SplitMode mode : kModes)
+        for (int tiles = 1; tiles <= 500; ++tiles)
+          for (int k_steps : k_steps_for(tiles)) {
+            const int slots = sms * pipelines;
+            const StreamK w = variants::ws::plan_stream_k(tiles, k_steps, slots, pipelines, mode);
+            INFO("slots " << slots << " split-K " << mode_name(mode));
+            REQUIRE(check_walks(tiles, k_steps, w, pipelines) == "");
+            // One wave (the grid fits the slots) unless split-K is forced on.
+            if (mode != SplitMode::force_on) REQUIRE(w.grid <= slots);
+            if (mode == SplitMode::force_off) REQUIRE((w.dp_tiles == tiles && w.split_tiles == 0));
+            if (mode == SplitMode::force_on) REQUIRE(w.split_tiles == (k_steps >= 2 ? tiles : 0));
+            ++plans;
+          }
+  CHECK(plans == 4 * 5 * 3 * 500 * 7);
+}
+
+TEST_CASE("any whole-tile count: the stripes after it cover the rest", "[fragment][pieces]") {
+  // dp_tiles 0..tiles, not only the plan's choice; per and grid from the plan's rule.
+  const auto sweep = [](int tiles_from, int tiles_to, std::initializer_list<int> ks,
+                        std::initializer_list<int> sms_list) {
+    for (int tiles = tiles_from; tiles <= tiles_to; ++tiles)
+      for (int k_steps : ks)
+        for (int pipelines = 1; pipelines <= 4; ++pipelines)
+          for (int sms : sms_list)
+            for (SplitMode mode : {SplitMode::automatic, SplitMode::force_on})
+              for (int dp = 0; dp <= tiles; ++dp) {
+                const StreamK w = variants::ws::stream_k_walks(tiles, k_steps, sms * pipelines,
+                                                               pipelines, mode, dp);
+                INFO("slots " << sms * pipelines << " split-K " << mode_name(mode));
+                REQUIRE(w.dp_tiles == dp);
+                REQUIRE(check_walks(tiles, k_steps, w, pipelines) == "");
+              }
+  };
+  sweep(1, 64, {1, 2, 5, 16, 70}, {1, 5, 132});
+  sweep(257, 257, {1, 7, 70}, {7, 132});
+  sweep(500, 500, {1, 7, 70}, {7, 132});
+}
+
+TEST_CASE("the plan at Llama3-70B gate/up, M = 16 on an H200: every tile split, one wave",
+          "[fragment][pieces]") {
+  // 224 tiles of 64 k-steps (K_dim 8192 in k-steps of 128), 132 SMs x 4 pipelines.
+  const StreamK w = variants::ws::plan_stream_k(224, 64, 528, 4, SplitMode::automatic);
+  CHECK(w.dp_tiles == 0);
+  CHECK(w.per == 28);
+  CHECK(w.grid == 512);
+  CHECK(w.split_tiles == 224);
+  CHECK(w.max_contributors == 4);
+  CHECK(check_walks(224, 64, w, 4) == "");
+  // Whole waves of tiles stay whole: 1056 tiles over 528 slots.
+  const StreamK whole = variants::ws::plan_stream_k(1056, 64, 528, 4, SplitMode::automatic);
+  CHECK(whole.dp_tiles == 1056);
+  CHECK(whole.split_tiles == 0);
+  CHECK(whole.grid == 528);
+}
