@@ -36,8 +36,8 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
     // Ptr: the stage's tiles the same way (generic pointers or shared-window addresses).
     template <typename Lut, typename Ptr>
     __device__ __forceinline__ void decode(Lut smem, Ptr w, Ptr s, int, uint32_t (&f)[16]) const {
-      const uint4 v = dev::fragment_lut::lds128(w, words_at);
-      const uint32_t codes = dev::fragment_lut::lds32(s, codes_at);
+      const uint4 v = dev::smem::load128(w, words_at);
+      const uint32_t codes = dev::smem::load32(s, codes_at);
       const uint32_t words[4] = {v.x, v.y, v.z, v.w};
       const auto& dec = this->dec;
 #pragma unroll
@@ -59,8 +59,8 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
     template <typename Lut, typename Ptr>
     __device__ __forceinline__ void decode_unscaled(Lut smem, Ptr w, Ptr s, uint32_t (&f)[16],
                                                     float (&scale)[4]) const {
-      const uint4 v = dev::fragment_lut::lds128(w, words_at);
-      const uint32_t codes = dev::fragment_lut::lds32(s, codes_at);
+      const uint4 v = dev::smem::load128(w, words_at);
+      const uint32_t codes = dev::smem::load32(s, codes_at);
       const uint32_t words[4] = {v.x, v.y, v.z, v.w};
       const auto& dec = this->dec;
 #pragma unroll

@@ -40,7 +40,7 @@
 #include "variants/hopper/producer.cuh"
 
 // The own kernel's dynamic shared memory, by a name of its own: its address is a link-time
-// constant (table_address), so the table lookups take no add (fragment_lut's lds).
+// constant (table_address), so the table lookups take no add (common/smem_access.cuh).
 extern "C" __shared__ __align__(16) unsigned char kbit_fragment_sync_smem[];
 
 namespace kbit::variants::fragment {

@@ -21,40 +21,9 @@
 #include "variants/common/bits.cuh"
 #include "variants/common/dtype.cuh"
 #include "variants/common/e4m4.cuh"
+#include "variants/common/smem_access.cuh"
 
 namespace kbit::dev::fragment_lut {
-
-// Shared-memory accesses by generic pointer or by shared-window address (a kernel that never
-// converts a generic pointer keeps ptxas from adding the converted base, a register holding the
-// CTA's rank bits, to every access: Decoder::lds). The stage loads are volatile: ordered after the
-// barrier wait that makes their data visible.
-__device__ __forceinline__ uint4 lds128(const unsigned char* p, uint32_t off) {
-  return *reinterpret_cast<const uint4*>(p + off);
-}
-__device__ __forceinline__ uint4 lds128(uint32_t a, uint32_t off) {
-  uint4 v;
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(a + off)
-               : "memory");
-  return v;
-}
-__device__ __forceinline__ uint32_t lds32(const unsigned char* p, uint32_t off) {
-  return *reinterpret_cast<const uint32_t*>(p + off);
-}
-__device__ __forceinline__ uint32_t lds32(uint32_t a, uint32_t off) {
-  uint32_t v;
-  asm volatile("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a + off) : "memory");
-  return v;
-}
-__device__ __forceinline__ void sts128(unsigned char* p, uint32_t off, uint4 v) {
-  *reinterpret_cast<uint4*>(p + off) = v;
-}
-__device__ __forceinline__ void sts128(uint32_t a, uint32_t off, uint4 v) {
-  asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};" ::"r"(a + off), "r"(v.x), "r"(v.y),
-               "r"(v.z), "r"(v.w)
-               : "memory");
-}
 
 template <int K>
 struct Table {
@@ -91,7 +60,7 @@ __host__ __device__ constexpr int second_index(int r) {
 // in shared memory. A thread computes a row's entry once and stores it 8 times 16 bytes wide;
 // store j of thread t goes to quad (j + t) % 8 of its row, so the 8 lanes of an STS.128 phase
 // write 8 different quads (all 32 banks) although their rows are 128 or 256 bytes apart.
-// Lut: unsigned char* or the table's shared-window address (sts128).
+// Lut: unsigned char* or the table's shared-window address (smem_access.cuh).
 template <int K, typename T, typename Lut>
 __device__ void build(Lut lut, const float* cb, int tid, int nthreads) {
   using Tb = Table<K>;
@@ -100,14 +69,15 @@ __device__ void build(Lut lut, const float* cb, int tid, int nthreads) {
     if (r < Tb::kCodes) {
       const uint32_t p = pack2<T>(cb[first_index<K>(r)], cb[second_index<K>(r)]);
 #pragma unroll
-      for (int j = 0; j < 8; ++j) sts128(lut, row + 16 * ((j + tid) % 8), make_uint4(p, p, p, p));
+      for (int j = 0; j < 8; ++j)
+        smem::store128(lut, row + 16 * ((j + tid) % 8), make_uint4(p, p, p, p));
     }
     if constexpr (Tb::kScales) {
       const float f = decode_e4m4(uint32_t(r));
       const uint32_t sc = pack2<T>(f, f);
 #pragma unroll
       for (int j = 0; j < 8; ++j)
-        sts128(lut, row + 16 * (8 + (j + tid) % 8), make_uint4(sc, sc, sc, sc));
+        smem::store128(lut, row + 16 * (8 + (j + tid) % 8), make_uint4(sc, sc, sc, sc));
     }
   }
 }
@@ -190,16 +160,12 @@ struct Decoder {
     }
   }
 
-  static __device__ __forceinline__ uint32_t lds(const unsigned char* lut, uint32_t off) {
-    return *reinterpret_cast<const uint32_t*>(lut + off);
-  }
-  // The same at the table's shared-window address: where that address is a link-time constant
-  // (a dynamic shared array's symbol, not a converted generic pointer, whose CTA-rank bits are a
-  // register), ptxas folds it into the LDS instead of adding it to every lookup.
-  static __device__ __forceinline__ uint32_t lds(uint32_t table, uint32_t off) {
-    uint32_t v;
-    asm("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(table + off));
-    return v;
+  // Lut: a generic pointer, or the table's shared-window address where that is a link-time
+  // constant (smem_access.cuh: ptxas then folds it into the LDS instead of adding it to every
+  // lookup).
+  template <typename Lut>
+  static __device__ __forceinline__ uint32_t lds(Lut lut, uint32_t off) {
+    return smem::load32_fixed(lut, off);
   }
 };
 
