@@ -303,9 +303,10 @@ const std::vector<VariantRow>& registry() {
        variants::awq_gemm_run,
        {variants::kAwqGemmTokenTile}},
       {"fragment_mma",
-       "variant 07 (sm_90a): variant 03's mainloop on the fragment-order layout (K = 4: each "
-       "thread's k-tile one 16-byte load of ready pair codes, no plane merge), mma.sync "
-       "consumers to 16 tokens (ldmatrix of the swizzled activation boxes), wgmma above",
+       "variant 07 (sm_90a): the fragment-order layout (K = 4: each thread's k-tile one 16-byte "
+       "load of ready pair codes, no plane merge) on an own mma.sync kernel to 32 tokens "
+       "(pipelines over one table, ldmatrix of the swizzled activation boxes), the shared "
+       "mainloop's wgmma above",
        Family::gemm,
        fragment_mma_support(),
        {LayoutKind::fragment, {}},
@@ -314,7 +315,8 @@ const std::vector<VariantRow>& registry() {
        {variants::kFragmentMmaTokenTile, variants::kFragmentMmaMma,
         variants::kFragmentMmaStageKTiles, variants::kFragmentMmaKernel,
         variants::kFragmentMmaScaleAfter, variants::kFragmentMmaPipelines,
-        variants::kFragmentMmaWalkOrder}},
+        variants::kFragmentMmaWalkOrder, variants::kFragmentMmaRowBlocks,
+        variants::kFragmentMmaWaitHint}},
 
       // Each problem runs the row the committed results measured fastest on this GPU
       // (results/dispatch/, harness/dispatch.hpp). The harness builds the one layout a row names

@@ -24,9 +24,10 @@ namespace {
 
 // The own kernel (sync_kernel.cuh) of token tile tt (8..64), kt k-tiles a stage (2 only at 8
 // and 16 tokens), the scale after the MMA (8 and 16 tokens) or before it, on `pipelines`
-// pipelines a block (2: one 16-row block a warp; 3, 4: two).
+// pipelines a block (2: one 16-row block a warp; 3, 4: two; 4 with row_blocks 4: four, at 8 and
+// 16 tokens).
 template <typename T>
-ws::Kernel own_kernel(int tt, int kt, bool after, int pipelines, const char* who) {
+ws::Kernel own_kernel(int tt, int kt, bool after, int pipelines, int row_blocks, const char* who) {
   return ws::with_token_tile(tt, who, [&](auto tt_const) {
     constexpr int TT = decltype(tt_const)::value;
     if constexpr (TT > 64) {
@@ -37,11 +38,15 @@ ws::Kernel own_kernel(int tt, int kt, bool after, int pipelines, const char* who
         constexpr bool A = decltype(after_const)::value;
         constexpr int KT = decltype(kt_const)::value;
         using fragment::SyncConfig;
-        if (pipelines == 3) return fragment::sync_kernel<TT, KT, A, T, SyncConfig<3, 2>>();
-        if constexpr (fragment::SyncLayout<TT, KT, SyncConfig<4, 2>>::kFits) {  // own_fits
-          if (pipelines == 4) return fragment::sync_kernel<TT, KT, A, T, SyncConfig<4, 2>>();
+        using fragment::sync_kernel;
+        if constexpr (TT <= 16) {
+          if (row_blocks == 4) return sync_kernel<TT, KT, A, T, SyncConfig<4, 4>>();
         }
-        return fragment::sync_kernel<TT, KT, A, T, SyncConfig<2, 1>>();
+        if (pipelines == 3) return sync_kernel<TT, KT, A, T, SyncConfig<3, 2>>();
+        if constexpr (fragment::SyncLayout<TT, KT, SyncConfig<4, 2>>::kFits) {  // own_fits
+          if (pipelines == 4) return sync_kernel<TT, KT, A, T, SyncConfig<4, 2>>();
+        }
+        return sync_kernel<TT, KT, A, T, SyncConfig<2, 1>>();
       };
       using K1 = std::integral_constant<int, 1>;
       using K2 = std::integral_constant<int, 2>;
@@ -92,6 +97,32 @@ std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const Varian
   const int pipes = pipes_opt != 0 ? int(pipes_opt) : tt <= 16 ? 4 : 3;
   if (own && pipes_opt == 1)
     throw Error(std::string(who) + ": pipelines = 1 is not one of 2, 3, 4 (or 0: by token tile)");
+  const std::int64_t rb_opt = o.get(kFragmentMmaRowBlocks);
+  // An option that would change nothing where it is given is refused too, so that a run's
+  // config says what ran: the own kernel's options off it, and values it does not take.
+  const auto refuse = [&](const std::string& what) {
+    throw Error(std::string(who) + ": " + what + ", and " + std::to_string(tt) + " tokens run " +
+                (own ? std::string("the own kernel")
+                     : "the shared mainloop (the own kernel: kernel = 0, to 32 tokens, or to 64 "
+                       "with mma = 2)"));
+  };
+  if (!own) {
+    for (const OptionSpec* spec : {&kFragmentMmaPipelines, &kFragmentMmaWalkOrder,
+                                   &kFragmentMmaRowBlocks, &kFragmentMmaWaitHint})
+      if (const std::int64_t v = o.get(*spec); v != spec->default_value)
+        refuse(std::string(spec->name) + " = " + std::to_string(v) + " is the own kernel's");
+  }
+  if (o.get(kFragmentMmaScaleAfter) == 2 && !(own && tt <= 16))
+    refuse("scale_after_mma = 2 (after the MMA) is the own kernel's at 8 and 16 tokens");
+  if (own && tt <= 16 && kt_opt == 1)
+    refuse("stage_k_tiles = 1: the own kernel takes 2 k-tiles a stage at 8 and 16 tokens");
+  if (own && rb_opt != 0 && rb_opt != (pipes == 2 ? 1 : 2) &&
+      !(rb_opt == 4 && pipes == 4 && tt <= 16))
+    throw Error(std::string(who) + ": row_blocks = " + std::to_string(rb_opt) +
+                " does not exist with " + std::to_string(pipes) + " pipelines at " +
+                std::to_string(tt) +
+                " tokens (1 with 2 pipelines, 2 with 3 or 4, 4 with 4 at 8 "
+                "and 16 tokens)");
   if (own && pipes == 4 && !four_pipelines_fit(tt, kt, who))
     throw Error(std::string(who) + ": pipelines = 4 leaves no room for two ring stages at " +
                 std::to_string(tt) + " tokens and stage_k_tiles = " + std::to_string(kt) +
@@ -99,8 +130,11 @@ std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const Varian
   ws::require_wgmma_device(who);
   if (own) {
     const bool after = tt <= 16 && o.get(kFragmentMmaScaleAfter) != 1;
-    s->kernel = d.dtype == DType::f16 ? own_kernel<__half>(tt, kt, after, pipes, who)
-                                      : own_kernel<__nv_bfloat16>(tt, kt, after, pipes, who);
+    // Four row blocks a warp at 16 tokens on 4 pipelines: half the activation loads and
+    // per-k-step work a weight of two (README.md's ladder); at 8 tokens two were faster.
+    const int rb = rb_opt != 0 ? int(rb_opt) : tt == 16 && pipes == 4 ? 4 : 0;
+    s->kernel = d.dtype == DType::f16 ? own_kernel<__half>(tt, kt, after, pipes, rb, who)
+                                      : own_kernel<__nv_bfloat16>(tt, kt, after, pipes, rb, who);
   } else {
     const bool two = kt_opt == 2 || (kt_opt == 0 && tt <= 16);
     auto kernel = [&](auto f) {
@@ -112,7 +146,8 @@ std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const Varian
     s->kernel = two ? kernel(fragment::FragmentWeightsT<true>{})
                     : kernel(fragment::FragmentWeightsT<false>{});
   }
-  s->pipeline_major = own && o.get(kFragmentMmaWalkOrder) == 1;
+  s->walk_order = own ? ws::WalkOrder(o.get(kFragmentMmaWalkOrder)) : ws::WalkOrder::block_major;
+  s->wait_hint_ns = own ? int(o.get(kFragmentMmaWaitHint)) : 0;
   ws::plan_dense(*s, d, o, who);
   return s;
 }

@@ -58,7 +58,8 @@ inline constexpr OptionSpec kFragmentMmaScaleAfter{
 
 // Pipelines a block of the own kernel runs over its one table: 2 (8 consumer warps each, one
 // 16-row block a warp), 3 or 4 (4 consumer warps each, two row blocks a warp: each activation
-// fragment loaded once for two MMAs).
+// fragment loaded once for two MMAs; at 16 tokens 4 pipelines of 2 consumer warps holding four,
+// row_blocks).
 inline constexpr OptionSpec kFragmentMmaPipelines{
     "pipelines",
     0,
@@ -66,17 +67,41 @@ inline constexpr OptionSpec kFragmentMmaPipelines{
     4,
     false,
     "own kernel: walks a block runs over one table: 2 (one 16-row block a warp), 3 or 4 (two "
-    "row blocks a warp); 0 = 4 to 16 tokens, 3 at 32 and 64"};
+    "row blocks a warp, or four: row_blocks); 0 = 4 to 16 tokens, 3 at 32 and 64"};
 
-// How the own kernel numbers its walks (each one stream-K stripe of the plan).
+// How the own kernel lays its walks (each one stream-K stripe of the plan) on blocks
+// (variants/hopper/stream_k.hpp's WalkOrder).
 inline constexpr OptionSpec kFragmentMmaWalkOrder{
     "walk_order",
     0,
     0,
-    1,
+    3,
     false,
-    "own kernel: 0 = block-major (a block's pipelines take neighbouring stripes), 1 = "
-    "pipeline-major (neighbouring stripes on different SMs)"};
+    "own kernel: 0 = by problem (spread when block-major would leave a tenth of the SMs idle), "
+    "1 = pipeline-major (neighbouring stripes on different SMs), 2 = block-major (a block's "
+    "pipelines take neighbouring stripes), 3 = spread (pipeline-major over min(SMs, walks) "
+    "blocks)"};
+// Row blocks (16 weight rows) a consumer warp of the own kernel holds: each activation
+// fragment it loads feeds that many MMAs.
+inline constexpr OptionSpec kFragmentMmaRowBlocks{
+    "row_blocks",
+    0,
+    0,
+    4,
+    false,
+    "own kernel: 16-row blocks a consumer warp holds: 0 = by token tile and pipelines (4 at 16 "
+    "tokens on 4 pipelines, else 1 with 2 pipelines, 2 with 3 or 4), 1, 2, 4 (4 pipelines of 2 "
+    "consumer warps, 8 and 16 tokens)"};
+// How the own kernel's producers and consumers wait on the ring's barriers.
+inline constexpr OptionSpec kFragmentMmaWaitHint{
+    "wait_hint_ns",
+    0,
+    0,
+    1000000,
+    false,
+    "own kernel: the suspend-time hint (ns) of the ring's barrier waits (the producer's for a "
+    "free stage, the consumers' for a full one): asleep until the stage is ready or the time "
+    "passes (measured slower); 0 = re-poll (try_wait's own short limit)"};
 
 std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& dims, const VariantOptions& opts);
 void fragment_mma_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,

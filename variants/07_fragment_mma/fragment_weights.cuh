@@ -6,6 +6,8 @@
 #pragma once
 #include <cstdint>
 
+#include "variants/common/dtype.cuh"
+#include "variants/common/e4m4.cuh"
 #include "variants/hopper/kbit_weights.cuh"
 
 namespace kbit::variants::fragment {
@@ -21,6 +23,7 @@ using KbitDecoder = ws::KbitWeights<4>::Decoder<T>;
 template <bool kTwoTiles>
 struct FragmentWeightsT : ws::KbitWeights<4> {
   static constexpr bool kTwoTilesAtTwoBlocks = kTwoTiles;
+  static constexpr float kUnscaledFactor = 16.f;  // decode_unscaled's scales: E4M4 value / 16
 
   template <typename T>
   struct Decoder : KbitDecoder<T> {
@@ -52,10 +55,13 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
         place(out, rr, kb, f);
       }
     }
-    // The same with the pairs unscaled and the scales apart, as fp32: scale[2 rr + kb] is block
-    // kb's of row row0 + 8 rr, for a kernel that multiplies block by block and scales the
-    // products (one FFMA an accumulator a block). The scales are decoded by arithmetic (shift,
-    // mask, FMUL: decode_e4m4), not looked up: that kernel is bound by shared-memory wavefronts.
+    // The same with the pairs unscaled and the scales apart, as fp32 and divided by
+    // kUnscaledFactor: scale[2 rr + kb] is block kb's scale of row row0 + 8 rr, divided by 16, for
+    // a kernel that
+    // multiplies block by block, scales the products (one FFMA an accumulator a block) and
+    // multiplies its sums by 16 once (exact: a power of two). The scales are decoded by
+    // arithmetic, two codes a shift and a mask as fp16 (decode_e4m4_pair_div16) and one
+    // conversion each, not looked up: the table's wavefronts were a bound of that kernel.
     template <typename Lut, typename Ptr>
     __device__ __forceinline__ void decode_unscaled(Lut smem, Ptr w, Ptr s, uint32_t (&f)[16],
                                                     float (&scale)[4]) const {
@@ -64,7 +70,11 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
       const uint32_t words[4] = {v.x, v.y, v.z, v.w};
       const auto& dec = this->dec;
 #pragma unroll
-      for (int i = 0; i < 4; ++i) scale[i] = dev::decode_e4m4((codes >> (8 * i)) & 0xFFu);
+      for (int odd = 0; odd < 2; ++odd) {
+        const float2 pair = dev::unpack2<__half>(dev::decode_e4m4_pair_div16(codes, odd != 0));
+        scale[odd] = pair.x;      // byte odd: row0, block odd
+        scale[2 + odd] = pair.y;  // byte 2 + odd: row0 + 8, block odd
+      }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         uint32_t out[4];

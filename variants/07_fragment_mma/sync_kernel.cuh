@@ -4,7 +4,7 @@
 //
 // * A block runs 2..4 pipelines (SyncConfig), each what a block of the shared mainloop is: one
 //   producer warp (one thread works) filling a ring of stages with variants/hopper/producer.cuh's
-//   fill_stage, and consumer warps (the tile's 128 rows, one or two 16-row blocks a warp) over its
+//   fill_stage, and consumer warps (the tile's 128 rows, 1, 2 or 4 16-row blocks a warp) over its
 //   own walk of the dense problem's tiles. All read one 64 KB decode table: a block has 160 KB of
 //   ring where two blocks of the shared mainloop have 2 x 48 KB.
 // * A walk is a list of pieces (tile, k-steps [ks0, ks1)): whole tiles round-robin, then one
@@ -54,8 +54,8 @@ __device__ __forceinline__ uint32_t table_address() {
 }
 
 // kPipelines walks a block over one table, each with 8 / kRowBlocks consumer warps of
-// kRowBlocks 16-row blocks (the tile's 128 rows) and one producer warp. Two row blocks a warp
-// load each activation fragment (ldmatrix) once for two MMAs: the activations are a third of
+// kRowBlocks 16-row blocks (the tile's 128 rows) and one producer warp. RB row blocks a warp
+// load each activation fragment (ldmatrix) once for RB MMAs: the activations are a third of
 // the shared-memory wavefronts at 16 tokens with one (the kernel is bound by them there).
 template <int kPipelines_, int kRowBlocks_>
 struct SyncConfig {
@@ -67,7 +67,7 @@ struct SyncConfig {
   static constexpr int kThreads = kConsumers + 32 * kPipelines;  // + a producer warp each
   static constexpr int kTableBarrier = 1;  // named barrier over all consumers (the table)
   static constexpr int kStoreBarrier = 2;  // + pipeline: its consumers (the split-K arrival)
-  static_assert(kRowBlocks == 1 || kRowBlocks == 2, "one or two 16-row blocks a warp");
+  static_assert(kRowBlocks == 1 || kRowBlocks == 2 || kRowBlocks == 4, "1, 2 or 4 row blocks");
   static_assert(kStoreBarrier + kPipelines <= 16, "named barriers 0..15");
 };
 
@@ -120,6 +120,17 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const uint32_t bars0 = base + ring_off + (L::kBarriersAt - L::kRingAt);
   const uint32_t bars = bars0 + 16 * S * pipe;
   auto full = [&](int s) { return bars + 8 * s; };
+  // A ring barrier's wait: re-polling with try_wait's own short limit (wait_hint_ns = 0, the
+  // default), or asleep until the phase completes or wait_hint_ns pass (measured slower: the
+  // wake-up comes late).
+  const uint32_t hint = uint32_t(a.wait_hint_ns);
+  auto ring_wait = [hint](uint32_t bar, uint32_t parity) {
+    if (hint != 0)
+      dev::mbar_wait(bar, parity, hint);
+    else
+      dev::mbar_wait(bar, parity);
+  };
+
   auto empty = [&](int s) { return bars + 8 * (S + s); };
 
   __shared__ float s_cb[32];
@@ -149,7 +160,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       const ws::TileInfo tile = P::tile(a, t);
       for (int ks = ks0; ks < ks1; ++ks) {
         // Parity phase ^ 1 of a fresh barrier counts as completed: the first lap does not wait.
-        dev::mbar_wait(empty(s), phase ^ 1u);
+        ring_wait(empty(s), phase ^ 1u);
         dev::fence_proxy_async_shared();  // the consumers' reads before the refill
         ws::fill_stage<W, KT, L::kABytes, L::kWeightsAt, L::kScalesAt>(
             base + ring + s * L::kStageBytes, full(s), &amap, a, tile, ks);
@@ -200,7 +211,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   for (int t, ks0, ks1; pieces.next(t, ks0, ks1);) {
 #pragma unroll 1
     for (int ks = ks0; ks < ks1; ++ks) {
-      dev::mbar_wait(full(s), phase);
+      ring_wait(full(s), phase);
       const uint32_t st = ring + s * L::kStageBytes;
 #pragma unroll
       for (int j = 0; j < KT; ++j) {
@@ -245,7 +256,10 @@ __global__ void __launch_bounds__(C::kThreads, 1)
           }
         }
       }
-      dev::mbar_arrive(empty(s));  // every read of the stage is in a register now
+      // Every read of the stage is in a register now (the MMAs consumed them). Each thread
+      // arrives: one elected arrival a warp after __syncwarp measured within noise, and
+      // racecheck cannot order the other lanes' reads through it.
+      dev::mbar_arrive(empty(s));
       if (++s == S) {
         s = 0;
         phase ^= 1u;
@@ -259,6 +273,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         sum[rb][r] = acc[rb][0][r];
 #pragma unroll
         for (int set = 1; set < kSets; ++set) sum[rb][r] += acc[rb][set][r];
+        if constexpr (kScaleAfter) sum[rb][r] *= W::kUnscaledFactor;  // the scales were / 16
       }
     ws::store_tile_sums<TT, T, P, RB>(a, t, row0, lane, sum, [&](int* counter, int contributors) {
       return dev::splitk::group_arrive_is_last<C::kPipeConsumers>(

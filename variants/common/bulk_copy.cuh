@@ -66,19 +66,29 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 }
 
 // Waits until the phase of parity `parity` has completed. try_wait suspends the warp in
-// hardware for a while before returning false, so the loop does not burn issue slots.
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
+// hardware for a while (~25 cycles) before returning false, so the loop does not burn issue
+// slots. With a suspend-time hint (`hint_ns` != 0) a thread that finds the phase incomplete
+// sleeps until it completes or about hint_ns nanoseconds pass instead of re-polling.
+__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity, uint32_t hint_ns = 0) {
 #ifdef KBIT_NO_BULK_COPY
   __trap();
 #else
   uint32_t done = 0;
   do {
-    asm volatile(
-        "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
-        "selp.u32 %0, 1, 0, p; }"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
+    if (hint_ns == 0)
+      asm volatile(
+          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; "
+          "selp.u32 %0, 1, 0, p; }"
+          : "=r"(done)
+          : "r"(bar), "r"(parity)
+          : "memory");
+    else
+      asm volatile(
+          "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2, %3; "
+          "selp.u32 %0, 1, 0, p; }"
+          : "=r"(done)
+          : "r"(bar), "r"(parity), "r"(hint_ns)
+          : "memory");
   } while (!done);
 #endif
 }

@@ -13,6 +13,14 @@ __device__ __forceinline__ float decode_e4m4(uint32_t code) {
   return __uint_as_float(code << 19) * 0x1p116f;
 }
 
+// Two codes at once, as fp16 and divided by 16: bytes 0 and 2 of `codes` (odd = false) or 1 and
+// 3 (odd = true) placed at half bit 6 read as fp16 with exponent field e and mantissa m, i.e.
+// 2^(e-15)(1+m/16), or for e == 0 the fp16 subnormal m * 2^-18: the E4M4 value / 16, exactly
+// (2 instructions for two codes, then one conversion each where fp32 is needed).
+__device__ __forceinline__ uint32_t decode_e4m4_pair_div16(uint32_t codes, bool odd) {
+  return (odd ? codes >> 2 : codes << 6) & 0x3FC03FC0u;
+}
+
 // Round to nearest even on the 4-bit mantissa with carry, saturating at 0xFF (31.0); the
 // same steps as kbit::e4m4_encode. Input must be finite and >= 0 (callers check first).
 __device__ __forceinline__ uint32_t encode_e4m4(float a, bool* saturated) {

@@ -19,6 +19,8 @@ struct DenseTiles {
     int m_tiles, group_m, token_tile;
     int pipeline_major;  // a kernel of several pipelines a block: walk w is pipeline w / grid of
                          // block w % grid (else pipeline w % P of block w / P)
+    int wait_hint_ns;    // variant 07's own kernel: the suspend-time hint of its ring waits
+                         // (producer and consumers; 0: poll)
   };
   __device__ static int whole_tiles(const Args& a) { return a.dp_tiles; }
   __device__ static TileInfo tile(const Args& a, int t) {

@@ -90,7 +90,8 @@ std::string DensePlan::describe() const {
          std::to_string(dp_tiles) + " of " + std::to_string(tiles) + " tiles whole over " +
          std::to_string(grid) +
          (kernel.pipelines > 1
-              ? " walks (" + std::to_string(kernel.pipelines) + " pipelines a block)"
+              ? " walks (" + std::to_string(kernel.pipelines) + " pipelines a block, " +
+                    (pipeline_major ? "pipeline-major)" : "block-major)")
               : std::string(" blocks")) +
          ", the rest in stripes of " + std::to_string(per) + " k-steps (" +
          std::to_string(split.split_tiles) + " tiles split), m-tile groups of " +
@@ -113,11 +114,14 @@ void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const 
 
   // Whole tiles and stream-K stripes over the walks that run at once (stream_k.hpp: the
   // arithmetic, CPU-tested).
-  const StreamK w = plan_stream_k(s.tiles, s.k_steps, prepare_kernel(s.kernel, who),
-                                  s.kernel.pipelines, o.split_k);
+  const int slots = prepare_kernel(s.kernel, who);
+  const StreamK w = plan_stream_k(s.tiles, s.k_steps, slots, s.kernel.pipelines, o.split_k);
   s.dp_tiles = w.dp_tiles;
   s.per = w.per;
-  s.grid = w.grid;
+  // Whole blocks of the kernel's pipelines, laid out by the walk order (stream_k.hpp).
+  const WalkGrid g = walk_grid(w, s.kernel.pipelines, slots / s.kernel.pipelines, s.walk_order);
+  s.grid = g.blocks * s.kernel.pipelines;
+  s.pipeline_major = g.pipeline_major;
   // The workspace and counters, zeroed once when a tile is split; each call leaves them so.
   s.split.plan(d.M * d.N, s.dp_tiles, s.tiles, [&](int t) { return tile_contributors(w, t); });
 }
@@ -138,6 +142,7 @@ void launch_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g, cons
   a.group_m = s.group_m;
   a.token_tile = s.token_tile;
   a.pipeline_major = s.pipeline_major;
+  a.wait_hint_ns = s.wait_hint_ns;
   a.dp_tiles = s.dp_tiles;
   a.units = s.units;
   a.per = s.per;

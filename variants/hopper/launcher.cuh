@@ -18,6 +18,7 @@
 #include "variants/common/splitk_workspace.hpp"
 #include "variants/common/tensor_map.hpp"
 #include "variants/hopper/config.cuh"
+#include "variants/hopper/stream_k.hpp"
 #include "variants/variant_api.hpp"
 
 namespace kbit::variants::ws {
@@ -89,7 +90,9 @@ int token_tile_for(std::int64_t m);
 struct DensePlan : VariantState {
   int token_tile = 16, m_tiles = 0, n_tiles = 0, k_tiles = 0, k_steps = 0, group_m = 1, tiles = 0;
   int dp_tiles = 0, units = 0, per = 0, grid = 0;
-  bool pipeline_major = false;  // DenseTiles::Args::pipeline_major
+  WalkOrder walk_order = WalkOrder::block_major;  // set before plan_dense (several pipelines)
+  bool pipeline_major = false;                    // DenseTiles::Args::pipeline_major
+  int wait_hint_ns = 0;                           // DenseTiles::Args::wait_hint_ns
   Kernel kernel{};
   SplitKWorkspace split;  // its split tiles; allocated when a tile is split
   std::string describe() const override;

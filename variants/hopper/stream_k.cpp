@@ -39,12 +39,23 @@ StreamK stream_k_walks(int tiles, int k_steps, int slots, int pipelines, SplitMo
   // Whole blocks of the kernel's pipelines; a walk past the work finds none (whole tiles go
   // round-robin over all walks, a stripe past the units is empty).
   s.grid = (s.grid + pipelines - 1) / pipelines * pipelines;
+  // The walks with work: the stripes' and those the whole tiles reach round-robin.
+  s.walks = std::max(sk_blocks, std::min(dp_tiles, s.grid));
   for (int t = dp_tiles; t < tiles; ++t) {
     const int c = tile_contributors(s, t);
     s.split_tiles += c > 1;
     s.max_contributors = std::max(s.max_contributors, c);
   }
   return s;
+}
+
+WalkGrid walk_grid(const StreamK& w, int pipelines, int resident_blocks, WalkOrder order) {
+  const int block_major = w.grid / pipelines;  // the plan's grid: whole blocks
+  const bool spread =
+      order == WalkOrder::spread || (order == WalkOrder::by_problem && pipelines > 1 &&
+                                     10ll * block_major < 9ll * resident_blocks);
+  if (!spread) return {block_major, order == WalkOrder::pipeline_major};
+  return {std::max(block_major, std::min(resident_blocks, w.walks)), true};
 }
 
 }  // namespace kbit::variants::ws

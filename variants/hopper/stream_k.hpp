@@ -18,6 +18,7 @@ struct StreamK {
   int units = 0;             // tiles x k_steps
   int per = 1;               // units a stripe
   int grid = 0;              // walks: a multiple of the kernel's pipelines
+  int walks = 0;             // the walks with work: grid before its rounding to whole blocks
   int split_tiles = 0;       // tiles with more than one contributor
   int max_contributors = 1;  // the most walks that add into one tile
 };
@@ -37,6 +38,21 @@ inline StreamK plan_stream_k(int tiles, int k_steps, int slots, int pipelines, S
   return stream_k_walks(tiles, k_steps, slots, pipelines, mode,
                         stream_k_whole_tiles(tiles, slots, mode));
 }
+
+// How a kernel of several pipelines a block (variant 07's own kernel) lays its walks on blocks:
+// block-major (walk w is pipeline w % P of block w / P: a block's pipelines take neighbouring
+// stripes, mostly of one tile), pipeline-major on the same blocks (walk w is pipeline w / B of
+// block w % B), or spread: pipeline-major on min(resident blocks, walks) blocks (never fewer
+// than the plan's), so that a problem of fewer walks than slots takes every resident block (one
+// an SM for variant 07) before a second pipeline of one. by_problem:
+// spread where block-major would leave more than a tenth of the resident blocks idle, else
+// block-major (measured faster when the blocks fill the GPU).
+enum class WalkOrder { by_problem = 0, pipeline_major = 1, block_major = 2, spread = 3 };
+struct WalkGrid {
+  int blocks = 0;               // the launch's blocks: walks [0, blocks x pipelines) exist
+  bool pipeline_major = false;  // DenseTiles::Args::pipeline_major
+};
+WalkGrid walk_grid(const StreamK& w, int pipelines, int resident_blocks, WalkOrder order);
 
 // Walks that add into tile t (what split-K's last-arriver test counts): 1 for a whole tile, else
 // the stripes that meet it. `a`: the plan's dp_tiles, k_steps and per (a StreamK, or the kernel's

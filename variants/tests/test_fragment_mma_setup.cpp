@@ -17,6 +17,13 @@ GemmDims dense(std::int64_t M, std::int64_t N, std::int64_t K_dim, int k_bits) {
   return d;
 }
 
+// Options by name, as a config's [options.fragment_mma] table gives them.
+VariantOptions with(std::initializer_list<std::pair<const char*, std::int64_t>> kv) {
+  VariantOptions o;
+  for (const auto& [k, v] : kv) o.values.emplace_back(k, v);
+  return o;
+}
+
 }  // namespace
 
 TEST_CASE("fragment_mma refuses other widths and shapes before any GPU work", "[variants]") {
@@ -36,17 +43,35 @@ TEST_CASE("fragment_mma refuses other widths and shapes before any GPU work", "[
 TEST_CASE("fragment_mma refuses pipeline counts its own kernel cannot run, naming the value",
           "[variants]") {
   using variants::fragment_mma_setup;
-  const auto with = [](std::initializer_list<std::pair<const char*, std::int64_t>> kv) {
-    VariantOptions o;
-    for (const auto& [k, v] : kv) o.values.emplace_back(k, v);
-    return o;
-  };
   CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, 4), with({{"pipelines", 1}})),
                     Catch::Contains("pipelines = 1") && Catch::Contains("2, 3, 4"));
   CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4),
                                        with({{"pipelines", 4}, {"mma", 2}, {"stage_k_tiles", 2}})),
                     Catch::Contains("pipelines = 4") && Catch::Contains("64 tokens") &&
                         Catch::Contains("stage_k_tiles = 2"));
+}
+
+TEST_CASE("fragment_mma refuses an option that would change nothing where it is given",
+          "[variants]") {
+  using variants::fragment_mma_setup;
+  // The own kernel's options where the shared mainloop runs (64 tokens: wgmma; kernel = 1).
+  for (const char* name : {"pipelines", "walk_order", "row_blocks", "wait_hint_ns"})
+    CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4), with({{name, 2}})),
+                      Catch::Contains(std::string(name) + " = 2 is the own kernel's") &&
+                          Catch::Contains("64 tokens run the shared mainloop"));
+  CHECK_THROWS_WITH(
+      fragment_mma_setup(dense(16, 256, 256, 4), with({{"kernel", 1}, {"row_blocks", 4}})),
+      Catch::Contains("row_blocks = 4") && Catch::Contains("the shared mainloop"));
+  // Values the own kernel does not take where it runs.
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(32, 256, 256, 4), with({{"scale_after_mma", 2}})),
+                    Catch::Contains("scale_after_mma = 2") && Catch::Contains("8 and 16 tokens"));
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, 4), with({{"stage_k_tiles", 1}})),
+                    Catch::Contains("stage_k_tiles = 1") && Catch::Contains("2 k-tiles"));
+  CHECK_THROWS_WITH(
+      fragment_mma_setup(dense(16, 256, 256, 4), with({{"row_blocks", 4}, {"pipelines", 3}})),
+      Catch::Contains("row_blocks = 4") && Catch::Contains("3 pipelines"));
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(32, 256, 256, 4), with({{"row_blocks", 4}})),
+                    Catch::Contains("row_blocks = 4") && Catch::Contains("32 tokens"));
 }
 
 TEST_CASE("the fragment tile repack refuses a grid past its limit, and does nothing for none",

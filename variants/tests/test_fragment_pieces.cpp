@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "variants/hopper/stream_k.hpp"
 #include "variants/07_fragment_mma/pieces.hpp"
 #include "variants/common/splitk_stripes.hpp"
+#include "variants/hopper/stream_k.hpp"
 #include "variants/variant_api.hpp"
 
 using namespace kbit;
@@ -28,20 +28,28 @@ const char* mode_name(SplitMode m) {
 
 // Runs every walk of plan w (tiles x k_steps units, `pipelines` walks a block) through Pieces and
 // returns the first thing that breaks the plan's promises, or "" when none does.
-std::string check_walks(int tiles, int k_steps, const StreamK& w, int pipelines) {
+// `grid`: the walks the kernel runs (blocks x pipelines), the plan's own (w.grid) or more
+// (walk_grid's spread layout).
+std::string check_walks(int tiles, int k_steps, const StreamK& w, int pipelines, int grid = 0) {
   std::ostringstream err;
+  const bool plan_grid = grid == 0;
+  if (plan_grid) grid = w.grid;
   err << "tiles " << tiles << " k_steps " << k_steps << " dp_tiles " << w.dp_tiles << " per "
-      << w.per << " grid " << w.grid << " pipelines " << pipelines << ": ";
-  if (w.grid < 1 || w.per < 1 || w.grid % pipelines != 0)
-    return err.str() + "grid not a positive multiple of the pipelines, or per < 1";
+      << w.per << " grid " << grid << " (plan " << w.grid << ", walks " << w.walks << ") pipelines "
+      << pipelines << ": ";
+  if (grid < 1 || w.per < 1 || grid % pipelines != 0 || grid < w.grid)
+    return err.str() +
+           "grid not a positive multiple of the pipelines, below the plan's, or per < 1";
+  if (w.walks > w.grid || w.walks + pipelines <= w.grid)
+    return err.str() + "the plan's grid is not the walks rounded up to whole blocks";
   const int units = tiles * k_steps;
   if (w.k_steps != k_steps || w.units != units) return err.str() + "the plan's k_steps or units";
   const int sk0 = w.dp_tiles * k_steps;  // the first stripe unit
   std::vector<int> seen(std::size_t(units), 0);
   std::vector<int> walks_of_tile(std::size_t(tiles), 0);
   int busy = 0;  // walks with a piece, which must be walks 0 .. busy - 1
-  for (int b = 0; b < w.grid; ++b) {
-    Pieces p(w, b, w.grid);  // the plan's fields, as the kernel reads them from its Args
+  for (int b = 0; b < grid; ++b) {
+    Pieces p(w, b, grid);  // the plan's fields, as the kernel reads them from its Args
     int prev = -1, n = 0, stripe_units = 0;
     for (int t, ks0, ks1; p.next(t, ks0, ks1);) {
       if (++n > tiles) return err.str() + "walk " + std::to_string(b) + " never ends";
@@ -50,7 +58,7 @@ std::string check_walks(int tiles, int k_steps, const StreamK& w, int pipelines)
             << prev << ": out of order or range";
         return err.str();
       }
-      if (t < w.dp_tiles && (ks0 != 0 || ks1 != k_steps || t % w.grid != b)) {
+      if (t < w.dp_tiles && (ks0 != 0 || ks1 != k_steps || t % grid != b)) {
         err << "walk " << b << " has whole tile " << t << " as (" << ks0 << ", " << ks1 << ")";
         return err.str();
       }
@@ -79,8 +87,9 @@ std::string check_walks(int tiles, int k_steps, const StreamK& w, int pipelines)
     err << "unit (tile " << u / k_steps << ", k-step " << u % k_steps << ") in " << *it << " walks";
     return err.str();
   }
-  if (w.grid - busy >= pipelines)
+  if (plan_grid && w.grid - busy >= pipelines)
     return err.str() + std::to_string(w.grid - busy) + " idle walks: a whole block with none";
+  if (busy > w.walks) return err.str() + "more busy walks than the plan counts";
   int split = 0, most = 1;
   for (int t = 0; t < tiles; ++t) {
     const int c = variants::ws::tile_contributors(w, t);  // DenseTiles::contributors
@@ -172,4 +181,55 @@ TEST_CASE("the plan at Llama3-70B gate/up, M = 16 on an H200: every tile split, 
   CHECK(whole.dp_tiles == 1056);
   CHECK(whole.split_tiles == 0);
   CHECK(whole.grid == 528);
+}
+
+TEST_CASE("walk_grid: block-major fills the GPU, small problems spread over every SM",
+          "[fragment][pieces]") {
+  using variants::ws::walk_grid;
+  using variants::ws::WalkGrid;
+  using variants::ws::WalkOrder;
+  // Over many plans: the layout's walks cover the plan's (checked through Pieces), whole blocks.
+  int spread_plans = 0;
+  for (int pipelines = 1; pipelines <= 4; ++pipelines)
+    for (int sms : {1, 7, 132})
+      for (SplitMode mode : kModes)
+        for (int tiles = 1; tiles <= 300; tiles += 7)
+          for (int k_steps : k_steps_for(tiles))
+            for (WalkOrder order : {WalkOrder::by_problem, WalkOrder::pipeline_major,
+                                    WalkOrder::block_major, WalkOrder::spread}) {
+              const StreamK w =
+                  variants::ws::plan_stream_k(tiles, k_steps, sms * pipelines, pipelines, mode);
+              const WalkGrid g = walk_grid(w, pipelines, sms, order);
+              INFO("sms " << sms << " split-K " << mode_name(mode) << " order " << int(order));
+              REQUIRE(g.blocks * pipelines >= w.grid);
+              REQUIRE(check_walks(tiles, k_steps, w, pipelines, g.blocks * pipelines) == "");
+              if (order == WalkOrder::block_major)
+                REQUIRE((!g.pipeline_major && g.blocks * pipelines == w.grid));
+              if (order == WalkOrder::pipeline_major)
+                REQUIRE((g.pipeline_major && g.blocks * pipelines == w.grid));
+              if (order == WalkOrder::spread) {
+                REQUIRE(g.pipeline_major);
+                // Every SM takes a walk before any takes a second (up to the walks there are).
+                REQUIRE(g.blocks >= std::min(sms, w.walks));
+                spread_plans += g.blocks * pipelines > w.grid;
+              }
+            }
+  CHECK(spread_plans > 0);
+  // Qwen3 dense gate/up at M = 8 on an H200: 40 tiles of 16 k-steps in stripes of 4 are 160
+  // walks; block-major would be 40 blocks of 4 pipelines (92 SMs idle): by problem, they spread.
+  const StreamK qwen = variants::ws::plan_stream_k(40, 16, 528, 4, SplitMode::automatic);
+  CHECK(qwen.walks == 160);
+  CHECK(qwen.grid == 160);
+  const WalkGrid q = walk_grid(qwen, 4, 132, WalkOrder::by_problem);
+  CHECK(q.blocks == 132);
+  CHECK(q.pipeline_major);
+  CHECK(check_walks(40, 16, qwen, 4, q.blocks * 4) == "");
+  // Llama3-70B gate/up at M = 16: 512 walks, 128 of 132 blocks: block-major stays.
+  const StreamK big = variants::ws::plan_stream_k(224, 64, 528, 4, SplitMode::automatic);
+  const WalkGrid b = walk_grid(big, 4, 132, WalkOrder::by_problem);
+  CHECK(b.blocks == 128);
+  CHECK_FALSE(b.pipeline_major);
+  // One pipeline a block (the shared mainloop): the plan's grid whatever the order asks.
+  const StreamK one = variants::ws::plan_stream_k(40, 16, 264, 1, SplitMode::automatic);
+  CHECK(walk_grid(one, 1, 264, WalkOrder::by_problem).blocks == one.grid);
 }
