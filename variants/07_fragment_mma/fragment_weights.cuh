@@ -55,11 +55,10 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
         place(out, rr, kb, f);
       }
     }
-    // The same with the pairs unscaled and the scales apart, as fp32 and divided by
-    // kUnscaledFactor: scale[2 rr + kb] is block kb's scale of row row0 + 8 rr, divided by 16, for
-    // a kernel that
-    // multiplies block by block, scales the products (one FFMA an accumulator a block) and
-    // multiplies its sums by 16 once (exact: a power of two). The scales are decoded by
+    // The same with the pairs unscaled and the scales apart, as fp32 divided by
+    // kUnscaledFactor: scale[2 rr + kb] is block kb's scale (/ 16) of row row0 + 8 rr, for a
+    // kernel that multiplies block by block, scales the products (one FFMA an accumulator a block)
+    // and multiplies its sums by 16 once (exact: a power of two). The scales are decoded by
     // arithmetic, two codes a shift and a mask as fp16 (decode_e4m4_pair_div16) and one
     // conversion each, not looked up: the table's wavefronts were a bound of that kernel.
     template <typename Lut, typename Ptr>

@@ -122,7 +122,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   auto full = [&](int s) { return bars + 8 * s; };
   // A ring barrier's wait: re-polling with try_wait's own short limit (wait_hint_ns = 0, the
   // default), or asleep until the phase completes or wait_hint_ns pass (measured slower: the
-  // wake-up comes late).
+  // wake-up comes late). The test stays outside mbar_wait's retry loop, as measured.
   const uint32_t hint = uint32_t(a.wait_hint_ns);
   auto ring_wait = [hint](uint32_t bar, uint32_t parity) {
     if (hint != 0)
@@ -130,7 +130,6 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     else
       dev::mbar_wait(bar, parity);
   };
-
   auto empty = [&](int s) { return bars + 8 * (S + s); };
 
   __shared__ float s_cb[32];

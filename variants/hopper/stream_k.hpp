@@ -18,7 +18,7 @@ struct StreamK {
   int units = 0;             // tiles x k_steps
   int per = 1;               // units a stripe
   int grid = 0;              // walks: a multiple of the kernel's pipelines
-  int walks = 0;             // the walks with work: grid before its rounding to whole blocks
+  int walks = 0;             // the walks with work (stripes, whole tiles): at most grid
   int split_tiles = 0;       // tiles with more than one contributor
   int max_contributors = 1;  // the most walks that add into one tile
 };
