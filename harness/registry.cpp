@@ -304,9 +304,9 @@ const std::vector<VariantRow>& registry() {
        {variants::kAwqGemmTokenTile}},
       {"fragment_mma",
        "variant 07 (sm_90a): the fragment-order layout (K = 4: each thread's k-tile one 16-byte "
-       "load of ready pair codes, no plane merge) on an own mma.sync kernel to 32 tokens "
-       "(pipelines over one table, ldmatrix of the swizzled activation boxes), the shared "
-       "mainloop's wgmma above",
+       "load of ready pair codes, no plane merge) on an own kernel of pipelines over one table: "
+       "mma.sync to 16 tokens (ldmatrix of the swizzled activation boxes), wgmma at 32..128; "
+       "the shared mainloop's wgmma above",
        Family::gemm,
        fragment_mma_support(),
        {LayoutKind::fragment, {}},

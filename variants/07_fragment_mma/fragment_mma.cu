@@ -1,10 +1,11 @@
-// Variant 07: the shared mainloop (variants/hopper/mainloop.cuh) on the
-// fragment-order layout (reference/fragment.hpp), K = 4. The layout moves the tiled layout's
-// plane merge (2K + 1 instructions per block-row a thread decodes) into a one-off repack, so a
-// consumer's k-tile is one LDS.128, one LDS.32 of codes and per pair one PRMT + LDS + HMUL2.
-// Dense problems only, with the shared dense tile order and plan (variants/hopper/dense_tiles.cuh,
-// launcher.cuh); the MMA path by
-// token tile (mma.sync up to 32 tokens) or the `mma` option. README.md beside this file.
+// Variant 07: the fragment-order layout (reference/fragment.hpp), K = 4. The layout moves the
+// tiled layout's plane merge (2K + 1 instructions per block-row a thread decodes) into a one-off
+// repack, so a consumer's k-tile is one LDS.128, one LDS.32 of codes and per pair one PRMT + LDS
+// + HMUL2. Dense problems only, with the shared dense tile order and plan
+// (variants/hopper/dense_tiles.cuh, launcher.cuh), on the own kernel (pipelines.cuh: mma.sync
+// consumers to 16 tokens, sync_kernel.cuh; wgmma at 32..128, wgmma_kernel.cuh) or the shared
+// mainloop (variants/hopper/mainloop.cuh: 256 tokens, and `kernel = 1`). README.md beside this
+// file.
 #include <cuda_runtime.h>
 
 #include <string>
@@ -14,6 +15,7 @@
 #include "variants/07_fragment_mma/fragment_mma.hpp"
 #include "variants/07_fragment_mma/fragment_weights.cuh"
 #include "variants/07_fragment_mma/sync_kernel.cuh"
+#include "variants/07_fragment_mma/wgmma_kernel.cuh"
 #include "variants/hopper/dense_tiles.cuh"
 #include "variants/hopper/launcher.cuh"
 #include "variants/hopper/mainloop.cuh"
@@ -22,31 +24,59 @@ namespace kbit::variants {
 
 namespace {
 
-// The own kernel (sync_kernel.cuh) of token tile tt (8..64), kt k-tiles a stage (2 only at 8
-// and 16 tokens), the scale after the MMA (8 and 16 tokens) or before it, on `pipelines`
-// pipelines a block (2: one 16-row block a warp; 3, 4: two; 4 with row_blocks 4: four, at 8 and
-// 16 tokens).
+// The own kernel of token tile tt (8..128), kt k-tiles a stage. wgmma (wgmma_kernel.cuh, 32..128
+// tokens): 1 pipeline of two consumer warpgroups, or 2 pipelines of two warpgroups (18 warps: 96
+// registers a thread, a sub-partition's 64 KB over 5 warps; they hold 32 tokens, and 64 with kt
+// = 1) or of one warpgroup of two row blocks a warp (row_blocks 2, 10 warps: 168 registers; 32
+// and 64 tokens). The rest spill; the setup refuses them. mma.sync (sync_kernel.cuh, 8..64
+// tokens): the scale after the MMA (8 and 16 tokens) or before it, on `pipelines` pipelines a
+// block (2: one 16-row block a warp; 3, 4: two; 4 with row_blocks 4: four, at 8 and 16 tokens),
+// kt = 2 only at 8 and 16 tokens.
 template <typename T>
-ws::Kernel own_kernel(int tt, int kt, bool after, int pipelines, int row_blocks, const char* who) {
+ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int row_blocks,
+                      const char* who) {
   return ws::with_token_tile(tt, who, [&](auto tt_const) {
     constexpr int TT = decltype(tt_const)::value;
-    if constexpr (TT > 64) {
-      throw Error(std::string(who) + ": the own kernel has no token tile " + std::to_string(TT));
+    const auto none = [&](const char* path) {
+      throw Error(std::string(who) + ": the own kernel has no " + path + " token tile " +
+                  std::to_string(TT));
       return ws::Kernel{};
+    };
+    if (wgmma) {
+      if constexpr (TT >= 32 && TT <= 128) {
+        using fragment::PipelineConfig;
+        using fragment::wgmma_kernel;
+        if (pipelines == 1)
+          return kt == 2 ? wgmma_kernel<TT, 2, T, PipelineConfig<1, 1>>()
+                         : wgmma_kernel<TT, 1, T, PipelineConfig<1, 1>>();
+        if constexpr (TT <= 64) {
+          if (row_blocks == 2)
+            return kt == 2 ? wgmma_kernel<TT, 2, T, PipelineConfig<2, 2>>()
+                           : wgmma_kernel<TT, 1, T, PipelineConfig<2, 2>>();
+          if constexpr (TT == 32) {
+            if (kt == 2) return wgmma_kernel<TT, 2, T, PipelineConfig<2, 1>>();
+          }
+          return wgmma_kernel<TT, 1, T, PipelineConfig<2, 1>>();
+        }
+      }
+      return none("wgmma");
+    }
+    if constexpr (TT > 64) {
+      return none("mma.sync");
     } else {
       auto with_config = [&](auto after_const, auto kt_const) {
         constexpr bool A = decltype(after_const)::value;
         constexpr int KT = decltype(kt_const)::value;
-        using fragment::SyncConfig;
+        using fragment::PipelineConfig;
         using fragment::sync_kernel;
         if constexpr (TT <= 16) {
-          if (row_blocks == 4) return sync_kernel<TT, KT, A, T, SyncConfig<4, 4>>();
+          if (row_blocks == 4) return sync_kernel<TT, KT, A, T, PipelineConfig<4, 4>>();
         }
-        if (pipelines == 3) return sync_kernel<TT, KT, A, T, SyncConfig<3, 2>>();
-        if constexpr (fragment::SyncLayout<TT, KT, SyncConfig<4, 2>>::kFits) {  // own_fits
-          if (pipelines == 4) return sync_kernel<TT, KT, A, T, SyncConfig<4, 2>>();
+        if (pipelines == 3) return sync_kernel<TT, KT, A, T, PipelineConfig<3, 2>>();
+        if constexpr (fragment::PipelineLayout<TT, KT, PipelineConfig<4, 2>>::kFits) {
+          if (pipelines == 4) return sync_kernel<TT, KT, A, T, PipelineConfig<4, 2>>();
         }
-        return sync_kernel<TT, KT, A, T, SyncConfig<2, 1>>();
+        return sync_kernel<TT, KT, A, T, PipelineConfig<2, 1>>();
       };
       using K1 = std::integral_constant<int, 1>;
       using K2 = std::integral_constant<int, 2>;
@@ -67,9 +97,9 @@ bool four_pipelines_fit(int tt, int kt, const char* who) {
     if constexpr (TT > 64) {
       return false;
     } else {
-      using C = fragment::SyncConfig<4, 2>;
-      return kt == 1 ? fragment::SyncLayout<TT, 1, C>::kFits
-                     : fragment::SyncLayout<TT, 2, C>::kFits;
+      using C = fragment::PipelineConfig<4, 2>;
+      return kt == 1 ? fragment::PipelineLayout<TT, 1, C>::kFits
+                     : fragment::PipelineLayout<TT, 2, C>::kFits;
     }
   });
 }
@@ -88,53 +118,88 @@ std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const Varian
   const int tt = s->token_tile;
   const std::int64_t mma = o.get(kFragmentMmaMma);
   const std::int64_t kt_opt = o.get(kFragmentMmaStageKTiles);
-  // The own kernel: mma.sync to 32 tokens by default (measured faster than wgmma there,
-  // README.md), to 64 with mma = 2; wgmma from 64 tokens (and with mma = 1) on the shared
-  // mainloop.
-  const bool own = o.get(kFragmentMmaKernel) == 0 && (mma == 2 ? tt <= 64 : mma == 0 && tt <= 32);
-  const int kt = kt_opt != 0 ? int(kt_opt) : tt <= 16 ? 2 : 1;
+  // The own kernel: mma.sync to 16 tokens by default, to 64 with mma = 2; wgmma at 32..128
+  // tokens (measured faster than mma.sync at 32, README.md). The shared mainloop: kernel = 1, and
+  // 256 tokens.
+  const bool want_sync = mma == 2 || (mma == 0 && tt <= 16);
+  const bool own_kernel_chosen = o.get(kFragmentMmaKernel) == 0;
+  const bool own_sync = own_kernel_chosen && want_sync && tt <= 64;
+  const bool own_wgmma = own_kernel_chosen && !want_sync && tt >= 32 && tt <= 128;
+  const bool own = own_sync || own_wgmma;
+  // Pipelines, row blocks a warp and k-tiles a stage. Own mma.sync: 4 pipelines to 16 tokens,
+  // else 3; 2 k-tiles at 8 and 16 tokens, else 1. Own wgmma: two warpgroups a pipeline (one row
+  // block a warp: one warpgroup of two measured slower, README.md), 2 pipelines to 64 tokens and
+  // 1 at 128, 2 k-tiles where the registers hold them (not on 2 pipelines at 64 tokens). The
+  // shared mainloop: 2 k-tiles to 16 tokens.
   const std::int64_t pipes_opt = o.get(kFragmentMmaPipelines);
-  const int pipes = pipes_opt != 0 ? int(pipes_opt) : tt <= 16 ? 4 : 3;
-  if (own && pipes_opt == 1)
-    throw Error(std::string(who) + ": pipelines = 1 is not one of 2, 3, 4 (or 0: by token tile)");
   const std::int64_t rb_opt = o.get(kFragmentMmaRowBlocks);
+  const int pipes = pipes_opt != 0 ? int(pipes_opt)
+                    : own_wgmma    ? (tt <= 64 ? 2 : 1)
+                    : tt <= 16     ? 4
+                                   : 3;
+  const int wgmma_rb = rb_opt != 0 ? int(rb_opt) : 1;
+  const int wgmma_kt = wgmma_rb == 2 || pipes == 1 || tt == 32 ? 2 : 1;
+  const int kt = kt_opt != 0 ? int(kt_opt) : own_wgmma ? wgmma_kt : tt <= 16 ? 2 : 1;
+  if (own_sync && pipes_opt == 1)
+    throw Error(std::string(who) + ": pipelines = 1 is not one of 2, 3, 4 (or 0: by token tile)");
   // An option that would change nothing where it is given is refused too, so that a run's
   // config says what ran: the own kernel's options off it, and values it does not take.
   const auto refuse = [&](const std::string& what) {
     throw Error(std::string(who) + ": " + what + ", and " + std::to_string(tt) + " tokens run " +
                 (own ? std::string("the own kernel")
-                     : "the shared mainloop (the own kernel: kernel = 0, to 32 tokens, or to 64 "
-                       "with mma = 2)"));
+                     : "the shared mainloop (the own kernel: kernel = 0, 8..128 tokens; wgmma "
+                       "from 32, mma.sync to 64)"));
   };
+  const std::int64_t wait_hint = o.get(kFragmentMmaWaitHint);
   if (!own) {
     for (const OptionSpec* spec : {&kFragmentMmaPipelines, &kFragmentMmaWalkOrder,
                                    &kFragmentMmaRowBlocks, &kFragmentMmaWaitHint})
       if (const std::int64_t v = o.get(*spec); v != spec->default_value)
         refuse(std::string(spec->name) + " = " + std::to_string(v) + " is the own kernel's");
   }
-  if (o.get(kFragmentMmaScaleAfter) == 2 && !(own && tt <= 16))
-    refuse("scale_after_mma = 2 (after the MMA) is the own kernel's at 8 and 16 tokens");
+  if (o.get(kFragmentMmaScaleAfter) == 2 && !(own_sync && tt <= 16))
+    refuse("scale_after_mma = 2 (after the MMA) is the own kernel's mma.sync at 8 and 16 tokens");
+  if (own_wgmma) {
+    if (pipes > 2)
+      refuse("pipelines = " + std::to_string(pipes) + ": the own kernel's wgmma runs 1 or 2");
+    if (wgmma_rb > 2 || (wgmma_rb == 2 && pipes != 2))
+      refuse("row_blocks = " + std::to_string(wgmma_rb) +
+             " with pipelines = " + std::to_string(pipes) +
+             ": the own kernel's wgmma holds 1 row block a warp (two warpgroups a pipeline) or 2 "
+             "(one warpgroup, on 2 pipelines)");
+    if (pipes == 2 && (tt > 64 || (wgmma_rb == 1 && tt == 64 && kt == 2)))
+      refuse("pipelines = 2 with row_blocks = " + std::to_string(wgmma_rb) +
+             " and stage_k_tiles = " + std::to_string(kt) +
+             " spills (2 pipelines hold 32 and 64 tokens, 64 with two warpgroups and 1 k-tile)");
+    if (wait_hint != 0)
+      refuse("wait_hint_ns = " + std::to_string(wait_hint) +
+             " is the own kernel's mma.sync's (its wgmma polls)");
+  }
   if (own && tt <= 16 && kt_opt == 1)
     refuse("stage_k_tiles = 1: the own kernel takes 2 k-tiles a stage at 8 and 16 tokens");
-  if (own && rb_opt != 0 && rb_opt != (pipes == 2 ? 1 : 2) &&
+  if (own_sync && rb_opt != 0 && rb_opt != (pipes == 2 ? 1 : 2) &&
       !(rb_opt == 4 && pipes == 4 && tt <= 16))
     throw Error(std::string(who) + ": row_blocks = " + std::to_string(rb_opt) +
                 " does not exist with " + std::to_string(pipes) + " pipelines at " +
                 std::to_string(tt) +
                 " tokens (1 with 2 pipelines, 2 with 3 or 4, 4 with 4 at 8 "
                 "and 16 tokens)");
-  if (own && pipes == 4 && !four_pipelines_fit(tt, kt, who))
+  if (own_sync && pipes == 4 && !four_pipelines_fit(tt, kt, who))
     throw Error(std::string(who) + ": pipelines = 4 leaves no room for two ring stages at " +
                 std::to_string(tt) + " tokens and stage_k_tiles = " + std::to_string(kt) +
                 " (at most 3 there)");
   ws::require_wgmma_device(who);
   if (own) {
-    const bool after = tt <= 16 && o.get(kFragmentMmaScaleAfter) != 1;
+    const bool after = own_sync && tt <= 16 && o.get(kFragmentMmaScaleAfter) != 1;
     // Four row blocks a warp at 16 tokens on 4 pipelines: half the activation loads and
     // per-k-step work a weight of two (README.md's ladder); at 8 tokens two were faster.
-    const int rb = rb_opt != 0 ? int(rb_opt) : tt == 16 && pipes == 4 ? 4 : 0;
-    s->kernel = d.dtype == DType::f16 ? own_kernel<__half>(tt, kt, after, pipes, rb, who)
-                                      : own_kernel<__nv_bfloat16>(tt, kt, after, pipes, rb, who);
+    const int rb = own_wgmma                ? wgmma_rb
+                   : rb_opt != 0            ? int(rb_opt)
+                   : tt == 16 && pipes == 4 ? 4
+                                            : 0;
+    s->kernel = d.dtype == DType::f16
+                    ? own_kernel<__half>(tt, kt, own_wgmma, after, pipes, rb, who)
+                    : own_kernel<__nv_bfloat16>(tt, kt, own_wgmma, after, pipes, rb, who);
   } else {
     const bool two = kt_opt == 2 || (kt_opt == 0 && tt <= 16);
     auto kernel = [&](auto f) {

@@ -1,6 +1,7 @@
-// Variant 07 (fragment_mma.cu): the shared mainloop (variants/hopper/mainloop.cuh)
-// on the fragment-order layout (reference/fragment.hpp), K = 4, mma.sync consumers at small
-// token tiles. Host entry points and options (the layout's GPU repack: variants/format/).
+// Variant 07 (fragment_mma.cu): the fragment-order layout (reference/fragment.hpp), K = 4, on
+// its own kernel (mma.sync to 16 tokens, wgmma at 32..128) and the shared mainloop
+// (variants/hopper/mainloop.cuh). Host entry points and options (the layout's GPU repack:
+// variants/format/).
 #pragma once
 #include "variants/variant_api.hpp"
 
@@ -23,28 +24,33 @@ inline constexpr OptionSpec kFragmentMmaMma{
     0,
     2,
     false,
-    "consumer MMA where it exists: 0 = by token tile (mma.sync to 32 tokens on the own kernel, "
-    "wgmma from 64), 1 = wgmma (16..256 tokens), 2 = mma.sync (8..64)"};
+    "consumer MMA where it exists: 0 = by token tile (the own kernel: mma.sync to 16 tokens, "
+    "wgmma at 32..128; the shared mainloop's wgmma at 256), 1 = wgmma (own 32..128, shared "
+    "16..256), 2 = mma.sync (8..64)"};
 
-// k-tiles a stage: on the own kernel 2 at 8 and 16 tokens, 1 or 2 at 32 and 64 (0 = 1); on the
-// shared mainloop at 8..32 tokens (two blocks per SM) as before (README.md).
+// k-tiles a stage: on the own kernel's mma.sync 2 at 8 and 16 tokens, 1 or 2 at 32 and 64 (0 =
+// 1); on its wgmma 1 or 2 (0 = 2 where the registers hold it); on the shared mainloop at 8..32
+// tokens (two blocks per SM) as before (README.md).
 inline constexpr OptionSpec kFragmentMmaStageKTiles{
     "stage_k_tiles",
     0,
     0,
     2,
     false,
-    "k-tiles (64 k) a ring stage holds: 1 or 2; 0 = by token tile (own kernel: 2 at 8 and 16 "
-    "tokens, 1 or 2 at 32 and 64; shared mainloop: 2 to 16)"};
-// Which kernel runs the mma.sync path: the own one (sync_kernel.cuh: two pipelines a block,
-// no per-stage tile-end test) or the shared mainloop's (variant 03's, the ladder's earlier rows).
+    "k-tiles (64 k) a ring stage holds: 1 or 2; 0 = by token tile (own mma.sync: 2 at 8 and 16 "
+    "tokens, else 1; own wgmma: 2, but 1 on 2 pipelines of two warpgroups at 64 tokens; shared "
+    "mainloop: 2 to 16)"};
+// Which kernel runs: the own one (pipelines over one table, no per-stage tile-end test;
+// sync_kernel.cuh, wgmma_kernel.cuh) or the shared mainloop (variant 03's, the ladder's earlier
+// rows).
 inline constexpr OptionSpec kFragmentMmaKernel{
     "kernel",
     0,
     0,
     1,
     false,
-    "kernel of the mma.sync path: 0 = own (8..64 tokens), 1 = the shared mainloop (variant 03's)"};
+    "0 = the own kernel (mma.sync 8..64 tokens, wgmma 32..128), 1 = the shared mainloop "
+    "(variant 03's)"};
 // Where the block scales are applied on the own kernel: to the weight pairs before the MMA
 // (HMUL2) or to each block's products after it (FFMA, fp32 scales).
 inline constexpr OptionSpec kFragmentMmaScaleAfter{
@@ -56,18 +62,20 @@ inline constexpr OptionSpec kFragmentMmaScaleAfter{
     "own kernel, 8 and 16 tokens: 0 = by token tile (after), 1 = before the MMA (HMUL2 on the "
     "pairs), 2 = after (FFMA on each block's products, fp32 scales)"};
 
-// Pipelines a block of the own kernel runs over its one table: 2 (8 consumer warps each, one
-// 16-row block a warp), 3 or 4 (4 consumer warps each, two row blocks a warp: each activation
-// fragment loaded once for two MMAs; at 16 tokens 4 pipelines of 2 consumer warps holding four,
-// row_blocks).
+// Pipelines a block of the own kernel runs over its one table. mma.sync: 2 (8 consumer warps
+// each, one 16-row block a warp), 3 or 4 (4 consumer warps each, two row blocks a warp: each
+// activation fragment loaded once for two MMAs; at 16 tokens 4 pipelines of 2 consumer warps
+// holding four, row_blocks). wgmma: 1 (two consumer warpgroups) or 2 (two warpgroups each, or one
+// of two row blocks a warp: row_blocks).
 inline constexpr OptionSpec kFragmentMmaPipelines{
     "pipelines",
     0,
     0,
     4,
     false,
-    "own kernel: walks a block runs over one table: 2 (one 16-row block a warp), 3 or 4 (two "
-    "row blocks a warp, or four: row_blocks); 0 = 4 to 16 tokens, 3 at 32 and 64"};
+    "own kernel: walks a block runs over one table. mma.sync: 2 (one 16-row block a warp), 3 or "
+    "4 (two row blocks a warp, or four: row_blocks); 0 = 4 to 16 tokens, 3 above. wgmma: 1 or "
+    "2; 0 = 2 to 64 tokens, 1 at 128"};
 
 // How the own kernel lays its walks (each one stream-K stripe of the plan) on blocks
 // (variants/hopper/stream_k.hpp's WalkOrder).
@@ -89,9 +97,10 @@ inline constexpr OptionSpec kFragmentMmaRowBlocks{
     0,
     4,
     false,
-    "own kernel: 16-row blocks a consumer warp holds: 0 = by token tile and pipelines (4 at 16 "
-    "tokens on 4 pipelines, else 1 with 2 pipelines, 2 with 3 or 4), 1, 2, 4 (4 pipelines of 2 "
-    "consumer warps, 8 and 16 tokens)"};
+    "own kernel: 16-row blocks a consumer warp holds. mma.sync: 0 = 4 at 16 tokens on 4 "
+    "pipelines, else 1 with 2 pipelines, 2 with 3 or 4; 1, 2, 4 (4 pipelines of 2 consumer "
+    "warps, 8 and 16 tokens). wgmma: 1 (two warpgroups a pipeline), 2 (one, on 2 pipelines); 0 "
+    "= 1"};
 // How the own kernel's producers and consumers wait on the ring's barriers.
 inline constexpr OptionSpec kFragmentMmaWaitHint{
     "wait_hint_ns",
@@ -99,9 +108,9 @@ inline constexpr OptionSpec kFragmentMmaWaitHint{
     0,
     1000000,
     false,
-    "own kernel: the suspend-time hint (ns) of the ring's barrier waits (the producer's for a "
-    "free stage, the consumers' for a full one): asleep until the stage is ready or the time "
-    "passes (measured slower); 0 = re-poll (try_wait's own short limit)"};
+    "own kernel's mma.sync: the suspend-time hint (ns) of the ring's barrier waits (the "
+    "producer's for a free stage, the consumers' for a full one): asleep until the stage is "
+    "ready or the time passes (measured slower); 0 = re-poll (try_wait's own short limit)"};
 
 std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& dims, const VariantOptions& opts);
 void fragment_mma_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,

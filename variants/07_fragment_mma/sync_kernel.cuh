@@ -1,21 +1,9 @@
-// Variant 07's own kernel at 8..64 tokens: mma.sync consumers on the fragment-order layout, with
-// none of the shared mainloop's wgmma machinery (double-buffered fragments, the phantom stage,
-// a tile-end test and a zero fill in every stage), and several pipelines a block over one table.
+// Variant 07's own kernel with mma.sync consumers (8..64 tokens; pipelines.cuh has what it
+// shares with the wgmma one): none of the shared mainloop's wgmma machinery (double-buffered
+// fragments, the phantom stage, a tile-end test and a zero fill in every stage).
 //
-// * A block runs 2..4 pipelines (SyncConfig), each what a block of the shared mainloop is: one
-//   producer warp (one thread works) filling a ring of stages with variants/hopper/producer.cuh's
-//   fill_stage, and consumer warps (the tile's 128 rows, 1, 2 or 4 16-row blocks a warp) over its
-//   own walk of the dense problem's tiles. All read one 64 KB decode table: a block has 160 KB of
-//   ring where two blocks of the shared mainloop have 2 x 48 KB.
-// * A walk is a list of pieces (tile, k-steps [ks0, ks1)): whole tiles round-robin, then one
-//   stream-K stripe cut at tile boundaries (the plan of variants/hopper/launcher.cu, walks counted
-//   as blocks). The k-step loop has one barrier wait, the decode and MMAs of its k-tiles and one
-//   arrival: the tile's end is the loop's end, and a short last k-step needs no branch (its
-//   missing k-tile's activation box is the TMA's zeros; the stale weights are table entries,
-//   always finite, so they add exact zeros).
-// * Every shared-memory address comes from the dynamic array's symbol (table_address), none from
-//   a converted generic pointer: ptxas then folds the table's base into each lookup, where the
-//   converted base (a register with the CTA's rank bits) cost an IMAD.IADD a lookup (0.5 a weight).
+// * Each warp of a pipeline's 8 / RB consumer warps multiplies RB 16-row blocks of the tile,
+//   loading each activation fragment (ldmatrix) once for its RB MMAs.
 // * Scale after the MMA (kScaleAfter): the pairs go to the MMA unscaled, each block's two k16
 //   steps multiply into a zeroed set, and one FFMA an accumulator adds it scaled into the sums:
 //   TT / 2 FFMA a block-row pair where the HMUL2s cost 8 (fewer at 8 tokens, equal at 16), and no
@@ -24,11 +12,9 @@
 #include <cuda.h>
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstdint>
 
-#include "variants/07_fragment_mma/fragment_weights.cuh"
-#include "variants/07_fragment_mma/pieces.hpp"
+#include "variants/07_fragment_mma/pipelines.cuh"
 #include "variants/common/barrier.cuh"
 #include "variants/common/mma.cuh"
 #include "variants/common/pdl.cuh"
@@ -37,145 +23,25 @@
 #include "variants/hopper/dense_tiles.cuh"
 #include "variants/hopper/epilogue.cuh"
 #include "variants/hopper/launcher.cuh"
-#include "variants/hopper/producer.cuh"
-
-// The own kernel's dynamic shared memory, by a name of its own: its address is a link-time
-// constant (table_address), so the table lookups take no add (common/smem_access.cuh).
-extern "C" __shared__ __align__(16) unsigned char kbit_fragment_sync_smem[];
 
 namespace kbit::variants::fragment {
-
-// The shared-window address of the table (the start of kbit_fragment_sync_smem).
-__device__ __forceinline__ uint32_t table_address() {
-  uint32_t a;
-  asm volatile("" ::"l"(kbit_fragment_sync_smem));  // a C++ use: the PTX declares the symbol
-  asm("mov.u32 %0, kbit_fragment_sync_smem;" : "=r"(a));
-  return a;
-}
-
-// kPipelines walks a block over one table, each with 8 / kRowBlocks consumer warps of
-// kRowBlocks 16-row blocks (the tile's 128 rows) and one producer warp. RB row blocks a warp
-// load each activation fragment (ldmatrix) once for RB MMAs: the activations are a third of
-// the shared-memory wavefronts at 16 tokens with one (the kernel is bound by them there).
-template <int kPipelines_, int kRowBlocks_>
-struct SyncConfig {
-  static constexpr int kPipelines = kPipelines_;
-  static constexpr int kRowBlocks = kRowBlocks_;
-  static constexpr int kConsumerWarps = 8 / kRowBlocks;  // a pipeline's
-  static constexpr int kPipeConsumers = 32 * kConsumerWarps;
-  static constexpr int kConsumers = kPipelines * kPipeConsumers;
-  static constexpr int kThreads = kConsumers + 32 * kPipelines;  // + a producer warp each
-  static constexpr int kTableBarrier = 1;  // named barrier over all consumers (the table)
-  static constexpr int kStoreBarrier = 2;  // + pipeline: its consumers (the split-K arrival)
-  static_assert(kRowBlocks == 1 || kRowBlocks == 2 || kRowBlocks == 4, "1, 2 or 4 row blocks");
-  static_assert(kStoreBarrier + kPipelines <= 16, "named barriers 0..15");
-};
-
-// Shared memory: the table, pipeline 0's ring, pipeline 1's ring, the barriers. A stage holds KT
-// k-tiles: KT activation boxes (TT x 64, 128-byte swizzled), KT weight tiles, KT code tiles.
-template <int TT, int KT, typename C>
-struct SyncLayout {
-  using W = FragmentWeightsT<true>;
-  static_assert(TT >= 8 && TT <= 64 && KT >= 1 && KT <= 2, "8..64 tokens, 1 or 2 k-tiles");
-  static constexpr int kTableBytes = W::kTableBytes;
-  static constexpr int kABytes = TT * ws::Config::kTileK * 2;
-  static constexpr int kWeightsAt = KT * kABytes;
-  static constexpr int kScalesAt = kWeightsAt + KT * W::kWeightBytes;
-  static constexpr int kCopyBytes = kScalesAt + KT * W::kScaleBytes;
-  static constexpr int kStageBytes = (kCopyBytes + 1023) / 1024 * 1024;  // boxes at 1024 B
-  static constexpr int kBarrierBytes = 1024;
-  static constexpr int kStages =
-      std::min(ws::Config::kMaxStages, (ws::Config::kSmemOptin - ws::Config::kAlignSlack -
-                                        kTableBytes - kBarrierBytes - 1024 /* static */) /
-                                           (C::kPipelines * kStageBytes));
-  static constexpr int kRingBytes = kStages * kStageBytes;  // one pipeline's
-  static constexpr int kRingAt = kTableBytes;
-  static constexpr int kBarriersAt = kRingAt + C::kPipelines * kRingBytes;
-  static constexpr int kBytes = kBarriersAt + kBarrierBytes;
-  // Accumulator sets, k16 step q adding into set q % kAccSets: at 8 and 16 tokens a warp's
-  // HMMAs are one or two chains, which would run at the HMMA's latency.
-  static constexpr int kAccSets = TT <= 16 ? 2 : 1;
-  static constexpr bool kFits = kStages >= 2;  // a ring of two stages at least
-  static_assert(kTableBytes % 1024 == 0 && kABytes % 1024 == 0, "boxes start 1024-byte aligned");
-  static_assert(16 * C::kPipelines * kStages <= kBarrierBytes, "the barriers");
-};
 
 template <int TT, int KT, bool kScaleAfter, typename T, typename C>
 __global__ void __launch_bounds__(C::kThreads, 1)
     fragment_sync_kernel(const __grid_constant__ ws::DenseTiles::Args a,
                          const __grid_constant__ CUtensorMap amap) {
-  using L = SyncLayout<TT, KT, C>;
+  using L = PipelineLayout<TT, KT, C>;
   static_assert(L::kFits, "a ring of two stages at least");
   using P = ws::DenseTiles;
   using W = typename L::W;
   constexpr int S = L::kStages, RB = C::kRowBlocks;
-  // Every shared address from the array's symbol (table_address), none from a converted generic
-  // pointer. The rings start on a 1024-byte boundary, where the 128-byte swizzle repeats.
-  const uint32_t base = table_address();
-  const uint32_t ring_off = ((base + L::kRingAt + 1023) & ~1023u) - base;
-  const int warp = int(threadIdx.x) >> 5, lane = int(threadIdx.x) & 31;
-  const bool producer = warp >= C::kPipelines * C::kConsumerWarps;
-  const int pipe = producer ? warp - C::kPipelines * C::kConsumerWarps : warp / C::kConsumerWarps;
-  const uint32_t ring = ring_off + uint32_t(pipe * L::kRingBytes);  // from base
-  const uint32_t bars0 = base + ring_off + (L::kBarriersAt - L::kRingAt);
-  const uint32_t bars = bars0 + 16 * S * pipe;
-  auto full = [&](int s) { return bars + 8 * s; };
-  // A ring barrier's wait: re-polling with try_wait's own short limit (wait_hint_ns = 0, the
-  // default), or asleep until the phase completes or wait_hint_ns pass (measured slower: the
-  // wake-up comes late). The test stays outside mbar_wait's retry loop, as measured.
-  const uint32_t hint = uint32_t(a.wait_hint_ns);
-  auto ring_wait = [hint](uint32_t bar, uint32_t parity) {
-    if (hint != 0)
-      dev::mbar_wait(bar, parity, hint);
-    else
-      dev::mbar_wait(bar, parity);
-  };
-  auto empty = [&](int s) { return bars + 8 * (S + s); };
-
   __shared__ float s_cb[32];
   __shared__ int s_last[C::kPipelines];
-  if (threadIdx.x < 32) s_cb[threadIdx.x] = a.cb[threadIdx.x];
-  if (threadIdx.x == 0) {
-    for (int p = 0; p < C::kPipelines; ++p)
-      for (int s = 0; s < S; ++s) {
-        dev::mbar_init(bars0 + 16 * S * p + 8 * s, 1);
-        dev::mbar_init(bars0 + 16 * S * p + 8 * (S + s), C::kPipeConsumers);
-      }
-    dev::fence_barrier_init();
-  }
-  __syncthreads();
-  // The walk: block-major (a block's pipelines take consecutive walks: neighbouring stripes) or
-  // pipeline-major (consecutive walks on different SMs); walks past the work find none.
-  const int walk = a.pipeline_major ? pipe * int(gridDim.x) + int(blockIdx.x)
-                                    : int(blockIdx.x) * C::kPipelines + pipe;
-  Pieces pieces(a, walk, int(gridDim.x) * C::kPipelines);  // pieces.hpp
-
-  if (producer) {
-    if (lane != 0) return;
-    dev::pdl::wait();  // A is the previous kernel's output
-    int s = 0;
-    uint32_t phase = 0;
-    for (int t, ks0, ks1; pieces.next(t, ks0, ks1);) {
-      const ws::TileInfo tile = P::tile(a, t);
-      for (int ks = ks0; ks < ks1; ++ks) {
-        // Parity phase ^ 1 of a fresh barrier counts as completed: the first lap does not wait.
-        ring_wait(empty(s), phase ^ 1u);
-        dev::fence_proxy_async_shared();  // the consumers' reads before the refill
-        ws::fill_stage<W, KT, L::kABytes, L::kWeightsAt, L::kScalesAt>(
-            base + ring + s * L::kStageBytes, full(s), &amap, a, tile, ks);
-        if (++s == S) {
-          s = 0;
-          phase ^= 1u;
-        }
-      }
-    }
-    return;
-  }
-
+  Pipeline<TT, KT, C> pl(a, s_cb);  // the codebook and the barriers, then __syncthreads
+  if (!pl.template consumer_start<T>(a, &amap, s_cb)) return;  // the producer's walk
   // ------------------------------------------------------------------ consumers
-  dev::fragment_lut::build<4, T>(base, s_cb, int(threadIdx.x), C::kConsumers);
-  dev::sync_named<C::kConsumers>(C::kTableBarrier);
-  dev::pdl::wait();  // C and the workspace: the previous kernel may still use them
+  const uint32_t base = pl.base;
+  const int lane = pl.lane, pipe = pl.pipe;
 
   // This warp's row blocks are the layout's warps RB q .. RB q + RB - 1 (layout thread
   // 32 (RB q + rb) + lane: words 512 rb and codes 32 rb further on).
@@ -207,11 +73,11 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 
   int s = 0;
   uint32_t phase = 0;
-  for (int t, ks0, ks1; pieces.next(t, ks0, ks1);) {
+  for (int t, ks0, ks1; pl.pieces.next(t, ks0, ks1);) {
 #pragma unroll 1
     for (int ks = ks0; ks < ks1; ++ks) {
-      ring_wait(full(s), phase);
-      const uint32_t st = ring + s * L::kStageBytes;
+      pl.wait(pl.full(s), phase);
+      const uint32_t st = pl.stage(s);
 #pragma unroll
       for (int j = 0; j < KT; ++j) {
         uint32_t f[RB][16];
@@ -258,7 +124,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       // Every read of the stage is in a register now (the MMAs consumed them). Each thread
       // arrives: one elected arrival a warp after __syncwarp measured within noise, and
       // racecheck cannot order the other lanes' reads through it.
-      dev::mbar_arrive(empty(s));
+      dev::mbar_arrive(pl.empty(s));
       if (++s == S) {
         s = 0;
         phase ^= 1u;
@@ -286,7 +152,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 // configuration C (pipelines, row blocks a warp).
 template <int TT, int KT, bool kScaleAfter, typename T, typename C>
 ws::Kernel sync_kernel() {
-  using L = SyncLayout<TT, KT, C>;
+  using L = PipelineLayout<TT, KT, C>;
   ws::Kernel k{};
   k.fn = reinterpret_cast<const void*>(fragment_sync_kernel<TT, KT, kScaleAfter, T, C>);
   k.smem_bytes = L::kBytes + ws::Config::kAlignSlack;

@@ -29,6 +29,17 @@ __device__ __forceinline__ uint64_t desc_k_major_sw128(uint32_t smem_addr) {
          uint64_t((smem_addr & 0x3FFFF) >> 4);
 }
 
+// The same descriptor built from its start-address field (shared address >> 4, 14 bits), whose
+// steps (k16 steps, boxes) a caller adds to the field alone: two 32-bit halves, no 64-bit add
+// with its carry, and a field ptxas knows to be warp-uniform stays in a uniform register.
+__device__ __forceinline__ uint64_t desc_k_major_sw128_at(uint32_t start_field) {
+  uint64_t d;
+  asm("mov.b64 %0, {%1, %2};"
+      : "=l"(d)
+      : "r"(start_field | (1u << 16)), "r"((1u << 30) | (1024u >> 4)));
+  return d;
+}
+
 // Orders register writes (A fragments, accumulators) before the wgmma that reads them.
 __device__ __forceinline__ void fence() {
 #ifdef KBIT_NO_WGMMA

@@ -9,12 +9,13 @@
 namespace kbit::variants::ws {
 
 // Tile t's sums: a consumer thread's TT / 2 accumulators in the m16n8 (and wgmma) layout for
-// each of its RB 16-row blocks, sum[rb][4 n8 + i] holding weight row row0 + 16 rb + 8 (i / 2) of
+// each of its RB 16-row blocks, kRbRows rows apart (16: adjacent; 64: the two halves of a
+// warpgroup's 128 rows), sum[rb][4 n8 + i] holding weight row row0 + kRbRows rb + 8 (i / 2) of
 // the tile and token 8 n8 + 2 (lane % 4) + i % 2. Straight to C when the block is the tile's only
 // contributor, else added into the split-K workspace, whose last contributor (is_last(counter,
 // contributors): the consumers' arrival, which syncs them) converts them 16 at a time (one L2
 // round trip each).
-template <int TT, typename T, typename P, int RB, typename IsLast>
+template <int TT, typename T, typename P, int RB, int kRbRows = 16, typename IsLast>
 __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t, int row0,
                                                 int lane, const float (&sum)[RB][TT / 2],
                                                 IsLast&& is_last) {
@@ -26,7 +27,7 @@ __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t
   // tile's rows or N; M * N < 2^31.
   auto index = [&](int r) {
     const int rb = r / kAccRegs, ra = r % kAccRegs;
-    const int fe = f0 + 16 * rb + 8 * ((ra >> 1) & 1), m = m0 + 8 * (ra >> 2) + (ra & 1);
+    const int fe = f0 + kRbRows * rb + 8 * ((ra >> 1) & 1), m = m0 + 8 * (ra >> 2) + (ra & 1);
     return m < P::row_end(a, tile) && fe < a.N ? m * a.N + fe : -1;
   };
   auto value = [&](int r) { return sum[r / kAccRegs][r % kAccRegs]; };

@@ -54,11 +54,15 @@ TEST_CASE("fragment_mma refuses pipeline counts its own kernel cannot run, namin
 TEST_CASE("fragment_mma refuses an option that would change nothing where it is given",
           "[variants]") {
   using variants::fragment_mma_setup;
-  // The own kernel's options where the shared mainloop runs (64 tokens: wgmma; kernel = 1).
-  for (const char* name : {"pipelines", "walk_order", "row_blocks", "wait_hint_ns"})
-    CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4), with({{name, 2}})),
+  // The own kernel's options where the shared mainloop runs (256 tokens: wgmma; kernel = 1).
+  for (const char* name : {"pipelines", "walk_order", "row_blocks", "wait_hint_ns"}) {
+    CHECK_THROWS_WITH(fragment_mma_setup(dense(256, 256, 256, 4), with({{name, 2}})),
+                      Catch::Contains(std::string(name) + " = 2 is the own kernel's") &&
+                          Catch::Contains("256 tokens run the shared mainloop"));
+    CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4), with({{"kernel", 1}, {name, 2}})),
                       Catch::Contains(std::string(name) + " = 2 is the own kernel's") &&
                           Catch::Contains("64 tokens run the shared mainloop"));
+  }
   CHECK_THROWS_WITH(
       fragment_mma_setup(dense(16, 256, 256, 4), with({{"kernel", 1}, {"row_blocks", 4}})),
       Catch::Contains("row_blocks = 4") && Catch::Contains("the shared mainloop"));
@@ -72,6 +76,32 @@ TEST_CASE("fragment_mma refuses an option that would change nothing where it is 
       Catch::Contains("row_blocks = 4") && Catch::Contains("3 pipelines"));
   CHECK_THROWS_WITH(fragment_mma_setup(dense(32, 256, 256, 4), with({{"row_blocks", 4}})),
                     Catch::Contains("row_blocks = 4") && Catch::Contains("32 tokens"));
+}
+
+TEST_CASE("fragment_mma's own wgmma refuses what spills or does not exist, naming the value",
+          "[variants]") {
+  using variants::fragment_mma_setup;
+  // 2 pipelines hold 32 and 64 tokens (two warpgroups of one row block a warp: 96 registers a
+  // thread, 64 tokens with 1 k-tile only); 128 tokens and the rest spill.
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(128, 256, 256, 4), with({{"pipelines", 2}})),
+                    Catch::Contains("pipelines = 2") && Catch::Contains("spills") &&
+                        Catch::Contains("128 tokens run the own kernel"));
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4), with({{"pipelines", 3}})),
+                    Catch::Contains("pipelines = 3") && Catch::Contains("1 or 2"));
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(32, 256, 256, 4), with({{"row_blocks", 4}})),
+                    Catch::Contains("row_blocks = 4") && Catch::Contains("1 row block a warp"));
+  CHECK_THROWS_WITH(
+      fragment_mma_setup(dense(64, 256, 256, 4), with({{"row_blocks", 1}, {"stage_k_tiles", 2}})),
+      Catch::Contains("row_blocks = 1") && Catch::Contains("spills"));
+  CHECK_THROWS_WITH(
+      fragment_mma_setup(dense(64, 256, 256, 4), with({{"pipelines", 1}, {"row_blocks", 2}})),
+      Catch::Contains("row_blocks = 2 with pipelines = 1"));
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(32, 256, 256, 4), with({{"wait_hint_ns", 100}})),
+                    Catch::Contains("wait_hint_ns = 100") && Catch::Contains("polls"));
+  // The mma.sync kernel still has no single pipeline.
+  CHECK_THROWS_WITH(
+      fragment_mma_setup(dense(64, 256, 256, 4), with({{"mma", 2}, {"pipelines", 1}})),
+      Catch::Contains("pipelines = 1") && Catch::Contains("2, 3, 4"));
 }
 
 TEST_CASE("the fragment tile repack refuses a grid past its limit, and does nothing for none",

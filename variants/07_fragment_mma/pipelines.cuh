@@ -1,0 +1,195 @@
+// Variant 07's own kernels (sync_kernel.cuh: mma.sync consumers; wgmma_kernel.cuh: wgmma
+// consumers) share this: several pipelines a block over one decode table.
+//
+// * A block runs kPipelines pipelines (PipelineConfig), each what a block of the shared mainloop
+//   is: one producer warp (one thread works) filling a ring of stages with
+//   variants/hopper/producer.cuh's fill_stage, and consumer warps over the tile's 128 rows, over
+//   its own walk of the dense problem's tiles. All read one 64 KB decode table: a block of 2..4
+//   pipelines has 160 KB of ring where two blocks of the shared mainloop have 2 x 48 KB.
+// * A walk is a list of pieces (tile, k-steps [ks0, ks1)): whole tiles round-robin, then one
+//   stream-K stripe cut at tile boundaries (pieces.hpp). The consumers' k-step loop has one
+//   barrier wait, the decode and MMAs of its k-tiles and one arrival: the tile's end is the loop's
+//   end, and a short last k-step needs no branch (its missing k-tile's activation box is the TMA's
+//   zeros; the stale weights are table entries, always finite, so they add exact zeros).
+// * Every shared-memory address comes from the dynamic array's symbol (table_address), none from
+//   a converted generic pointer: ptxas then folds the table's base into each lookup, where the
+//   converted base (a register with the CTA's rank bits) cost an IMAD.IADD a lookup (0.5 a weight).
+#pragma once
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "variants/07_fragment_mma/fragment_weights.cuh"
+#include "variants/07_fragment_mma/pieces.hpp"
+#include "variants/common/barrier.cuh"
+#include "variants/common/pdl.cuh"
+#include "variants/hopper/config.cuh"
+#include "variants/hopper/dense_tiles.cuh"
+#include "variants/hopper/producer.cuh"
+
+// The own kernels' dynamic shared memory, by a name of its own: its address is a link-time
+// constant (table_address), so the table lookups take no add (common/smem_access.cuh).
+extern "C" __shared__ __align__(16) unsigned char kbit_fragment_sync_smem[];
+
+namespace kbit::variants::fragment {
+
+// The shared-window address of the table (the start of kbit_fragment_sync_smem).
+__device__ __forceinline__ uint32_t table_address() {
+  uint32_t a;
+  asm volatile("" ::"l"(kbit_fragment_sync_smem));  // a C++ use: the PTX declares the symbol
+  asm("mov.u32 %0, kbit_fragment_sync_smem;" : "=r"(a));
+  return a;
+}
+
+// kPipelines walks a block over one table, each with 8 / kRowBlocks consumer warps of
+// kRowBlocks 16-row blocks (the tile's 128 rows) and one producer warp. On the mma.sync path RB
+// row blocks a warp load each activation fragment (ldmatrix) once for RB MMAs: the activations
+// are a third of the shared-memory wavefronts at 16 tokens with one. The wgmma path takes one
+// (a pipeline's two consumer warpgroups are the tile's two 64-row halves).
+template <int kPipelines_, int kRowBlocks_>
+struct PipelineConfig {
+  static constexpr int kPipelines = kPipelines_;
+  static constexpr int kRowBlocks = kRowBlocks_;
+  static constexpr int kConsumerWarps = 8 / kRowBlocks;  // a pipeline's
+  static constexpr int kPipeConsumers = 32 * kConsumerWarps;
+  static constexpr int kConsumers = kPipelines * kPipeConsumers;
+  static constexpr int kThreads = kConsumers + 32 * kPipelines;  // + a producer warp each
+  static constexpr int kTableBarrier = 1;  // named barrier over all consumers (the table)
+  static constexpr int kStoreBarrier = 2;  // + pipeline: its consumers (the split-K arrival)
+  static_assert(kRowBlocks == 1 || kRowBlocks == 2 || kRowBlocks == 4, "1, 2 or 4 row blocks");
+  static_assert(kStoreBarrier + kPipelines <= 16, "named barriers 0..15");
+};
+
+// Shared memory: the table, pipeline 0's ring, pipeline 1's ring, ..., the barriers. A stage
+// holds KT k-tiles: KT activation boxes (TT x 64, 128-byte swizzled), KT weight tiles, KT code
+// tiles.
+template <int TT, int KT, typename C>
+struct PipelineLayout {
+  using W = FragmentWeightsT<true>;
+  static_assert(TT >= 8 && TT <= 128 && KT >= 1 && KT <= 2, "8..128 tokens, 1 or 2 k-tiles");
+  static constexpr int kTableBytes = W::kTableBytes;
+  static constexpr int kABytes = TT * ws::Config::kTileK * 2;
+  static constexpr int kWeightsAt = KT * kABytes;
+  static constexpr int kScalesAt = kWeightsAt + KT * W::kWeightBytes;
+  static constexpr int kCopyBytes = kScalesAt + KT * W::kScaleBytes;
+  static constexpr int kStageBytes = (kCopyBytes + 1023) / 1024 * 1024;  // boxes at 1024 B
+  static constexpr int kBarrierBytes = 1024;
+  static constexpr int kStages =
+      std::min(ws::Config::kMaxStages, (ws::Config::kSmemOptin - ws::Config::kAlignSlack -
+                                        kTableBytes - kBarrierBytes - 1024 /* static */) /
+                                           (C::kPipelines * kStageBytes));
+  static constexpr int kRingBytes = kStages * kStageBytes;  // one pipeline's
+  static constexpr int kRingAt = kTableBytes;
+  static constexpr int kBarriersAt = kRingAt + C::kPipelines * kRingBytes;
+  static constexpr int kBytes = kBarriersAt + kBarrierBytes;
+  // Accumulator sets (mma.sync), k16 step q adding into set q % kAccSets: at 8 and 16 tokens a
+  // warp's HMMAs are one or two chains, which would run at the HMMA's latency.
+  static constexpr int kAccSets = TT <= 16 ? 2 : 1;
+  static constexpr bool kFits = kStages >= 2;  // a ring of two stages at least
+  static_assert(kTableBytes % 1024 == 0 && kABytes % 1024 == 0, "boxes start 1024-byte aligned");
+  static_assert(16 * C::kPipelines * kStages <= kBarrierBytes, "the barriers");
+};
+
+// One thread's view of its pipeline: its ring (stage s at base + ring + s * kStageBytes), the
+// ring's barriers and its walk. The constructor stores the codebook into s_cb (the kernel's
+// shared array) and initializes every pipeline's barriers, and ends with __syncthreads: all of the
+// block's threads construct it.
+template <int TT, int KT, typename C>
+struct Pipeline {
+  using L = PipelineLayout<TT, KT, C>;
+  static constexpr int S = L::kStages;
+  uint32_t base;  // the table's (and the dynamic array's) shared-window address
+  uint32_t ring;  // this pipeline's ring, from base
+  uint32_t bars;  // its barriers: full(s) at bars + 8 s, empty(s) at bars + 8 (S + s)
+  uint32_t hint;  // a ring wait's suspend-time hint in ns, 0: poll (wait_hint_ns)
+  int warp, lane, pipe;
+  bool producer;  // this pipeline's producer warp
+  Pieces pieces;
+
+  __device__ Pipeline(const ws::DenseTiles::Args& a, float (&s_cb)[32])
+      : base(table_address()),
+        hint(uint32_t(a.wait_hint_ns)),
+        warp(int(threadIdx.x) >> 5),
+        lane(int(threadIdx.x) & 31),
+        pipe(warp >= C::kPipelines * C::kConsumerWarps ? warp - C::kPipelines * C::kConsumerWarps
+                                                       : warp / C::kConsumerWarps),
+        producer(warp >= C::kPipelines * C::kConsumerWarps),
+        // The walk: block-major (a block's pipelines take consecutive walks: neighbouring
+        // stripes) or pipeline-major (consecutive walks on different SMs); walks past the work
+        // find none.
+        pieces(a,
+               a.pipeline_major ? pipe * int(gridDim.x) + int(blockIdx.x)
+                                : int(blockIdx.x) * C::kPipelines + pipe,
+               int(gridDim.x) * C::kPipelines) {
+    if (threadIdx.x < 32) s_cb[threadIdx.x] = a.cb[threadIdx.x];  // the codebook, for the table
+    // The rings start on a 1024-byte boundary, where the 128-byte swizzle repeats.
+    const uint32_t ring_off = ((base + L::kRingAt + 1023) & ~1023u) - base;
+    ring = ring_off + uint32_t(pipe * L::kRingBytes);
+    const uint32_t bars0 = base + ring_off + (L::kBarriersAt - L::kRingAt);
+    bars = bars0 + 16 * S * pipe;
+    if (threadIdx.x == 0) {
+      for (int p = 0; p < C::kPipelines; ++p)
+        for (int s = 0; s < S; ++s) {
+          dev::mbar_init(bars0 + 16 * S * p + 8 * s, 1);
+          dev::mbar_init(bars0 + 16 * S * p + 8 * (S + s), C::kPipeConsumers);
+        }
+      dev::fence_barrier_init();
+    }
+    __syncthreads();
+  }
+  __device__ uint32_t full(int s) const { return bars + 8 * s; }
+  __device__ uint32_t empty(int s) const { return bars + 8 * (S + s); }
+  __device__ uint32_t stage(int s) const { return ring + s * L::kStageBytes; }  // from base
+  // A ring barrier's wait: re-polling with try_wait's own short limit (wait_hint_ns = 0, the
+  // default), or asleep until the phase completes or wait_hint_ns pass (measured slower: the
+  // wake-up comes late). The test stays outside mbar_wait's retry loop, as measured.
+  __device__ void wait(uint32_t bar, uint32_t parity) const {
+    if (hint != 0)
+      dev::mbar_wait(bar, parity, hint);
+    else
+      dev::mbar_wait(bar, parity);
+  }
+
+  // The block's start past the constructor: the producer warp streams its walk into the ring and
+  // returns false; the consumers build the decode table from the codebook cb (all of them), sync,
+  // and wait for the previous kernel to end (PDL: C and the workspace), then return true.
+  template <typename T>
+  __device__ __forceinline__ bool consumer_start(const ws::DenseTiles::Args& a,
+                                                 const CUtensorMap* amap, const float* cb) {
+    if (producer) {
+      produce(a, amap);
+      return false;
+    }
+    dev::fragment_lut::build<4, T>(base, cb, int(threadIdx.x), C::kConsumers);
+    dev::sync_named<C::kConsumers>(C::kTableBarrier);
+    dev::pdl::wait();
+    return true;
+  }
+
+  // The producer warp's work (lane 0 alone): the walk's stages into the ring.
+  __device__ void produce(const ws::DenseTiles::Args& a, const CUtensorMap* amap) {
+    using W = typename L::W;
+    if (lane != 0) return;
+    dev::pdl::wait();  // A is the previous kernel's output
+    int s = 0;
+    uint32_t phase = 0;
+    for (int t, ks0, ks1; pieces.next(t, ks0, ks1);) {
+      const ws::TileInfo tile = ws::DenseTiles::tile(a, t);
+      for (int ks = ks0; ks < ks1; ++ks) {
+        // Parity phase ^ 1 of a fresh barrier counts as completed: the first lap does not wait.
+        wait(empty(s), phase ^ 1u);
+        dev::fence_proxy_async_shared();  // the consumers' reads before the refill
+        ws::fill_stage<W, KT, L::kABytes, L::kWeightsAt, L::kScalesAt>(base + stage(s), full(s),
+                                                                       amap, a, tile, ks);
+        if (++s == S) {
+          s = 0;
+          phase ^= 1u;
+        }
+      }
+    }
+  }
+};
+
+}  // namespace kbit::variants::fragment

@@ -1,0 +1,166 @@
+// Variant 07's own kernel with wgmma consumers (32..128 tokens; pipelines.cuh has what it shares
+// with the mma.sync one). At 64 and 128 tokens a warp's mma.sync reloads every activation
+// fragment by ldmatrix (a warp's 16 or 32 rows share them: the activations outweigh the table in
+// shared-memory wavefronts), where a wgmma reads them once per 64 rows; the shared mainloop's
+// wgmma runs one block of 8 consumer warps an SM there, which leaves the decode's latency
+// exposed (one consumer warpgroup pair over one ring).
+//
+// * A pipeline's consumers are two warpgroups, rows 0..63 and 64..127 of the tile (warp q: the
+//   layout's warp q, rows 16 q ..), or one (RB = 2: warp q holds rows 16 q .. and 64 + 16 q ..,
+//   two m64 wgmmas a k16 step over the same activations), which spreads a k-step's barrier
+//   wait, addresses and descriptors over twice the weights and leaves the registers for two
+//   k-tiles a stage (one warpgroup and a producer warp a pipeline: 168 a thread on 2 pipelines).
+// * A k-step: the barrier wait, the decode of its KT k-tiles (scales before the MMA: wgmma
+//   cannot scale a block's products apart), one commit group of 4 KT RB wgmmas, its wait, one
+//   arrival. No fragments double-buffered, no stage kept pending: while one warpgroup waits for
+//   its group, the block's others decode (the overlap the shared mainloop builds inside one
+//   warpgroup, at twice the fragment registers: measured slower here, README.md).
+// * A piece's first wgmma overwrites the accumulators (no zero fill); the store is the mma.sync
+//   kernel's (the accumulator layouts are the same).
+#pragma once
+#include <cuda.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "variants/07_fragment_mma/pipelines.cuh"
+#include "variants/common/barrier.cuh"
+#include "variants/common/pdl.cuh"
+#include "variants/common/splitk.cuh"
+#include "variants/common/wgmma.cuh"
+#include "variants/hopper/config.cuh"
+#include "variants/hopper/dense_tiles.cuh"
+#include "variants/hopper/epilogue.cuh"
+#include "variants/hopper/launcher.cuh"
+
+namespace kbit::variants::fragment {
+
+template <int TT, int KT, typename T, typename C>
+__global__ void __launch_bounds__(C::kThreads, 1)
+    fragment_wgmma_kernel(const __grid_constant__ ws::DenseTiles::Args a,
+                          const __grid_constant__ CUtensorMap amap) {
+  using L = PipelineLayout<TT, KT, C>;
+  static_assert(L::kFits, "a ring of two stages at least");
+  constexpr int RB = C::kRowBlocks;
+  static_assert(RB == 1 || RB == 2, "the tile's 128 rows: two consumer warpgroups or one");
+  using P = ws::DenseTiles;
+  using W = typename L::W;
+  using Mma = dev::wgmma::MmaRS<TT, T>;
+  constexpr int S = L::kStages;
+  __shared__ float s_cb[32];
+  __shared__ int s_last[C::kPipelines];
+  Pipeline<TT, KT, C> pl(a, s_cb);  // the codebook and the barriers, then __syncthreads
+  if (!pl.template consumer_start<T>(a, &amap, s_cb)) return;  // the producer's walk
+  // ------------------------------------------------------------------ consumers
+  const uint32_t base = pl.base;  // the table's shared-window address, every address's origin
+
+  // Warp q of the pipeline's consumers holds row block q (rows 16 q ..) and, with two row
+  // blocks (one warpgroup), q + 4 too: the layout's warps q + 4 rb, whose words and codes lie
+  // 2048 rb and 128 rb bytes further on; wgmma's m64 rows are the warpgroup's 4 warps.
+  constexpr int kRbRows = 16 * C::kConsumerWarps;  // rows between a warp's row blocks (RB = 2)
+  const int tid = int(threadIdx.x) % C::kPipeConsumers;
+  const int q = tid >> 5;
+  const int row0 = 16 * q + (pl.lane >> 2);  // rows row0 + kRbRows rb and + 8
+  const typename W::template Decoder<T> dec(a, pl.lane, tid);
+  float acc[RB][TT / 2];
+  using Frag = uint32_t[RB][KT][16];  // a k-step's A registers: f[rb][j][4 k16 + r]
+
+  // Decodes the k-step in stage s, after its barrier wait.
+  int s = 0;
+  uint32_t phase = 0;
+  auto decode = [&](Frag& f) {
+    dev::mbar_wait(pl.full(s), phase);  // polling (wait_hint_ns is the mma.sync kernel's)
+    const uint32_t st = pl.stage(s);
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+      for (int j = 0; j < KT; ++j)
+        dec.decode(base, base + st + L::kWeightsAt + j * W::kWeightBytes + 512 * kRbRows / 16 * rb,
+                   base + st + L::kScalesAt + j * W::kScaleBytes + 32 * kRbRows / 16 * rb, row0,
+                   f[rb][j]);
+  };
+  // Issues stage s's 4 KT wgmmas as one commit group; the first of a piece overwrites the sums.
+  auto multiply = [&](const Frag& f, bool first) {
+    // The stage's start-address field through a shuffle from lane 0: warp-uniform as ptxas
+    // sees it, so the descriptors are built in uniform registers (no R2UR a wgmma).
+    const uint32_t field = __shfl_sync(0xffffffffu, ((base + pl.stage(s)) & 0x3FFFF) >> 4, 0);
+    dev::wgmma::fence();
+#pragma unroll
+    for (int j = 0; j < KT; ++j)
+#pragma unroll
+      for (int k16 = 0; k16 < 4; ++k16)
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb) {
+          const uint32_t(&fa)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][j][4 * k16]);
+          // + 32 B per k16 step inside a 128-byte row, + one box per k-tile
+          Mma::run(acc[rb], fa,
+                   dev::wgmma::desc_k_major_sw128_at(field + ((j * L::kABytes + k16 * 32) >> 4)),
+                   !(first && j == 0 && k16 == 0));
+        }
+    dev::wgmma::commit();
+  };
+  auto next_stage = [&] {
+    if (++s == S) {
+      s = 0;
+      phase ^= 1u;
+    }
+  };
+  auto store = [&](int t) {
+    float sum[RB][TT / 2];
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+      for (int r = 0; r < TT / 2; ++r) sum[rb][r] = acc[rb][r];
+    ws::store_tile_sums<TT, T, P, RB, kRbRows>(
+        a, t, row0, pl.lane, sum, [&](int* counter, int contributors) {
+          return dev::splitk::group_arrive_is_last<C::kPipeConsumers>(
+              counter, contributors, C::kStoreBarrier + pl.pipe, tid == 0, &s_last[pl.pipe]);
+        });
+  };
+  auto fence_frag = [](Frag& f) {
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+      for (int j = 0; j < KT; ++j) dev::wgmma::fence_operands(f[rb][j]);
+  };
+  auto fence_acc = [&] {
+#pragma unroll
+    for (int rb = 0; rb < RB; ++rb) dev::wgmma::fence_operands(acc[rb]);
+  };
+
+  for (int t, ks0, ks1; pl.pieces.next(t, ks0, ks1);) {
+#pragma unroll 1
+    for (int ks = ks0; ks < ks1; ++ks) {
+      Frag f;
+      decode(f);
+      multiply(f, ks == ks0);
+      dev::wgmma::wait<0>();
+      // The group has read the fragments and written the accumulators: keep both in their
+      // registers until here (the next decode must not reuse a register the group reads).
+      fence_acc();
+      fence_frag(f);
+      dev::mbar_arrive(pl.empty(s));  // every thread: its reads of the stage are done
+      next_stage();
+    }
+    store(t);
+  }
+}
+
+// The kernel of token tile TT (32..128), KT k-tiles a stage, on configuration C (pipelines, row
+// blocks a warp: 1 or 2).
+template <int TT, int KT, typename T, typename C>
+ws::Kernel wgmma_kernel() {
+  using L = PipelineLayout<TT, KT, C>;
+  ws::Kernel k{};
+  k.fn = reinterpret_cast<const void*>(fragment_wgmma_kernel<TT, KT, T, C>);
+  k.smem_bytes = L::kBytes + ws::Config::kAlignSlack;
+  k.stages = L::kStages;
+  k.k_tiles_per_stage = KT;
+  k.register_pool = 0;  // no setmaxnreg
+  k.sync = false;       // RS wgmma (describe())
+  k.threads = C::kThreads;
+  k.pipelines = C::kPipelines;
+  return k;
+}
+
+}  // namespace kbit::variants::fragment
