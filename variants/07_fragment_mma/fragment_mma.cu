@@ -106,16 +106,14 @@ bool four_pipelines_fit(int tt, int kt, const char* who) {
 
 }  // namespace
 
-std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const VariantOptions& o) {
+FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o) {
   const char* who = "fragment_mma";
   require_dense_gemm_dims(d, who);
   if (d.k_bits != 4)
     throw Error(std::string(who) + ": K = " + std::to_string(d.k_bits) +
                 "; the fragment-order layout is K = 4");
-  auto s = std::make_unique<ws::DensePlan>();
   const std::int64_t tt_opt = o.get(kFragmentMmaTokenTile);
-  s->token_tile = tt_opt == 0 ? ws::token_tile_for(d.M) : int(tt_opt);
-  const int tt = s->token_tile;
+  const int tt = tt_opt == 0 ? ws::token_tile_for(d.M) : int(tt_opt);
   const std::int64_t mma = o.get(kFragmentMmaMma);
   const std::int64_t kt_opt = o.get(kFragmentMmaStageKTiles);
   // The own kernel: mma.sync to 16 tokens by default, to 64 with mma = 2; wgmma at 32..128
@@ -188,31 +186,66 @@ std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const Varian
     throw Error(std::string(who) + ": pipelines = 4 leaves no room for two ring stages at " +
                 std::to_string(tt) + " tokens and stage_k_tiles = " + std::to_string(kt) +
                 " (at most 3 there)");
-  ws::require_wgmma_device(who);
+  FragmentMmaChoice c;
+  c.token_tile = tt;
+  c.own = own;
+  c.wgmma = own_wgmma;
+  c.mma = int(mma);
   if (own) {
-    const bool after = own_sync && tt <= 16 && o.get(kFragmentMmaScaleAfter) != 1;
+    c.k_tiles = kt;
+    c.pipelines = pipes;
+    c.scale_after = own_sync && tt <= 16 && o.get(kFragmentMmaScaleAfter) != 1;
     // Four row blocks a warp at 16 tokens on 4 pipelines: half the activation loads and
     // per-k-step work a weight of two (README.md's ladder); at 8 tokens two were faster.
-    const int rb = own_wgmma                ? wgmma_rb
+    c.row_blocks = own_wgmma                ? wgmma_rb
                    : rb_opt != 0            ? int(rb_opt)
                    : tt == 16 && pipes == 4 ? 4
-                                            : 0;
-    s->kernel = d.dtype == DType::f16
-                    ? own_kernel<__half>(tt, kt, own_wgmma, after, pipes, rb, who)
-                    : own_kernel<__nv_bfloat16>(tt, kt, own_wgmma, after, pipes, rb, who);
+                   : pipes == 2             ? 1
+                                            : 2;
+    c.walk_order = int(o.get(kFragmentMmaWalkOrder));
+    c.wait_hint_ns = int(wait_hint);
   } else {
-    const bool two = kt_opt == 2 || (kt_opt == 0 && tt <= 16);
-    auto kernel = [&](auto f) {
-      using F = decltype(f);
-      return d.dtype == DType::f16
-                 ? ws::kernel_of<F, __half, ws::DenseTiles, true>(tt, who, mma)
-                 : ws::kernel_of<F, __nv_bfloat16, ws::DenseTiles, true>(tt, who, mma);
-    };
-    s->kernel = two ? kernel(fragment::FragmentWeightsT<true>{})
-                    : kernel(fragment::FragmentWeightsT<false>{});
+    c.k_tiles = kt_opt == 2 || (kt_opt == 0 && tt <= 16) ? 2 : 1;
   }
-  s->walk_order = own ? ws::WalkOrder(o.get(kFragmentMmaWalkOrder)) : ws::WalkOrder::block_major;
-  s->wait_hint_ns = own ? int(o.get(kFragmentMmaWaitHint)) : 0;
+  return c;
+}
+
+namespace {
+
+// The compiled kernel of a choice (no GPU call: a kernel's address and its shape).
+ws::Kernel fragment_mma_kernel(const FragmentMmaChoice& c, DType t) {
+  const char* who = "fragment_mma";
+  const int tt = c.token_tile;
+  if (c.own)
+    return t == DType::f16 ? own_kernel<__half>(tt, c.k_tiles, c.wgmma, c.scale_after, c.pipelines,
+                                                c.row_blocks, who)
+                           : own_kernel<__nv_bfloat16>(tt, c.k_tiles, c.wgmma, c.scale_after,
+                                                       c.pipelines, c.row_blocks, who);
+  auto kernel = [&](auto f) {
+    using F = decltype(f);
+    return t == DType::f16 ? ws::kernel_of<F, __half, ws::DenseTiles, true>(tt, who, c.mma)
+                           : ws::kernel_of<F, __nv_bfloat16, ws::DenseTiles, true>(tt, who, c.mma);
+  };
+  return c.k_tiles == 2 ? kernel(fragment::FragmentWeightsT<true>{})
+                        : kernel(fragment::FragmentWeightsT<false>{});
+}
+
+}  // namespace
+
+FragmentMmaKernelShape fragment_mma_kernel_shape(const FragmentMmaChoice& c, DType t) {
+  const ws::Kernel k = fragment_mma_kernel(c, t);
+  return {k.fn != nullptr, k.threads, k.stages, k.k_tiles_per_stage, k.pipelines, k.sync};
+}
+
+std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const VariantOptions& o) {
+  const char* who = "fragment_mma";
+  const FragmentMmaChoice c = fragment_mma_choose(d, o);
+  ws::require_wgmma_device(who);
+  auto s = std::make_unique<ws::DensePlan>();
+  s->token_tile = c.token_tile;
+  s->kernel = fragment_mma_kernel(c, d.dtype);
+  s->walk_order = c.own ? ws::WalkOrder(c.walk_order) : ws::WalkOrder::block_major;
+  s->wait_hint_ns = c.wait_hint_ns;
   ws::plan_dense(*s, d, o, who);
   return s;
 }

@@ -112,6 +112,30 @@ inline constexpr OptionSpec kFragmentMmaWaitHint{
     "producer's for a free stage, the consumers' for a full one): asleep until the stage is "
     "ready or the time passes (measured slower); 0 = re-poll (try_wait's own short limit)"};
 
+// What fragment_mma runs for a problem and options, decided on the host with every refusal
+// before any GPU work (fragment_mma_setup: this, then the dense plan).
+struct FragmentMmaChoice {
+  int token_tile = 0;
+  bool own = false;    // the own kernel (pipelines.cuh); false: the shared mainloop
+  bool wgmma = false;  // the own kernel's consumers: wgmma (wgmma_kernel.cuh), else mma.sync
+  int mma = 0;         // the `mma` option (the shared mainloop's path)
+  // Own kernel: k-tiles a ring stage. Shared mainloop: 2 asks for two at two blocks an SM
+  // (FragmentWeightsT<true>), 1 for the mainloop's own rule.
+  int k_tiles = 1;
+  int pipelines = 1, row_blocks = 1;     // own kernel: walks a block, 16-row blocks a consumer warp
+  bool scale_after = false;              // own mma.sync at 8 and 16 tokens: FFMA after the MMA
+  int walk_order = 0, wait_hint_ns = 0;  // own kernel
+};
+FragmentMmaChoice fragment_mma_choose(const GemmDims& dims, const VariantOptions& opts);
+// The compiled kernel a choice runs, by its shape (no GPU call): CPU tests check that every
+// choice the setup accepts has its kernel. `found`: a kernel exists (else it throws, naming it).
+struct FragmentMmaKernelShape {
+  bool found;
+  int threads, stages, k_tiles, pipelines;
+  bool sync;  // mma.sync consumers
+};
+FragmentMmaKernelShape fragment_mma_kernel_shape(const FragmentMmaChoice& choice, DType dtype);
+
 std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& dims, const VariantOptions& opts);
 void fragment_mma_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
                       cudaStream_t stream);

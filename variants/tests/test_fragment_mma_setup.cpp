@@ -110,3 +110,85 @@ TEST_CASE("the fragment tile repack refuses a grid past its limit, and does noth
   CHECK_THROWS_WITH(gpu::fragment_order(nullptr, nullptr, 1ll << 31, nullptr, nullptr, nullptr),
                     Catch::Contains("2147483648 tiles") && Catch::Contains("2^31"));
 }
+
+TEST_CASE(
+    "fragment_mma's kernel by M: mma.sync to 16 tokens, the own wgmma to 128, then the "
+    "shared mainloop",
+    "[variants]") {
+  using variants::fragment_mma_choose;
+  struct Want {
+    std::int64_t m_lo, m_hi;
+    int tt;
+    bool own, wgmma;
+    int k_tiles, pipelines, row_blocks;
+    bool scale_after;
+  };
+  const Want wants[] = {
+      {1, 8, 8, true, false, 2, 4, 2, true},      {9, 16, 16, true, false, 2, 4, 4, true},
+      {17, 32, 32, true, true, 2, 2, 1, false},   {33, 64, 64, true, true, 1, 2, 1, false},
+      {65, 128, 128, true, true, 2, 1, 1, false}, {129, 300, 256, false, false, 1, 1, 1, false},
+  };
+  for (const Want& w : wants)
+    for (std::int64_t m = w.m_lo; m <= w.m_hi; ++m) {
+      INFO("M = " << m);
+      const auto c = fragment_mma_choose(dense(m, 28672, 8192, 4), {});
+      CHECK(c.token_tile == w.tt);
+      CHECK(c.own == w.own);
+      CHECK(c.wgmma == w.wgmma);
+      if (!w.own) continue;
+      CHECK(c.k_tiles == w.k_tiles);
+      CHECK(c.pipelines == w.pipelines);
+      CHECK(c.row_blocks == w.row_blocks);
+      CHECK(c.scale_after == w.scale_after);
+    }
+}
+
+TEST_CASE(
+    "every option set fragment_mma accepts has its compiled kernel and the others are refused "
+    "by name",
+    "[variants]") {
+  using variants::fragment_mma_choose;
+  using variants::fragment_mma_kernel_shape;
+  int accepted = 0, refused = 0;
+  for (std::int64_t m : {1, 8, 16, 24, 32, 48, 64, 100, 128, 256})
+    for (int tt : {0, 8, 16, 32, 64, 128, 256})
+      for (int mma : {0, 1, 2})
+        for (int kernel : {0, 1})
+          for (int kt : {0, 1, 2})
+            for (int pipes : {0, 1, 2, 3, 4})
+              for (int rb : {0, 1, 2, 4})
+                for (int after : {0, 1, 2}) {
+                  const VariantOptions o = with({{"token_tile", tt},
+                                                 {"mma", mma},
+                                                 {"kernel", kernel},
+                                                 {"stage_k_tiles", kt},
+                                                 {"pipelines", pipes},
+                                                 {"row_blocks", rb},
+                                                 {"scale_after_mma", after}});
+                  variants::FragmentMmaChoice c;
+                  try {
+                    c = fragment_mma_choose(dense(m, 5120, 2048, 4), o);
+                  } catch (const Error& e) {
+                    ++refused;
+                    REQUIRE(std::string(e.what()).rfind("fragment_mma: ", 0) == 0);
+                    continue;
+                  }
+                  ++accepted;
+                  for (DType t : {DType::f16, DType::bf16}) {
+                    INFO("M " << m << " token_tile " << tt << " mma " << mma << " kernel " << kernel
+                              << " stage_k_tiles " << kt << " pipelines " << pipes << " row_blocks "
+                              << rb << " scale_after_mma " << after);
+                    const auto k = fragment_mma_kernel_shape(c, t);  // throws if none
+                    REQUIRE(k.found);
+                    if (!c.own) continue;
+                    REQUIRE(k.sync == !c.wgmma);
+                    REQUIRE(k.k_tiles == c.k_tiles);
+                    REQUIRE(k.pipelines == c.pipelines);
+                    // A pipeline: 8 / row_blocks consumer warps and a producer warp.
+                    REQUIRE(k.threads == c.pipelines * (32 * 8 / c.row_blocks + 32));
+                    REQUIRE(k.stages >= 2);
+                  }
+                }
+  CHECK(accepted > 1000);
+  CHECK(refused > 1000);
+}
