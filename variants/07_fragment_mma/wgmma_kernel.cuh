@@ -105,14 +105,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       phase ^= 1u;
     }
   };
-  auto store = [&](int t) {
-    float sum[RB][TT / 2];
-#pragma unroll
-    for (int rb = 0; rb < RB; ++rb)
-#pragma unroll
-      for (int r = 0; r < TT / 2; ++r) sum[rb][r] = acc[rb][r];
+  auto store = [&](int t) {  // the accumulators are the sums (one set)
     ws::store_tile_sums<TT, T, P, RB, kRbRows>(
-        a, t, row0, pl.lane, sum, [&](int* counter, int contributors) {
+        a, t, row0, pl.lane, acc, [&](int* counter, int contributors) {
           return dev::splitk::group_arrive_is_last<C::kPipeConsumers>(
               counter, contributors, C::kStoreBarrier + pl.pipe, tid == 0, &s_last[pl.pipe]);
         });
