@@ -316,7 +316,7 @@ const std::vector<VariantRow>& registry() {
         variants::kFragmentMmaStageKTiles, variants::kFragmentMmaKernel,
         variants::kFragmentMmaScaleAfter, variants::kFragmentMmaPipelines,
         variants::kFragmentMmaWalkOrder, variants::kFragmentMmaRowBlocks,
-        variants::kFragmentMmaWaitHint}},
+        variants::kFragmentMmaWaitHint, variants::kFragmentMmaGroupInFlight}},
 
       // Each problem runs the row the committed results measured fastest on this GPU
       // (results/dispatch/, harness/dispatch.hpp). The harness builds the one layout a row names

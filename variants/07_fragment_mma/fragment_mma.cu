@@ -25,16 +25,18 @@ namespace kbit::variants {
 namespace {
 
 // The own kernel of token tile tt (8..128), kt k-tiles a stage. wgmma (wgmma_kernel.cuh, 32..128
-// tokens): 1 pipeline of two consumer warpgroups, or 2 pipelines of two warpgroups (18 warps: 96
+// tokens): 1 pipeline of two consumer warpgroups; 2 pipelines of two warpgroups (18 warps: 96
 // registers a thread, a sub-partition's 64 KB over 5 warps; they hold 32 tokens, and 64 with kt
-// = 1) or of one warpgroup of two row blocks a warp (row_blocks 2, 10 warps: 168 registers; 32
-// and 64 tokens). The rest spill; the setup refuses them. mma.sync (sync_kernel.cuh, 8..64
-// tokens): the scale after the MMA (8 and 16 tokens) or before it, on `pipelines` pipelines a
-// block (2: one 16-row block a warp; 3, 4: two; 4 with row_blocks 4: four, at 8 and 16 tokens),
-// kt = 2 only at 8 and 16 tokens.
+// = 1); or 2 pipelines of one warpgroup of two row blocks a warp (row_blocks 2) beside a producer
+// warpgroup that gives them its registers (224 a consumer thread: kt = 2 to 64 tokens, 1 at 128).
+// A group in flight (pending): kt = 2, not on 2 pipelines of two warpgroups. The rest spill or
+// leave no two ring stages; the setup refuses them. mma.sync (sync_kernel.cuh, 8..64 tokens): the
+// scale after the MMA (8 and 16 tokens) or before it, on `pipelines` pipelines a block (2: one
+// 16-row block a warp; 3, 4: two; 4 with row_blocks 4: four, at 8 and 16 tokens), kt = 2 only at
+// 8 and 16 tokens.
 template <typename T>
 ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int row_blocks,
-                      const char* who) {
+                      bool pending, const char* who) {
   return ws::with_token_tile(tt, who, [&](auto tt_const) {
     constexpr int TT = decltype(tt_const)::value;
     const auto none = [&](const char* path) {
@@ -46,13 +48,30 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
       if constexpr (TT >= 32 && TT <= 128) {
         using fragment::PipelineConfig;
         using fragment::wgmma_kernel;
-        if (pipelines == 1)
-          return kt == 2 ? wgmma_kernel<TT, 2, T, PipelineConfig<1, 1>>()
-                         : wgmma_kernel<TT, 1, T, PipelineConfig<1, 1>>();
+        using TwoWarpgroups = PipelineConfig<1, 1>;
+        // One consumer warpgroup a pipeline beside a producer warpgroup of 40 (2 k-tiles) or 32
+        // registers a thread (pipelines.cuh).
+        using TwoPipelines = PipelineConfig<2, 2, 40>;
+        if (pipelines == 1) {
+          if (kt == 1) return wgmma_kernel<TT, 1, T, TwoWarpgroups>();
+          return pending ? wgmma_kernel<TT, 2, T, TwoWarpgroups, true>()
+                         : wgmma_kernel<TT, 2, T, TwoWarpgroups>();
+        }
+        if (row_blocks == 2 && pipelines == 3) {
+          if constexpr (TT == 32) {
+            if (kt == 2) return wgmma_kernel<TT, 2, T, PipelineConfig<3, 2, 40>>();
+          }
+          if constexpr (TT <= 64) return wgmma_kernel<TT, 1, T, PipelineConfig<3, 2, 32>>();
+        }
+        if (row_blocks == 2) {
+          if constexpr (TT <= 64) {
+            if (kt == 2)
+              return pending ? wgmma_kernel<TT, 2, T, TwoPipelines, true>()
+                             : wgmma_kernel<TT, 2, T, TwoPipelines>();
+          }
+          return wgmma_kernel<TT, 1, T, TwoPipelines>();
+        }
         if constexpr (TT <= 64) {
-          if (row_blocks == 2)
-            return kt == 2 ? wgmma_kernel<TT, 2, T, PipelineConfig<2, 2>>()
-                           : wgmma_kernel<TT, 1, T, PipelineConfig<2, 2>>();
           if constexpr (TT == 32) {
             if (kt == 2) return wgmma_kernel<TT, 2, T, PipelineConfig<2, 1>>();
           }
@@ -106,7 +125,7 @@ bool four_pipelines_fit(int tt, int kt, const char* who) {
 
 }  // namespace
 
-FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o) {
+FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o, int sms) {
   const char* who = "fragment_mma";
   require_dense_gemm_dims(d, who);
   if (d.k_bits != 4)
@@ -125,18 +144,27 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
   const bool own_wgmma = own_kernel_chosen && !want_sync && tt >= 32 && tt <= 128;
   const bool own = own_sync || own_wgmma;
   // Pipelines, row blocks a warp and k-tiles a stage. Own mma.sync: 4 pipelines to 16 tokens,
-  // else 3; 2 k-tiles at 8 and 16 tokens, else 1. Own wgmma: two warpgroups a pipeline (one row
-  // block a warp: one warpgroup of two measured slower, README.md), 2 pipelines to 64 tokens and
-  // 1 at 128, 2 k-tiles where the registers hold them (not on 2 pipelines at 64 tokens). The
-  // shared mainloop: 2 k-tiles to 16 tokens.
+  // else 3; 2 k-tiles at 8 and 16 tokens, else 1. Own wgmma (README.md's ladder): at 32 and 64
+  // tokens 3 pipelines of one warpgroup (two row blocks a warp; 2 k-tiles at 32, 1 at 64), or
+  // one pipeline of two warpgroups on a problem of fewer tiles than SMs; at 128 one pipeline.
+  // `row_blocks = 1` there: 2 pipelines of two warpgroups. 2 k-tiles where the registers hold
+  // them. The shared mainloop: 2 k-tiles to 16 tokens.
   const std::int64_t pipes_opt = o.get(kFragmentMmaPipelines);
   const std::int64_t rb_opt = o.get(kFragmentMmaRowBlocks);
+  // A problem of fewer tiles than SMs: its walks are stream-K stripes of a few k-steps, whose
+  // split-K traffic grows with the walks (one pipeline a block measured faster there, README.md).
+  const std::int64_t tiles = (d.N + 127) / 128 * ((d.M + tt - 1) / tt);
+  const bool few_tiles = tiles < (sms > 0 ? sms : 132);
+  const bool wgmma_p3 = tt <= 64 && !few_tiles && rb_opt != 1;  // 3 pipelines of one warpgroup
   const int pipes = pipes_opt != 0 ? int(pipes_opt)
-                    : own_wgmma    ? (tt <= 64 ? 2 : 1)
+                    : own_wgmma    ? (few_tiles && rb_opt != 2  ? 1
+                                      : wgmma_p3                ? 3
+                                      : tt <= 64 || rb_opt == 2 ? 2
+                                                                : 1)
                     : tt <= 16     ? 4
                                    : 3;
-  const int wgmma_rb = rb_opt != 0 ? int(rb_opt) : 1;
-  const int wgmma_kt = wgmma_rb == 2 || pipes == 1 || tt == 32 ? 2 : 1;
+  const int wgmma_rb = rb_opt != 0 ? int(rb_opt) : pipes == 3 ? 2 : 1;
+  const int wgmma_kt = (wgmma_rb == 2 && pipes == 2 && tt <= 64) || pipes == 1 || tt == 32 ? 2 : 1;
   const int kt = kt_opt != 0 ? int(kt_opt) : own_wgmma ? wgmma_kt : tt <= 16 ? 2 : 1;
   if (own_sync && pipes_opt == 1)
     throw Error(std::string(who) + ": pipelines = 1 is not one of 2, 3, 4 (or 0: by token tile)");
@@ -149,30 +177,50 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
                        "from 32, mma.sync to 64)"));
   };
   const std::int64_t wait_hint = o.get(kFragmentMmaWaitHint);
+  const bool group_in_flight = o.get(kFragmentMmaGroupInFlight) != 0;
   if (!own) {
-    for (const OptionSpec* spec : {&kFragmentMmaPipelines, &kFragmentMmaWalkOrder,
-                                   &kFragmentMmaRowBlocks, &kFragmentMmaWaitHint})
+    for (const OptionSpec* spec :
+         {&kFragmentMmaPipelines, &kFragmentMmaWalkOrder, &kFragmentMmaRowBlocks,
+          &kFragmentMmaWaitHint, &kFragmentMmaGroupInFlight})
       if (const std::int64_t v = o.get(*spec); v != spec->default_value)
         refuse(std::string(spec->name) + " = " + std::to_string(v) + " is the own kernel's");
   }
   if (o.get(kFragmentMmaScaleAfter) == 2 && !(own_sync && tt <= 16))
     refuse("scale_after_mma = 2 (after the MMA) is the own kernel's mma.sync at 8 and 16 tokens");
   if (own_wgmma) {
-    if (pipes > 2)
-      refuse("pipelines = " + std::to_string(pipes) + ": the own kernel's wgmma runs 1 or 2");
-    if (wgmma_rb > 2 || (wgmma_rb == 2 && pipes != 2))
+    if (pipes > 3 || (pipes == 3 && wgmma_rb != 2))
+      refuse("pipelines = " + std::to_string(pipes) +
+             ": the own kernel's wgmma runs 1 or 2, or 3 of one warpgroup (row_blocks = 2)");
+    if (wgmma_rb > 2 || (wgmma_rb == 2 && pipes == 1))
       refuse("row_blocks = " + std::to_string(wgmma_rb) +
              " with pipelines = " + std::to_string(pipes) +
              ": the own kernel's wgmma holds 1 row block a warp (two warpgroups a pipeline) or 2 "
-             "(one warpgroup, on 2 pipelines)");
-    if (pipes == 2 && (tt > 64 || (wgmma_rb == 1 && tt == 64 && kt == 2)))
-      refuse("pipelines = 2 with row_blocks = " + std::to_string(wgmma_rb) +
-             " and stage_k_tiles = " + std::to_string(kt) +
-             " spills (2 pipelines hold 32 and 64 tokens, 64 with two warpgroups and 1 k-tile)");
+             "(one warpgroup, on 2 or 3 pipelines)");
+    if (pipes == 3 && (tt > 64 || (tt == 64 && kt == 2)))
+      refuse("pipelines = 3 with stage_k_tiles = " + std::to_string(kt) + " spills at " +
+             std::to_string(tt) +
+             " tokens (3 pipelines of one warpgroup hold 32 tokens, and 64 with 1 k-tile)");
+    if (pipes == 2 && wgmma_rb == 1 && (tt > 64 || (tt == 64 && kt == 2)))
+      refuse("pipelines = 2 with row_blocks = 1 and stage_k_tiles = " + std::to_string(kt) +
+             " spills (2 pipelines of two warpgroups hold 32 tokens, and 64 with 1 k-tile)");
+    if (pipes == 2 && wgmma_rb == 2 && tt > 64 && kt == 2)
+      refuse("stage_k_tiles = 2 on 2 pipelines leaves no two ring stages a pipeline at " +
+             std::to_string(tt) + " tokens (1 there)");
+    if (group_in_flight && kt != 2)
+      refuse("group_in_flight = 1 with stage_k_tiles = " + std::to_string(kt) +
+             ": its two fragment buffers are a stage's two k-tiles (stage_k_tiles = 2)");
+    if (group_in_flight && pipes == 2 && wgmma_rb == 1)
+      refuse(
+          "group_in_flight = 1 on 2 pipelines of two warpgroups spills (96 registers a "
+          "thread): 1 pipeline, or row_blocks = 2");
+    if (group_in_flight && pipes == 3)
+      refuse("group_in_flight = 1 on 3 pipelines: 1 or 2 (not compiled on 3)");
     if (wait_hint != 0)
       refuse("wait_hint_ns = " + std::to_string(wait_hint) +
              " is the own kernel's mma.sync's (its wgmma polls)");
   }
+  if (own_sync && group_in_flight)
+    refuse("group_in_flight = 1 is the own kernel's wgmma's (mma.sync has no commit groups)");
   if (own && tt <= 16 && kt_opt == 1)
     refuse("stage_k_tiles = 1: the own kernel takes 2 k-tiles a stage at 8 and 16 tokens");
   if (own_sync && rb_opt != 0 && rb_opt != (pipes == 2 ? 1 : 2) &&
@@ -204,6 +252,7 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
                                             : 2;
     c.walk_order = int(o.get(kFragmentMmaWalkOrder));
     c.wait_hint_ns = int(wait_hint);
+    c.group_in_flight = group_in_flight;
   } else {
     c.k_tiles = kt_opt == 2 || (kt_opt == 0 && tt <= 16) ? 2 : 1;
   }
@@ -217,10 +266,11 @@ ws::Kernel fragment_mma_kernel(const FragmentMmaChoice& c, DType t) {
   const char* who = "fragment_mma";
   const int tt = c.token_tile;
   if (c.own)
-    return t == DType::f16 ? own_kernel<__half>(tt, c.k_tiles, c.wgmma, c.scale_after, c.pipelines,
-                                                c.row_blocks, who)
-                           : own_kernel<__nv_bfloat16>(tt, c.k_tiles, c.wgmma, c.scale_after,
-                                                       c.pipelines, c.row_blocks, who);
+    return t == DType::f16
+               ? own_kernel<__half>(tt, c.k_tiles, c.wgmma, c.scale_after, c.pipelines,
+                                    c.row_blocks, c.group_in_flight, who)
+               : own_kernel<__nv_bfloat16>(tt, c.k_tiles, c.wgmma, c.scale_after, c.pipelines,
+                                           c.row_blocks, c.group_in_flight, who);
   auto kernel = [&](auto f) {
     using F = decltype(f);
     return t == DType::f16 ? ws::kernel_of<F, __half, ws::DenseTiles, true>(tt, who, c.mma)
@@ -239,7 +289,15 @@ FragmentMmaKernelShape fragment_mma_kernel_shape(const FragmentMmaChoice& c, DTy
 
 std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const VariantOptions& o) {
   const char* who = "fragment_mma";
-  const FragmentMmaChoice c = fragment_mma_choose(d, o);
+  // The SM count, where a device is visible (0 where none: the choice's refusals come first,
+  // and require_wgmma_device names the missing device after them).
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    (void)cudaGetLastError();
+    sms = 0;
+  }
+  const FragmentMmaChoice c = fragment_mma_choose(d, o, sms);
   ws::require_wgmma_device(who);
   auto s = std::make_unique<ws::DensePlan>();
   s->token_tile = c.token_tile;

@@ -99,8 +99,18 @@ inline constexpr OptionSpec kFragmentMmaRowBlocks{
     false,
     "own kernel: 16-row blocks a consumer warp holds. mma.sync: 0 = 4 at 16 tokens on 4 "
     "pipelines, else 1 with 2 pipelines, 2 with 3 or 4; 1, 2, 4 (4 pipelines of 2 consumer "
-    "warps, 8 and 16 tokens). wgmma: 1 (two warpgroups a pipeline), 2 (one, on 2 pipelines); 0 "
-    "= 1"};
+    "warps, 8 and 16 tokens). wgmma: 1 (two warpgroups a pipeline), 2 (one, on 2 pipelines, "
+    "beside a producer warpgroup that gives it its registers); 0 = 1"};
+// Whether the own kernel's wgmma consumers keep a commit group in flight under the next decode.
+inline constexpr OptionSpec kFragmentMmaGroupInFlight{
+    "group_in_flight",
+    0,
+    0,
+    1,
+    false,
+    "own kernel's wgmma: 0 = a k-step's k-tiles one commit group, waited for before the stage's "
+    "arrival; 1 = a group a k-tile, one left in flight: each k-tile's decode runs under the "
+    "previous k-tile's wgmmas (stage_k_tiles = 2; not on 2 pipelines of two warpgroups)"};
 // How the own kernel's producers and consumers wait on the ring's barriers.
 inline constexpr OptionSpec kFragmentMmaWaitHint{
     "wait_hint_ns",
@@ -125,8 +135,10 @@ struct FragmentMmaChoice {
   int pipelines = 1, row_blocks = 1;     // own kernel: walks a block, 16-row blocks a consumer warp
   bool scale_after = false;              // own mma.sync at 8 and 16 tokens: FFMA after the MMA
   int walk_order = 0, wait_hint_ns = 0;  // own kernel
+  bool group_in_flight = false;          // own wgmma: a k-tile's commit group under the next decode
 };
-FragmentMmaChoice fragment_mma_choose(const GemmDims& dims, const VariantOptions& opts);
+// sms: the device's SM count (0: none visible, taken as 132, the H100's and H200's).
+FragmentMmaChoice fragment_mma_choose(const GemmDims& dims, const VariantOptions& opts, int sms);
 // The compiled kernel a choice runs, by its shape (no GPU call): CPU tests check that every
 // choice the setup accepts has its kernel. `found`: a kernel exists (else it throws, naming it).
 struct FragmentMmaKernelShape {

@@ -4,8 +4,8 @@
 // * A block runs kPipelines pipelines (PipelineConfig), each what a block of the shared mainloop
 //   is: one producer warp (one thread works) filling a ring of stages with
 //   variants/hopper/producer.cuh's fill_stage, and consumer warps over the tile's 128 rows, over
-//   its own walk of the dense problem's tiles. All read one 64 KB decode table: a block of 2..4
-//   pipelines has 160 KB of ring where two blocks of the shared mainloop have 2 x 48 KB.
+//   its own walk of the dense problem's tiles. All read one 64 KB decode table: a block's pipelines
+//   share ~160 KB of ring where two blocks of the shared mainloop have 2 x 48 KB.
 // * A walk is a list of pieces (tile, k-steps [ks0, ks1)): whole tiles round-robin, then one
 //   stream-K stripe cut at tile boundaries (pieces.hpp). The consumers' k-step loop has one
 //   barrier wait, the decode and MMAs of its k-tiles and one arrival: the tile's end is the loop's
@@ -25,6 +25,7 @@
 #include "variants/07_fragment_mma/pieces.hpp"
 #include "variants/common/barrier.cuh"
 #include "variants/common/pdl.cuh"
+#include "variants/common/wgmma.cuh"
 #include "variants/hopper/config.cuh"
 #include "variants/hopper/dense_tiles.cuh"
 #include "variants/hopper/producer.cuh"
@@ -46,20 +47,42 @@ __device__ __forceinline__ uint32_t table_address() {
 // kPipelines walks a block over one table, each with 8 / kRowBlocks consumer warps of
 // kRowBlocks 16-row blocks (the tile's 128 rows) and one producer warp. On the mma.sync path RB
 // row blocks a warp load each activation fragment (ldmatrix) once for RB MMAs: the activations
-// are a third of the shared-memory wavefronts at 16 tokens with one. The wgmma path takes one
-// (a pipeline's two consumer warpgroups are the tile's two 64-row halves).
-template <int kPipelines_, int kRowBlocks_>
+// are a third of the shared-memory wavefronts at 16 tokens with one. On the wgmma path RB = 1 is
+// a pipeline's two consumer warpgroups (the tile's two 64-row halves), RB = 2 one warpgroup.
+// kProducerRegs_ > 0: the producer warps are one warpgroup (warp p < kPipelines: pipeline p's,
+// the rest idle) that keeps kProducerRegs_ registers a thread (setmaxnreg, a warpgroup's
+// instruction) and gives the rest to the consumers: 2 pipelines of one consumer warpgroup take
+// 232 a thread where 10 warps share 65536 / 320 (200: build C's in-loop spill). The producer's
+// fill_stage holds 32 at 1 k-tile a stage and 40 at 2 without spilling.
+template <int kPipelines_, int kRowBlocks_, int kProducerRegs_ = 0>
 struct PipelineConfig {
   static constexpr int kPipelines = kPipelines_;
   static constexpr int kRowBlocks = kRowBlocks_;
+  static constexpr bool kProducerWarpgroup = kProducerRegs_ > 0;
   static constexpr int kConsumerWarps = 8 / kRowBlocks;  // a pipeline's
   static constexpr int kPipeConsumers = 32 * kConsumerWarps;
   static constexpr int kConsumers = kPipelines * kPipeConsumers;
-  static constexpr int kThreads = kConsumers + 32 * kPipelines;  // + a producer warp each
+  static constexpr int kProducerWarps = kProducerWarpgroup ? 4 : kPipelines;
+  static constexpr int kThreads = kConsumers + 32 * kProducerWarps;
+  // The register split: ptxas allocates kRegsPerThread from the launch bounds; the consumers
+  // take the rest of the block's pool, to it exactly or below (an .inc past the pool waits
+  // forever).
+  static constexpr int kRegsPerThread = 65536 / kThreads / 8 * 8;
+  static constexpr int kProducerRegs = kProducerRegs_;
+  static constexpr int kConsumerRegs =
+      (kThreads * kRegsPerThread - 32 * kProducerWarps * kProducerRegs) / kConsumers / 8 * 8;
+  static constexpr int kRegisterPool =
+      kProducerWarpgroup ? 32 * kProducerWarps * kProducerRegs + kConsumers * kConsumerRegs : 0;
   static constexpr int kTableBarrier = 1;  // named barrier over all consumers (the table)
   static constexpr int kStoreBarrier = 2;  // + pipeline: its consumers (the split-K arrival)
   static_assert(kRowBlocks == 1 || kRowBlocks == 2 || kRowBlocks == 4, "1, 2 or 4 row blocks");
   static_assert(kStoreBarrier + kPipelines <= 16, "named barriers 0..15");
+  static_assert(!kProducerWarpgroup || (kPipelines <= 4 && kConsumers % 128 == 0),
+                "the producer warpgroup starts on a warpgroup's boundary and holds the pipelines");
+  static_assert(!kProducerWarpgroup || (kProducerRegs >= 24 && kProducerRegs % 8 == 0 &&
+                                        kProducerRegs <= kRegsPerThread &&
+                                        kRegsPerThread <= kConsumerRegs && kConsumerRegs <= 256),
+                "setmaxnreg: 24..256 in steps of 8, the producers give and the consumers take");
 };
 
 // Shared memory: the table, pipeline 0's ring, pipeline 1's ring, ..., the barriers. A stage
@@ -105,7 +128,7 @@ struct Pipeline {
   uint32_t bars;  // its barriers: full(s) at bars + 8 s, empty(s) at bars + 8 (S + s)
   uint32_t hint;  // a ring wait's suspend-time hint in ns, 0: poll (wait_hint_ns)
   int warp, lane, pipe;
-  bool producer;  // this pipeline's producer warp
+  bool producer;  // this pipeline's producer warp (or an idle warp of the producer warpgroup)
   Pieces pieces;
 
   __device__ Pipeline(const ws::DenseTiles::Args& a, float (&s_cb)[32])
@@ -113,8 +136,10 @@ struct Pipeline {
         hint(uint32_t(a.wait_hint_ns)),
         warp(int(threadIdx.x) >> 5),
         lane(int(threadIdx.x) & 31),
-        pipe(warp >= C::kPipelines * C::kConsumerWarps ? warp - C::kPipelines * C::kConsumerWarps
-                                                       : warp / C::kConsumerWarps),
+        pipe(warp < C::kPipelines * C::kConsumerWarps ? warp / C::kConsumerWarps
+             : warp - C::kPipelines * C::kConsumerWarps < C::kPipelines
+                 ? warp - C::kPipelines * C::kConsumerWarps
+                 : C::kPipelines - 1),  // an idle producer warp: the last pipeline's view
         producer(warp >= C::kPipelines * C::kConsumerWarps),
         // The walk: block-major (a block's pipelines take consecutive walks: neighbouring
         // stripes) or pipeline-major (consecutive walks on different SMs); walks past the work
@@ -159,9 +184,14 @@ struct Pipeline {
   __device__ __forceinline__ bool consumer_start(const ws::DenseTiles::Args& a,
                                                  const CUtensorMap* amap, const float* cb) {
     if (producer) {
+      if constexpr (C::kProducerWarpgroup) {
+        dev::wgmma::release_registers<C::kProducerRegs>();
+        if (warp - C::kPipelines * C::kConsumerWarps >= C::kPipelines) return false;  // idle
+      }
       produce(a, amap);
       return false;
     }
+    if constexpr (C::kProducerWarpgroup) dev::wgmma::claim_registers<C::kConsumerRegs>();
     dev::fragment_lut::build<4, T>(base, cb, int(threadIdx.x), C::kConsumers);
     dev::sync_named<C::kConsumers>(C::kTableBarrier);
     dev::pdl::wait();

@@ -35,7 +35,7 @@
 
 namespace kbit::variants::fragment {
 
-template <int TT, int KT, typename T, typename C>
+template <int TT, int KT, typename T, typename C, bool kPending>
 __global__ void __launch_bounds__(C::kThreads, 1)
     fragment_wgmma_kernel(const __grid_constant__ ws::DenseTiles::Args a,
                           const __grid_constant__ CUtensorMap amap) {
@@ -43,6 +43,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   static_assert(L::kFits, "a ring of two stages at least");
   constexpr int RB = C::kRowBlocks;
   static_assert(RB == 1 || RB == 2, "the tile's 128 rows: two consumer warpgroups or one");
+  static_assert(!kPending || KT == 2,
+                "a k-tile's group in flight: the stage's two k-tiles' "
+                "fragments are the two buffers");
   using P = ws::DenseTiles;
   using W = typename L::W;
   using Mma = dev::wgmma::MmaRS<TT, T>;
@@ -65,39 +68,36 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   float acc[RB][TT / 2];
   using Frag = uint32_t[RB][KT][16];  // a k-step's A registers: f[rb][j][4 k16 + r]
 
-  // Decodes the k-step in stage s, after its barrier wait.
+  // Decodes k-tile j of stage s (after its barrier wait) into f[.][j].
   int s = 0;
   uint32_t phase = 0;
-  auto decode = [&](Frag& f) {
-    dev::mbar_wait(pl.full(s), phase);  // polling (wait_hint_ns is the mma.sync kernel's)
+  auto decode_tile = [&](Frag& f, int j) {
     const uint32_t st = pl.stage(s);
 #pragma unroll
     for (int rb = 0; rb < RB; ++rb)
-#pragma unroll
-      for (int j = 0; j < KT; ++j)
-        dec.decode(base, base + st + L::kWeightsAt + j * W::kWeightBytes + 512 * kRbRows / 16 * rb,
-                   base + st + L::kScalesAt + j * W::kScaleBytes + 32 * kRbRows / 16 * rb, row0,
-                   f[rb][j]);
+      dec.decode(base, base + st + L::kWeightsAt + j * W::kWeightBytes + 512 * kRbRows / 16 * rb,
+                 base + st + L::kScalesAt + j * W::kScaleBytes + 32 * kRbRows / 16 * rb, row0,
+                 f[rb][j]);
   };
-  // Issues stage s's 4 KT wgmmas as one commit group; the first of a piece overwrites the sums.
-  auto multiply = [&](const Frag& f, bool first) {
-    // The stage's start-address field through a shuffle from lane 0: warp-uniform as ptxas
-    // sees it, so the descriptors are built in uniform registers (no R2UR a wgmma).
-    const uint32_t field = __shfl_sync(0xffffffffu, ((base + pl.stage(s)) & 0x3FFFF) >> 4, 0);
-    dev::wgmma::fence();
+  // The stage's start-address field of the wgmma descriptors, through a shuffle from lane 0:
+  // warp-uniform as ptxas sees it, so the descriptors are built in uniform registers (no R2UR a
+  // wgmma).
+  auto stage_field = [&] {
+    return __shfl_sync(0xffffffffu, ((base + pl.stage(s)) & 0x3FFFF) >> 4, 0);
+  };
+  // Issues k-tile j's 4 RB wgmmas of the stage whose field is given (no commit); the first of a
+  // piece overwrites the sums.
+  auto multiply_tile = [&](const Frag& f, uint32_t field, int j, bool first) {
 #pragma unroll
-    for (int j = 0; j < KT; ++j)
+    for (int k16 = 0; k16 < 4; ++k16)
 #pragma unroll
-      for (int k16 = 0; k16 < 4; ++k16)
-#pragma unroll
-        for (int rb = 0; rb < RB; ++rb) {
-          const uint32_t(&fa)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][j][4 * k16]);
-          // + 32 B per k16 step inside a 128-byte row, + one box per k-tile
-          Mma::run(acc[rb], fa,
-                   dev::wgmma::desc_k_major_sw128_at(field + ((j * L::kABytes + k16 * 32) >> 4)),
-                   !(first && j == 0 && k16 == 0));
-        }
-    dev::wgmma::commit();
+      for (int rb = 0; rb < RB; ++rb) {
+        const uint32_t(&fa)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][j][4 * k16]);
+        // + 32 B per k16 step inside a 128-byte row, + one box per k-tile
+        Mma::run(acc[rb], fa,
+                 dev::wgmma::desc_k_major_sw128_at(field + ((j * L::kABytes + k16 * 32) >> 4)),
+                 !(first && j == 0 && k16 == 0));
+      }
   };
   auto next_stage = [&] {
     if (++s == S) {
@@ -112,11 +112,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
               counter, contributors, C::kStoreBarrier + pl.pipe, tid == 0, &s_last[pl.pipe]);
         });
   };
-  auto fence_frag = [](Frag& f) {
+  auto fence_tile = [](Frag& f, int j) {
 #pragma unroll
-    for (int rb = 0; rb < RB; ++rb)
-#pragma unroll
-      for (int j = 0; j < KT; ++j) dev::wgmma::fence_operands(f[rb][j]);
+    for (int rb = 0; rb < RB; ++rb) dev::wgmma::fence_operands(f[rb][j]);
   };
   auto fence_acc = [&] {
 #pragma unroll
@@ -124,18 +122,57 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   };
 
   for (int t, ks0, ks1; pl.pieces.next(t, ks0, ks1);) {
+    if constexpr (!kPending) {
+      // A k-step: its KT k-tiles' wgmmas as one group, waited for before the arrival.
 #pragma unroll 1
-    for (int ks = ks0; ks < ks1; ++ks) {
+      for (int ks = ks0; ks < ks1; ++ks) {
+        Frag f;
+        dev::mbar_wait(pl.full(s), phase);  // polling (wait_hint_ns is the mma.sync kernel's)
+#pragma unroll
+        for (int j = 0; j < KT; ++j) decode_tile(f, j);
+        const uint32_t field = stage_field();
+        dev::wgmma::fence();
+#pragma unroll
+        for (int j = 0; j < KT; ++j) multiply_tile(f, field, j, ks == ks0);
+        dev::wgmma::commit();
+        dev::wgmma::wait<0>();
+        // The group has read the fragments and written the accumulators: keep both in their
+        // registers until here (the next decode must not reuse a register the group reads).
+        fence_acc();
+#pragma unroll
+        for (int j = 0; j < KT; ++j) fence_tile(f, j);
+        dev::mbar_arrive(pl.empty(s));  // every thread: its reads of the stage are done
+        next_stage();
+      }
+    } else {
+      // A group a k-tile, one left in flight: k-tile 1's decode runs under k-tile 0's wgmmas and
+      // the next k-step's k-tile 0 under k-tile 1's. A wait<1> before each decode retires the
+      // group that read the buffer it fills (f[.][j], two k-tiles back); the stage's arrival
+      // follows the retirement of its last group, in the next k-step.
       Frag f;
-      decode(f);
-      multiply(f, ks == ks0);
+      int last = -1;  // the stage whose arrival is pending
+#pragma unroll 1
+      for (int ks = ks0; ks < ks1; ++ks) {
+        dev::mbar_wait(pl.full(s), phase);
+        const uint32_t field = stage_field();
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          dev::wgmma::wait<1>();
+          fence_tile(f, j);
+          if (j == 1 && last >= 0) dev::mbar_arrive(pl.empty(last));
+          decode_tile(f, j);
+          dev::wgmma::fence();
+          multiply_tile(f, field, j, ks == ks0);
+          dev::wgmma::commit();
+        }
+        last = s;
+        next_stage();
+      }
       dev::wgmma::wait<0>();
-      // The group has read the fragments and written the accumulators: keep both in their
-      // registers until here (the next decode must not reuse a register the group reads).
       fence_acc();
-      fence_frag(f);
-      dev::mbar_arrive(pl.empty(s));  // every thread: its reads of the stage are done
-      next_stage();
+      fence_tile(f, 0);
+      fence_tile(f, 1);
+      dev::mbar_arrive(pl.empty(last));
     }
     store(t);
   }
@@ -143,16 +180,16 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 
 // The kernel of token tile TT (32..128), KT k-tiles a stage, on configuration C (pipelines, row
 // blocks a warp: 1 or 2).
-template <int TT, int KT, typename T, typename C>
+template <int TT, int KT, typename T, typename C, bool kPending = false>
 ws::Kernel wgmma_kernel() {
   using L = PipelineLayout<TT, KT, C>;
   ws::Kernel k{};
-  k.fn = reinterpret_cast<const void*>(fragment_wgmma_kernel<TT, KT, T, C>);
+  k.fn = reinterpret_cast<const void*>(fragment_wgmma_kernel<TT, KT, T, C, kPending>);
   k.smem_bytes = L::kBytes + ws::Config::kAlignSlack;
   k.stages = L::kStages;
   k.k_tiles_per_stage = KT;
-  k.register_pool = 0;  // no setmaxnreg
-  k.sync = false;       // RS wgmma (describe())
+  k.register_pool = C::kRegisterPool;  // 0: no setmaxnreg
+  k.sync = false;                      // RS wgmma (describe())
   k.threads = C::kThreads;
   k.pipelines = C::kPipelines;
   return k;

@@ -66,6 +66,11 @@ TEST_CASE("fragment_mma refuses an option that would change nothing where it is 
   CHECK_THROWS_WITH(
       fragment_mma_setup(dense(16, 256, 256, 4), with({{"kernel", 1}, {"row_blocks", 4}})),
       Catch::Contains("row_blocks = 4") && Catch::Contains("the shared mainloop"));
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(256, 256, 256, 4), with({{"group_in_flight", 1}})),
+                    Catch::Contains("group_in_flight = 1 is the own kernel's") &&
+                        Catch::Contains("256 tokens run the shared mainloop"));
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, 4), with({{"group_in_flight", 1}})),
+                    Catch::Contains("group_in_flight = 1") && Catch::Contains("mma.sync"));
   // Values the own kernel does not take where it runs.
   CHECK_THROWS_WITH(fragment_mma_setup(dense(32, 256, 256, 4), with({{"scale_after_mma", 2}})),
                     Catch::Contains("scale_after_mma = 2") && Catch::Contains("8 and 16 tokens"));
@@ -86,18 +91,51 @@ TEST_CASE("fragment_mma's own wgmma refuses what spills or does not exist, namin
   CHECK_THROWS_WITH(fragment_mma_setup(dense(128, 256, 256, 4), with({{"pipelines", 2}})),
                     Catch::Contains("pipelines = 2") && Catch::Contains("spills") &&
                         Catch::Contains("128 tokens run the own kernel"));
-  CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4), with({{"pipelines", 3}})),
-                    Catch::Contains("pipelines = 3") && Catch::Contains("1 or 2"));
+  CHECK_THROWS_WITH(
+      fragment_mma_setup(dense(64, 256, 256, 4), with({{"pipelines", 3}, {"row_blocks", 1}})),
+      Catch::Contains("pipelines = 3") && Catch::Contains("1 or 2") &&
+          Catch::Contains("row_blocks = 2"));
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4), with({{"pipelines", 4}})),
+                    Catch::Contains("pipelines = 4") && Catch::Contains("1 or 2"));
+  // 3 pipelines of one warpgroup: 32 tokens, and 64 with 1 k-tile a stage (by default there).
+  CHECK(variants::fragment_mma_choose(dense(64, 256, 256, 4),
+                                      with({{"pipelines", 3}, {"row_blocks", 2}}), 132)
+            .k_tiles == 1);
+  CHECK_THROWS_WITH(
+      fragment_mma_setup(dense(64, 256, 256, 4),
+                         with({{"pipelines", 3}, {"row_blocks", 2}, {"stage_k_tiles", 2}})),
+      Catch::Contains("pipelines = 3 with stage_k_tiles = 2 spills"));
+  CHECK_THROWS_WITH(
+      fragment_mma_setup(dense(128, 256, 256, 4), with({{"pipelines", 3}, {"row_blocks", 2}})),
+      Catch::Contains("pipelines = 3") && Catch::Contains("spills"));
   CHECK_THROWS_WITH(fragment_mma_setup(dense(32, 256, 256, 4), with({{"row_blocks", 4}})),
                     Catch::Contains("row_blocks = 4") && Catch::Contains("1 row block a warp"));
   CHECK_THROWS_WITH(
-      fragment_mma_setup(dense(64, 256, 256, 4), with({{"row_blocks", 1}, {"stage_k_tiles", 2}})),
+      fragment_mma_setup(dense(64, 256, 256, 4),
+                         with({{"pipelines", 2}, {"row_blocks", 1}, {"stage_k_tiles", 2}})),
       Catch::Contains("row_blocks = 1") && Catch::Contains("spills"));
   CHECK_THROWS_WITH(
       fragment_mma_setup(dense(64, 256, 256, 4), with({{"pipelines", 1}, {"row_blocks", 2}})),
       Catch::Contains("row_blocks = 2 with pipelines = 1"));
   CHECK_THROWS_WITH(fragment_mma_setup(dense(32, 256, 256, 4), with({{"wait_hint_ns", 100}})),
                     Catch::Contains("wait_hint_ns = 100") && Catch::Contains("polls"));
+  // One warpgroup of two row blocks a pipeline takes 1 k-tile a stage at 128 tokens (two leave
+  // no two ring stages); a group in flight needs 2 and spills on two warpgroups of 2 pipelines.
+  CHECK_THROWS_WITH(
+      fragment_mma_setup(dense(128, 256, 256, 4),
+                         with({{"pipelines", 2}, {"row_blocks", 2}, {"stage_k_tiles", 2}})),
+      Catch::Contains("stage_k_tiles = 2") && Catch::Contains("no two ring stages"));
+  CHECK(variants::fragment_mma_choose(dense(128, 256, 256, 4),
+                                      with({{"pipelines", 2}, {"row_blocks", 2}}), 132)
+            .k_tiles == 1);
+  CHECK_THROWS_WITH(
+      fragment_mma_setup(dense(64, 256, 256, 4),
+                         with({{"group_in_flight", 1}, {"row_blocks", 2}, {"stage_k_tiles", 1}})),
+      Catch::Contains("group_in_flight = 1 with stage_k_tiles = 1"));
+  CHECK_THROWS_WITH(
+      fragment_mma_setup(dense(32, 256, 256, 4),
+                         with({{"group_in_flight", 1}, {"pipelines", 2}, {"row_blocks", 1}})),
+      Catch::Contains("group_in_flight = 1 on 2 pipelines of two warpgroups spills"));
   // The mma.sync kernel still has no single pipeline.
   CHECK_THROWS_WITH(
       fragment_mma_setup(dense(64, 256, 256, 4), with({{"mma", 2}, {"pipelines", 1}})),
@@ -125,13 +163,13 @@ TEST_CASE(
   };
   const Want wants[] = {
       {1, 8, 8, true, false, 2, 4, 2, true},      {9, 16, 16, true, false, 2, 4, 4, true},
-      {17, 32, 32, true, true, 2, 2, 1, false},   {33, 64, 64, true, true, 1, 2, 1, false},
+      {17, 32, 32, true, true, 2, 3, 2, false},   {33, 64, 64, true, true, 1, 3, 2, false},
       {65, 128, 128, true, true, 2, 1, 1, false}, {129, 300, 256, false, false, 1, 1, 1, false},
   };
   for (const Want& w : wants)
     for (std::int64_t m = w.m_lo; m <= w.m_hi; ++m) {
       INFO("M = " << m);
-      const auto c = fragment_mma_choose(dense(m, 28672, 8192, 4), {});
+      const auto c = fragment_mma_choose(dense(m, 28672, 8192, 4), {}, 132);
       CHECK(c.token_tile == w.tt);
       CHECK(c.own == w.own);
       CHECK(c.wgmma == w.wgmma);
@@ -141,6 +179,20 @@ TEST_CASE(
       CHECK(c.row_blocks == w.row_blocks);
       CHECK(c.scale_after == w.scale_after);
     }
+  // A problem of fewer tiles than SMs (Qwen3 dense gate/up: 40) runs one pipeline of two
+  // warpgroups at 32 and 64 tokens; on a device of fewer SMs, 3 of one.
+  for (std::int64_t m : {32, 64}) {
+    INFO("M = " << m);
+    const auto small = fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 132);
+    CHECK(small.pipelines == 1);
+    CHECK(small.row_blocks == 1);
+    CHECK(small.k_tiles == 2);
+    const auto few_sms = fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 16);
+    CHECK(few_sms.pipelines == 3);
+    CHECK(few_sms.row_blocks == 2);
+    // A device that none names is taken as 132 SMs.
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 0).pipelines == 1);
+  }
 }
 
 TEST_CASE(
@@ -150,45 +202,52 @@ TEST_CASE(
   using variants::fragment_mma_choose;
   using variants::fragment_mma_kernel_shape;
   int accepted = 0, refused = 0;
-  for (std::int64_t m : {1, 8, 16, 24, 32, 48, 64, 100, 128, 256})
-    for (int tt : {0, 8, 16, 32, 64, 128, 256})
-      for (int mma : {0, 1, 2})
-        for (int kernel : {0, 1})
-          for (int kt : {0, 1, 2})
-            for (int pipes : {0, 1, 2, 3, 4})
-              for (int rb : {0, 1, 2, 4})
-                for (int after : {0, 1, 2}) {
-                  const VariantOptions o = with({{"token_tile", tt},
-                                                 {"mma", mma},
-                                                 {"kernel", kernel},
-                                                 {"stage_k_tiles", kt},
-                                                 {"pipelines", pipes},
-                                                 {"row_blocks", rb},
-                                                 {"scale_after_mma", after}});
-                  variants::FragmentMmaChoice c;
-                  try {
-                    c = fragment_mma_choose(dense(m, 5120, 2048, 4), o);
-                  } catch (const Error& e) {
-                    ++refused;
-                    REQUIRE(std::string(e.what()).rfind("fragment_mma: ", 0) == 0);
-                    continue;
-                  }
-                  ++accepted;
-                  for (DType t : {DType::f16, DType::bf16}) {
-                    INFO("M " << m << " token_tile " << tt << " mma " << mma << " kernel " << kernel
-                              << " stage_k_tiles " << kt << " pipelines " << pipes << " row_blocks "
-                              << rb << " scale_after_mma " << after);
-                    const auto k = fragment_mma_kernel_shape(c, t);  // throws if none
-                    REQUIRE(k.found);
-                    if (!c.own) continue;
-                    REQUIRE(k.sync == !c.wgmma);
-                    REQUIRE(k.k_tiles == c.k_tiles);
-                    REQUIRE(k.pipelines == c.pipelines);
-                    // A pipeline: 8 / row_blocks consumer warps and a producer warp.
-                    REQUIRE(k.threads == c.pipelines * (32 * 8 / c.row_blocks + 32));
-                    REQUIRE(k.stages >= 2);
-                  }
-                }
+  for (int sms : {132, 8})  // N = 5120: 40 tiles, fewer than SMs or more
+    for (std::int64_t m : {1, 8, 16, 24, 32, 48, 64, 100, 128, 256})
+      for (int tt : {0, 8, 16, 32, 64, 128, 256})
+        for (int mma : {0, 1, 2})
+          for (int kernel : {0, 1})
+            for (int kt : {0, 1, 2})
+              for (int pipes : {0, 1, 2, 3, 4})
+                for (int rb : {0, 1, 2, 4})
+                  for (int after : {0, 1, 2})
+                    for (int gif : {0, 1}) {
+                      const VariantOptions o = with({{"token_tile", tt},
+                                                     {"mma", mma},
+                                                     {"kernel", kernel},
+                                                     {"stage_k_tiles", kt},
+                                                     {"pipelines", pipes},
+                                                     {"row_blocks", rb},
+                                                     {"scale_after_mma", after},
+                                                     {"group_in_flight", gif}});
+                      variants::FragmentMmaChoice c;
+                      try {
+                        c = fragment_mma_choose(dense(m, 5120, 2048, 4), o, sms);
+                      } catch (const Error& e) {
+                        ++refused;
+                        REQUIRE(std::string(e.what()).rfind("fragment_mma: ", 0) == 0);
+                        continue;
+                      }
+                      ++accepted;
+                      for (DType t : {DType::f16, DType::bf16}) {
+                        INFO("SMs " << sms << " M " << m << " token_tile " << tt << " mma " << mma
+                                    << " kernel " << kernel << " stage_k_tiles " << kt
+                                    << " pipelines " << pipes << " row_blocks " << rb
+                                    << " scale_after_mma " << after << " group_in_flight " << gif);
+                        const auto k = fragment_mma_kernel_shape(c, t);  // throws if none
+                        REQUIRE(k.found);
+                        if (!c.own) continue;
+                        REQUIRE(k.sync == !c.wgmma);
+                        REQUIRE(k.k_tiles == c.k_tiles);
+                        REQUIRE(k.pipelines == c.pipelines);
+                        // A pipeline: 8 / row_blocks consumer warps and a producer warp, or (wgmma,
+                        // two row blocks) one consumer warpgroup beside a producer warpgroup's.
+                        const bool producer_warpgroup = c.wgmma && c.row_blocks == 2;
+                        REQUIRE(k.threads == c.pipelines * 32 * 8 / c.row_blocks +
+                                                 (producer_warpgroup ? 128 : 32 * c.pipelines));
+                        REQUIRE(k.stages >= 2);
+                      }
+                    }
   CHECK(accepted > 1000);
   CHECK(refused > 1000);
 }
