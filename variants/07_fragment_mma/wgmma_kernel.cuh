@@ -8,13 +8,15 @@
 // * A pipeline's consumers are two warpgroups, rows 0..63 and 64..127 of the tile (warp q: the
 //   layout's warp q, rows 16 q ..), or one (RB = 2: warp q holds rows 16 q .. and 64 + 16 q ..,
 //   two m64 wgmmas a k16 step over the same activations), which spreads a k-step's barrier
-//   wait, addresses and descriptors over twice the weights and leaves the registers for two
-//   k-tiles a stage (one warpgroup and a producer warp a pipeline: 168 a thread on 2 pipelines).
-// * A k-step: the barrier wait, the decode of its KT k-tiles (scales before the MMA: wgmma
-//   cannot scale a block's products apart), one commit group of 4 KT RB wgmmas, its wait, one
-//   arrival. No fragments double-buffered, no stage kept pending: while one warpgroup waits for
-//   its group, the block's others decode (the overlap the shared mainloop builds inside one
-//   warpgroup, at twice the fragment registers: measured slower here, README.md).
+//   wait, addresses and descriptors over twice the weights. One warpgroup a pipeline runs beside
+//   a producer warpgroup that gives it its registers (PipelineConfig's kProducerRegs: 232 a
+//   thread on 2 pipelines, 152-160 on 3, the default at 32 and 64 tokens).
+// * A k-step (kPending = false): the barrier wait, the decode of its KT k-tiles (scales before the
+//   MMA: wgmma cannot scale a block's products apart), one commit group of 4 KT RB wgmmas, its
+//   wait, one arrival: while one warpgroup waits for its group, the SM's others decode. kPending
+//   (option group_in_flight, KT = 2): a group a k-tile with one left in flight, each k-tile's
+//   decode under the previous k-tile's wgmmas in the same two fragment buffers (measured -2% at
+//   128 tokens on one pipeline, no gain on one warpgroup of two row blocks: README.md).
 // * A piece's first wgmma overwrites the accumulators (no zero fill); the store is the mma.sync
 //   kernel's (the accumulator layouts are the same).
 #pragma once
