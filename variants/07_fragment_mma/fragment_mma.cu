@@ -167,7 +167,8 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
   const int wgmma_kt = (wgmma_rb == 2 && pipes == 2 && tt <= 64) || pipes == 1 || tt == 32 ? 2 : 1;
   const int kt = kt_opt != 0 ? int(kt_opt) : own_wgmma ? wgmma_kt : tt <= 16 ? 2 : 1;
   if (own_sync && pipes_opt == 1)
-    throw Error(std::string(who) + ": pipelines = 1 is not one of 2, 3, 4 (or 0: by token tile)");
+    throw Error(std::string(who) +
+                ": pipelines = 1: the own kernel's mma.sync runs 2, 3 or 4 (or 0: by token tile)");
   // An option that would change nothing where it is given is refused too, so that a run's
   // config says what ran: the own kernel's options off it, and values it does not take.
   const auto refuse = [&](const std::string& what) {
@@ -185,8 +186,10 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
       if (const std::int64_t v = o.get(*spec); v != spec->default_value)
         refuse(std::string(spec->name) + " = " + std::to_string(v) + " is the own kernel's");
   }
-  if (o.get(kFragmentMmaScaleAfter) == 2 && !(own_sync && tt <= 16))
-    refuse("scale_after_mma = 2 (after the MMA) is the own kernel's mma.sync at 8 and 16 tokens");
+  if (const std::int64_t after = o.get(kFragmentMmaScaleAfter);
+      after != 0 && !(own_sync && tt <= 16))
+    refuse("scale_after_mma = " + std::to_string(after) +
+           " is the own kernel's mma.sync's at 8 and 16 tokens (the rest scale before the MMA)");
   if (own_wgmma) {
     if (pipes > 3 || (pipes == 3 && wgmma_rb != 2))
       refuse("pipelines = " + std::to_string(pipes) +

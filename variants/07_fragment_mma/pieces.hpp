@@ -1,4 +1,5 @@
-// Variant 07's own kernel (sync_kernel.cuh): the pieces of one walk. Plain C++ (host and device),
+// Variant 07's own kernel (pipelines.cuh: both its mma.sync and its wgmma consumers): the pieces
+// of one walk. Plain C++ (host and device),
 // so that a CPU test walks the plans the kernel runs.
 #pragma once
 #include "variants/common/host_device.hpp"

@@ -44,7 +44,7 @@ TEST_CASE("fragment_mma refuses pipeline counts its own kernel cannot run, namin
           "[variants]") {
   using variants::fragment_mma_setup;
   CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, 4), with({{"pipelines", 1}})),
-                    Catch::Contains("pipelines = 1") && Catch::Contains("2, 3, 4"));
+                    Catch::Contains("pipelines = 1") && Catch::Contains("mma.sync runs 2, 3 or 4"));
   CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4),
                                        with({{"pipelines", 4}, {"mma", 2}, {"stage_k_tiles", 2}})),
                     Catch::Contains("pipelines = 4") && Catch::Contains("64 tokens") &&
@@ -72,8 +72,16 @@ TEST_CASE("fragment_mma refuses an option that would change nothing where it is 
   CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, 4), with({{"group_in_flight", 1}})),
                     Catch::Contains("group_in_flight = 1") && Catch::Contains("mma.sync"));
   // Values the own kernel does not take where it runs.
-  CHECK_THROWS_WITH(fragment_mma_setup(dense(32, 256, 256, 4), with({{"scale_after_mma", 2}})),
-                    Catch::Contains("scale_after_mma = 2") && Catch::Contains("8 and 16 tokens"));
+  for (int after : {1, 2}) {
+    CHECK_THROWS_WITH(
+        fragment_mma_setup(dense(32, 256, 256, 4), with({{"scale_after_mma", after}})),
+        Catch::Contains("scale_after_mma = " + std::to_string(after)) &&
+            Catch::Contains("8 and 16 tokens"));
+    CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, 4),
+                                         with({{"kernel", 1}, {"scale_after_mma", after}})),
+                      Catch::Contains("scale_after_mma = " + std::to_string(after)) &&
+                          Catch::Contains("the shared mainloop"));
+  }
   CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, 4), with({{"stage_k_tiles", 1}})),
                     Catch::Contains("stage_k_tiles = 1") && Catch::Contains("2 k-tiles"));
   CHECK_THROWS_WITH(
@@ -136,10 +144,10 @@ TEST_CASE("fragment_mma's own wgmma refuses what spills or does not exist, namin
       fragment_mma_setup(dense(32, 256, 256, 4),
                          with({{"group_in_flight", 1}, {"pipelines", 2}, {"row_blocks", 1}})),
       Catch::Contains("group_in_flight = 1 on 2 pipelines of two warpgroups spills"));
-  // The mma.sync kernel still has no single pipeline.
+  // The mma.sync kernel has no single pipeline.
   CHECK_THROWS_WITH(
       fragment_mma_setup(dense(64, 256, 256, 4), with({{"mma", 2}, {"pipelines", 1}})),
-      Catch::Contains("pipelines = 1") && Catch::Contains("2, 3, 4"));
+      Catch::Contains("pipelines = 1") && Catch::Contains("mma.sync runs 2, 3 or 4"));
 }
 
 TEST_CASE("the fragment tile repack refuses a grid past its limit, and does nothing for none",
