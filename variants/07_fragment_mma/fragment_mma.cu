@@ -218,9 +218,6 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
           "thread): 1 pipeline, or row_blocks = 2");
     if (group_in_flight && pipes == 3)
       refuse("group_in_flight = 1 on 3 pipelines: 1 or 2 (not compiled on 3)");
-    if (wait_hint != 0)
-      refuse("wait_hint_ns = " + std::to_string(wait_hint) +
-             " is the own kernel's mma.sync's (its wgmma polls)");
   }
   if (own_sync && group_in_flight)
     refuse("group_in_flight = 1 is the own kernel's wgmma's (mma.sync has no commit groups)");

@@ -118,9 +118,10 @@ inline constexpr OptionSpec kFragmentMmaWaitHint{
     0,
     1000000,
     false,
-    "own kernel's mma.sync: the suspend-time hint (ns) of the ring's barrier waits (the "
-    "producer's for a free stage, the consumers' for a full one): asleep until the stage is "
-    "ready or the time passes (measured slower); 0 = re-poll (try_wait's own short limit)"};
+    "own kernel: the suspend-time hint (ns) of the ring's barrier waits (mma.sync: the "
+    "producer's for a free stage and the consumers' for a full one, measured slower; wgmma: the "
+    "producer's only): asleep until the stage is ready or the time passes; 0 = re-poll "
+    "(try_wait's own short limit)"};
 
 // What fragment_mma runs for a problem and options, decided on the host with every refusal
 // before any GPU work (fragment_mma_setup: this, then the dense plan).

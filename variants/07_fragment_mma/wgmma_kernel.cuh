@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #pragma unroll 1
       for (int ks = ks0; ks < ks1; ++ks) {
         Frag f;
-        dev::mbar_wait(pl.full(s), phase);  // polling (wait_hint_ns is the mma.sync kernel's)
+        dev::mbar_wait(pl.full(s), phase);  // polling (wait_hint_ns: the producer's waits only)
 #pragma unroll
         for (int j = 0; j < KT; ++j) decode_tile(f, j);
         const uint32_t field = stage_field();
