@@ -29,8 +29,8 @@ inline constexpr OptionSpec kFragmentMmaMma{
     "16..256), 2 = mma.sync (8..64)"};
 
 // k-tiles a stage: on the own kernel's mma.sync 2 at 8 and 16 tokens, 1 or 2 at 32 and 64 (0 =
-// 1); on its wgmma 1 or 2 (0 = 2 where the registers hold it); on the shared mainloop at 8..32
-// tokens (two blocks per SM) as before (README.md).
+// 1); on its wgmma 1 or 2 (0 = 2 where the registers and the ring hold it); on the shared mainloop
+// at 8..32 tokens (two blocks per SM) as before (README.md).
 inline constexpr OptionSpec kFragmentMmaStageKTiles{
     "stage_k_tiles",
     0,
@@ -38,8 +38,8 @@ inline constexpr OptionSpec kFragmentMmaStageKTiles{
     2,
     false,
     "k-tiles (64 k) a ring stage holds: 1 or 2; 0 = by token tile (own mma.sync: 2 at 8 and 16 "
-    "tokens, else 1; own wgmma: 2, but 1 on 2 pipelines of two warpgroups at 64 tokens; shared "
-    "mainloop: 2 to 16)"};
+    "tokens, else 1; own wgmma: 2, but 1 at 64 tokens on 2 pipelines of two warpgroups or on 3, "
+    "and at 128 on 2; shared mainloop: 2 to 16)"};
 // Which kernel runs: the own one (pipelines over one table, no per-stage tile-end test;
 // sync_kernel.cuh, wgmma_kernel.cuh) or the shared mainloop (variant 03's, the ladder's earlier
 // rows).
@@ -65,8 +65,8 @@ inline constexpr OptionSpec kFragmentMmaScaleAfter{
 // Pipelines a block of the own kernel runs over its one table. mma.sync: 2 (8 consumer warps
 // each, one 16-row block a warp), 3 or 4 (4 consumer warps each, two row blocks a warp: each
 // activation fragment loaded once for two MMAs; at 16 tokens 4 pipelines of 2 consumer warps
-// holding four, row_blocks). wgmma: 1 (two consumer warpgroups) or 2 (two warpgroups each, or one
-// of two row blocks a warp: row_blocks).
+// holding four, row_blocks). wgmma: 1 (two consumer warpgroups), 2 (two warpgroups each, or one
+// of two row blocks a warp: row_blocks) or 3 (one warpgroup each, beside a producer warpgroup).
 inline constexpr OptionSpec kFragmentMmaPipelines{
     "pipelines",
     0,
@@ -74,8 +74,9 @@ inline constexpr OptionSpec kFragmentMmaPipelines{
     4,
     false,
     "own kernel: walks a block runs over one table. mma.sync: 2 (one 16-row block a warp), 3 or "
-    "4 (two row blocks a warp, or four: row_blocks); 0 = 4 to 16 tokens, 3 above. wgmma: 1 or "
-    "2; 0 = 2 to 64 tokens, 1 at 128"};
+    "4 (two row blocks a warp, or four: row_blocks); 0 = 4 to 16 tokens, 3 above. wgmma: 1, 2 "
+    "or 3 (3: one warpgroup each, row_blocks 2); 0 = 3 at 32 and 64 tokens (2 with row_blocks "
+    "= 1), 1 at 128 and on a problem of fewer tiles than SMs (2 there with row_blocks = 2)"};
 
 // How the own kernel lays its walks (each one stream-K stripe of the plan) on blocks
 // (variants/hopper/stream_k.hpp's WalkOrder).
