@@ -13,6 +13,7 @@
 #include <iostream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "harness/check.hpp"
 #include "harness/execute.hpp"
@@ -54,8 +55,10 @@ Problem grouped(int experts, int tokens, int top_k, std::int64_t N, std::int64_t
 }
 
 // Checks the row on p with each split mode the row honours, where the row supports p; the tally
-// counts the check, or the refusal and its reason.
-void check_row(const VariantRow& row, const Problem& p, Stream& s, test::SweepTally& tally) {
+// counts the check, or the refusal and its reason. `given`: row options set (each kept in every
+// split mode).
+void check_row(const VariantRow& row, const Problem& p, Stream& s, test::SweepTally& tally,
+               const std::vector<GivenOption>& given = {}) {
   if (!tally.admit(row, p.d)) return;
   DeviceWeights dw(p.hw, p.d.dtype, {row.layout}, 1, s.get());
   const OwnedProblem owned(dw, p.A, p.d, p.hw.codebook);
@@ -69,7 +72,8 @@ void check_row(const VariantRow& row, const Problem& p, Stream& s, test::SweepTa
                   << weights_label(p.d) << " " << dtype_name(p.d.dtype)
                   << " experts=" << p.d.num_experts
                   << " split=" << (m == SplitMode::force_on ? "on" : "off/auto"));
-    const Outcome o = execute_and_check(row, resolve_options(row, {}, m), p.d, dp, &ref, s.get());
+    const Outcome o =
+        execute_and_check(row, resolve_options(row, given, m), p.d, dp, &ref, s.get());
     INFO("error: " << o.error << " violations " << o.check.violations << " max err/bound "
                    << o.check.max_err_over_bound);
     REQUIRE(o.error.empty());
@@ -119,6 +123,44 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
         }
       }
     }
+  }
+  require_every_row_checked(tally);
+}
+
+// fragment_mma's own wgmma configurations that its defaults do not reach on the sweep's small
+// problems (fewer tiles than SMs run one pipeline): one consumer warpgroup a pipeline beside a
+// producer warpgroup (setmaxnreg) on 2 and 3 pipelines, and a commit group left in flight, on
+// shapes whose stream-K stripes cut tiles.
+TEST_CASE("fragment_mma's own wgmma configurations pass a dense sweep", "[gpu][variants]") {
+  KBIT_REQUIRE_GPU();
+  Stream s;
+  const VariantRow* row = nullptr;
+  for (const auto& r : registry())
+    if (r.name == "fragment_mma") row = &r;
+  REQUIRE(row != nullptr);
+  test::SweepTally tally("fragment_mma wgmma sweep", current_device_sm());
+  struct Set {
+    int token_tile;
+    std::vector<std::pair<const char*, std::int64_t>> options;
+  };
+  const Set sets[] = {
+      {32, {{"pipelines", 3}, {"row_blocks", 2}}},
+      {64, {{"pipelines", 3}, {"row_blocks", 2}}},
+      {64, {{"pipelines", 2}, {"row_blocks", 2}}},
+      {128, {{"pipelines", 2}, {"row_blocks", 2}}},
+      {32, {{"pipelines", 2}, {"row_blocks", 2}, {"group_in_flight", 1}}},
+      {64, {{"pipelines", 1}, {"group_in_flight", 1}}},
+      {128, {{"pipelines", 1}, {"group_in_flight", 1}}},
+  };
+  for (const Set& set : sets) {
+    std::vector<GivenOption> given{{"token_tile", set.token_tile, "test"}};
+    for (const auto& [name, value] : set.options) given.push_back({name, value, "test"});
+    for (DType t : {DType::f16, DType::bf16})
+      for (std::int64_t M : {17, 64, 100}) {
+        INFO("token_tile " << set.token_tile << ", " << set.options.size() << " options");
+        check_row(*row, dense(M, 257, 2080, 4, t), s, tally, given);
+        check_row(*row, dense(M, 1000, 1024, 4, t), s, tally, given);
+      }
   }
   require_every_row_checked(tally);
 }

@@ -27,13 +27,14 @@ namespace {
 // The own kernel of token tile tt (8..128), kt k-tiles a stage. wgmma (wgmma_kernel.cuh, 32..128
 // tokens): 1 pipeline of two consumer warpgroups; 2 pipelines of two warpgroups (18 warps: 96
 // registers a thread, a sub-partition's 64 KB over 5 warps; they hold 32 tokens, and 64 with kt
-// = 1); or 2 pipelines of one warpgroup of two row blocks a warp (row_blocks 2) beside a producer
-// warpgroup that gives them its registers (224 a consumer thread: kt = 2 to 64 tokens, 1 at 128).
-// A group in flight (pending): kt = 2, not on 2 pipelines of two warpgroups. The rest spill or
-// leave no two ring stages; the setup refuses them. mma.sync (sync_kernel.cuh, 8..64 tokens): the
-// scale after the MMA (8 and 16 tokens) or before it, on `pipelines` pipelines a block (2: one
-// 16-row block a warp; 3, 4: two; 4 with row_blocks 4: four, at 8 and 16 tokens), kt = 2 only at
-// 8 and 16 tokens.
+// = 1); or 2 or 3 pipelines of one warpgroup of two row blocks a warp (row_blocks 2) beside a
+// producer warpgroup that gives them its registers (232 a consumer thread on 2 pipelines: kt = 2
+// to 64 tokens, 1 at 128; 152-160 on 3: kt = 2 at 32 tokens, 1 at 64). A group in flight
+// (pending): kt = 2 on 1 pipeline, or on 2 of one warpgroup. The rest spill or leave no two ring
+// stages; the setup refuses them. mma.sync (sync_kernel.cuh, 8..64 tokens): the scale after the
+// MMA (8 and 16 tokens) or before it, on `pipelines` pipelines a block (2: one 16-row block a
+// warp; 3, 4: two; 4 with row_blocks 4: four, at 8 and 16 tokens), kt = 2 only at 8 and 16
+// tokens.
 template <typename T>
 ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int row_blocks,
                       bool pending, const char* who) {
@@ -49,8 +50,8 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
         using fragment::PipelineConfig;
         using fragment::wgmma_kernel;
         using TwoWarpgroups = PipelineConfig<1, 1>;
-        // One consumer warpgroup a pipeline beside a producer warpgroup of 40 (2 k-tiles) or 32
-        // registers a thread (pipelines.cuh).
+        // One consumer warpgroup a pipeline beside a producer warpgroup that keeps 40 registers a
+        // thread (2 pipelines, and 3 with 2 k-tiles) or 32 (3 with 1: the consumers need 160).
         using TwoPipelines = PipelineConfig<2, 2, 40>;
         if (pipelines == 1) {
           if (kt == 1) return wgmma_kernel<TT, 1, T, TwoWarpgroups>();
@@ -155,7 +156,7 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
   // split-K traffic grows with the walks (one pipeline a block measured faster there, README.md).
   const std::int64_t tiles = (d.N + 127) / 128 * ((d.M + tt - 1) / tt);
   const bool few_tiles = tiles < (sms > 0 ? sms : 132);
-  const bool wgmma_p3 = tt <= 64 && !few_tiles && rb_opt != 1;  // 3 pipelines of one warpgroup
+  const bool wgmma_p3 = tt <= 64 && !few_tiles && (rb_opt == 0 || rb_opt == 2);  // of one warpgroup
   const int pipes = pipes_opt != 0 ? int(pipes_opt)
                     : own_wgmma    ? (few_tiles && rb_opt != 2  ? 1
                                       : wgmma_p3                ? 3
@@ -284,7 +285,7 @@ ws::Kernel fragment_mma_kernel(const FragmentMmaChoice& c, DType t) {
 
 FragmentMmaKernelShape fragment_mma_kernel_shape(const FragmentMmaChoice& c, DType t) {
   const ws::Kernel k = fragment_mma_kernel(c, t);
-  return {k.fn != nullptr, k.threads, k.stages, k.k_tiles_per_stage, k.pipelines, k.sync};
+  return {k.fn != nullptr, k.threads, k.stages, k.k_tiles_per_stage, k.pipelines, k.sync, k.fn};
 }
 
 std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const VariantOptions& o) {

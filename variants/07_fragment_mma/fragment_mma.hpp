@@ -100,8 +100,9 @@ inline constexpr OptionSpec kFragmentMmaRowBlocks{
     false,
     "own kernel: 16-row blocks a consumer warp holds. mma.sync: 0 = 4 at 16 tokens on 4 "
     "pipelines, else 1 with 2 pipelines, 2 with 3 or 4; 1, 2, 4 (4 pipelines of 2 consumer "
-    "warps, 8 and 16 tokens). wgmma: 1 (two warpgroups a pipeline), 2 (one, on 2 pipelines, "
-    "beside a producer warpgroup that gives it its registers); 0 = 1"};
+    "warps, 8 and 16 tokens). wgmma: 1 (two warpgroups a pipeline), 2 (one, on 2 or 3 "
+    "pipelines, beside a producer warpgroup that gives it its registers); 0 = 2 on 3 pipelines "
+    "(the default at 32 and 64 tokens), else 1"};
 // Whether the own kernel's wgmma consumers keep a commit group in flight under the next decode.
 inline constexpr OptionSpec kFragmentMmaGroupInFlight{
     "group_in_flight",
@@ -146,7 +147,8 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& dims, const VariantOptions
 struct FragmentMmaKernelShape {
   bool found;
   int threads, stages, k_tiles, pipelines;
-  bool sync;  // mma.sync consumers
+  bool sync;       // mma.sync consumers
+  const void* fn;  // the kernel itself (choices that differ only in group_in_flight differ here)
 };
 FragmentMmaKernelShape fragment_mma_kernel_shape(const FragmentMmaChoice& choice, DType dtype);
 

@@ -152,7 +152,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       // group that read the buffer it fills (f[.][j], two k-tiles back); the stage's arrival
       // follows the retirement of its last group, in the next k-step.
       Frag f;
-      int last = -1;  // the stage whose arrival is pending
+      int last = -1;  // the stage whose arrival is pending (a piece has a k-step at least: Pieces)
 #pragma unroll 1
       for (int ks = ks0; ks < ks1; ++ks) {
         dev::mbar_wait(pl.full(s), phase);

@@ -27,7 +27,7 @@ namespace kbit::variants::ws {
 struct Kernel {
   const void* fn;
   int smem_bytes, stages, k_tiles_per_stage;
-  int register_pool;  // registers the block's setmaxnreg trades: 384 x what ptxas must allocate
+  int register_pool;  // registers the block's setmaxnreg trades: threads x what ptxas must allocate
   bool sync = false;  // MmaPath::sync (for describe())
   int threads = Config::kThreads;  // a block's threads
   int pipelines = 1;  // walks a block runs (variant 07: two over one table), each a "block" of

@@ -2,6 +2,10 @@
 // the limit (the GPU tests in harness/tests/test_variants_gpu.cpp run what it accepts).
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 #include "reference/error.hpp"
 #include "variants/07_fragment_mma/fragment_mma.hpp"
 #include "variants/format/format_kernels.hpp"
@@ -151,6 +155,34 @@ TEST_CASE("fragment_mma's own wgmma refuses what spills or does not exist, namin
       Catch::Contains("pipelines = 1") && Catch::Contains("mma.sync runs 2, 3 or 4"));
 }
 
+TEST_CASE("fragment_mma's group_in_flight runs a kernel of its own wherever it is accepted",
+          "[variants]") {
+  using variants::fragment_mma_choose;
+  using variants::fragment_mma_kernel_shape;
+  const std::vector<std::pair<int, std::vector<std::pair<std::string, std::int64_t>>>> sets = {
+      {32, {{"pipelines", 1}}},
+      {64, {{"pipelines", 1}}},
+      {128, {{"pipelines", 1}}},
+      {32, {{"pipelines", 2}, {"row_blocks", 2}}},
+      {64, {{"pipelines", 2}, {"row_blocks", 2}}},
+  };
+  for (const auto& [m, opts] : sets) {
+    VariantOptions off, on;
+    for (const auto& [name, v] : opts) {
+      off.values.emplace_back(name, v);
+      on.values.emplace_back(name, v);
+    }
+    on.values.emplace_back("group_in_flight", 1);
+    INFO("M = " << m << ", " << opts.size() << " options");
+    const auto c0 = fragment_mma_choose(dense(m, 28672, 8192, 4), off, 132);
+    const auto c1 = fragment_mma_choose(dense(m, 28672, 8192, 4), on, 132);
+    CHECK(!c0.group_in_flight);
+    CHECK(c1.group_in_flight);
+    for (DType t : {DType::f16, DType::bf16})
+      CHECK(fragment_mma_kernel_shape(c0, t).fn != fragment_mma_kernel_shape(c1, t).fn);
+  }
+}
+
 TEST_CASE("the fragment tile repack refuses a grid past its limit, and does nothing for none",
           "[variants]") {
   CHECK_NOTHROW(gpu::fragment_order(nullptr, nullptr, 0, nullptr, nullptr, nullptr));
@@ -199,6 +231,13 @@ TEST_CASE(
     const auto few_sms = fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 16);
     CHECK(few_sms.pipelines == 3);
     CHECK(few_sms.row_blocks == 2);
+    // The boundary: as many tiles as SMs (40) is not fewer.
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 40).pipelines == 3);
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 41).pipelines == 1);
+    // row_blocks = 4 on a problem of many tiles is refused by its own name, not by a pipelines
+    // count the default chose.
+    CHECK_THROWS_WITH(fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"row_blocks", 4}}), 132),
+                      Catch::Contains("row_blocks = 4") && Catch::Contains("1 row block a warp"));
     // A device that none names is taken as 132 SMs.
     CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 0).pipelines == 1);
   }
