@@ -154,7 +154,8 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
   const std::int64_t rb_opt = o.get(kFragmentMmaRowBlocks);
   // A problem of fewer tiles than SMs: its walks are stream-K stripes of a few k-steps, whose
   // split-K traffic grows with the walks (one pipeline a block measured faster there, README.md).
-  const std::int64_t tiles = (d.N + 127) / 128 * ((d.M + tt - 1) / tt);
+  const std::int64_t tiles =
+      (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN * ((d.M + tt - 1) / tt);
   const bool few_tiles = tiles < (sms > 0 ? sms : 132);
   const bool wgmma_p3 = tt <= 64 && !few_tiles && (rb_opt == 0 || rb_opt == 2);  // of one warpgroup
   const int pipes = pipes_opt != 0 ? int(pipes_opt)

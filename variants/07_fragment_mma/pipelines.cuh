@@ -64,13 +64,11 @@ struct PipelineConfig {
   static constexpr int kConsumers = kPipelines * kPipeConsumers;
   static constexpr int kProducerWarps = kProducerWarpgroup ? 4 : kPipelines;
   static constexpr int kThreads = kConsumers + 32 * kProducerWarps;
-  // The register split: ptxas allocates kRegsPerThread from the launch bounds; the consumers
-  // take the rest of the block's pool, to it exactly or below (an .inc past the pool waits
-  // forever).
-  static constexpr int kRegsPerThread = 65536 / kThreads / 8 * 8;
+  // The register split (common/wgmma.cuh): the consumers take the rest of the block's pool.
+  static constexpr int kRegsPerThread = dev::wgmma::launch_registers(kThreads);
   static constexpr int kProducerRegs = kProducerRegs_;
   static constexpr int kConsumerRegs =
-      (kThreads * kRegsPerThread - 32 * kProducerWarps * kProducerRegs) / kConsumers / 8 * 8;
+      dev::wgmma::consumer_registers(kThreads, 32 * kProducerWarps, kProducerRegs);
   static constexpr int kRegisterPool =
       kProducerWarpgroup ? 32 * kProducerWarps * kProducerRegs + kConsumers * kConsumerRegs : 0;
   static constexpr int kTableBarrier = 1;  // named barrier over all consumers (the table)

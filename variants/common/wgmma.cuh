@@ -80,6 +80,19 @@ __device__ __forceinline__ void fence_operands(uint32_t (&a)[R]) {
   for (int i = 0; i < R; ++i) asm volatile("" : "+r"(a[i])::"memory");
 }
 
+// A block's register split for setmaxnreg, in steps of 8 as the instruction takes them: what
+// ptxas allocates a thread from the launch bounds (`threads` a block, `blocks_per_sm` an SM), and
+// what the consumers may claim once `producer_threads` keep `producer_regs`: the rest of the
+// block's pool, to it exactly or below (an .inc past the pool waits forever).
+constexpr int launch_registers(int threads, int blocks_per_sm = 1) {
+  return 65536 / blocks_per_sm / threads / 8 * 8;
+}
+constexpr int consumer_registers(int threads, int producer_threads, int producer_regs,
+                                 int blocks_per_sm = 1) {
+  return (threads * launch_registers(threads, blocks_per_sm) - producer_threads * producer_regs) /
+         (threads - producer_threads) / 8 * 8;
+}
+
 // Register budget of a warpgroup (setmaxnreg): the producer gives registers back, the consumers
 // take them. Every warp of the warpgroup executes it.
 template <int Regs>

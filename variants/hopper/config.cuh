@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "variants/common/wgmma.cuh"
+
 namespace kbit::variants::ws {
 
 struct Config {
@@ -59,11 +61,14 @@ struct Layout {
   // block per SM: ptxas allocates 168 a thread (65536 / 384), 384 x 168 = 128 x 56 + 256 x 224.
   // Two: 80 a thread from the launch bounds, 384 x 80 = 128 x 48 + 256 x 96. Without setmaxnreg
   // ptxas took the consumers' path for divergent and waited after every wgmma (C7518, F-037).
-  static constexpr int kRegsPerThread = kBlocksPerSm == 1 ? 168 : 80;
+  static constexpr int kRegsPerThread =
+      dev::wgmma::launch_registers(Config::kThreads, kBlocksPerSm);
   static constexpr int kProducerRegs = kBlocksPerSm == 1 ? 56 : 48;
-  static constexpr int kConsumerRegs = kBlocksPerSm == 1 ? 224 : 96;
+  static constexpr int kConsumerRegs =
+      dev::wgmma::consumer_registers(Config::kThreads, 128, kProducerRegs, kBlocksPerSm);
   static constexpr int kRegisterPool = 128 * kProducerRegs + 256 * kConsumerRegs;
   static_assert(kRegisterPool == Config::kThreads * kRegsPerThread, "the block's registers");
+  static_assert(kConsumerRegs == (kBlocksPerSm == 1 ? 224 : 96), "the budgets the comment states");
   static constexpr int kSmemBudget = Config::kSmemPerSm / kBlocksPerSm - 1024;  // less 1 KB each
   // k-tiles per stage: 2 at 64 tokens, whose stages are short (twice the independent decode
   // work between two barrier waits); 1 at 16 and 32 (two blocks share the SM's shared memory)
