@@ -128,8 +128,8 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
 }
 
 // fragment_mma's own wgmma configurations that its defaults do not reach on the sweep's small
-// problems (fewer tiles than SMs run one pipeline): one consumer warpgroup a pipeline beside a
-// producer warpgroup (setmaxnreg) on 2 and 3 pipelines, and a commit group left in flight, on
+// problems (their short stream-K walks run one pipeline): one consumer warpgroup a pipeline beside
+// a producer warpgroup (setmaxnreg) on 2 and 3 pipelines, and a commit group left in flight, on
 // shapes whose stream-K stripes cut tiles.
 TEST_CASE("fragment_mma's own wgmma configurations pass a dense sweep", "[gpu][variants]") {
   KBIT_REQUIRE_GPU();

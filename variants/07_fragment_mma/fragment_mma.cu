@@ -147,22 +147,27 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
   // Pipelines, row blocks a warp and k-tiles a stage. Own mma.sync: 4 pipelines to 16 tokens,
   // else 3; 2 k-tiles at 8 and 16 tokens, else 1. Own wgmma (README.md's ladder): at 32 and 64
   // tokens 3 pipelines of one warpgroup (two row blocks a warp; 2 k-tiles at 32, 1 at 64), or
-  // one pipeline of two warpgroups on a problem of fewer tiles than SMs; at 128 one pipeline.
+  // one pipeline of two warpgroups where the walks are short (below); at 128 one pipeline.
   // `row_blocks = 1` there: 2 pipelines of two warpgroups. 2 k-tiles where the registers hold
   // them. The shared mainloop: 2 k-tiles to 16 tokens.
   const std::int64_t pipes_opt = o.get(kFragmentMmaPipelines);
   const std::int64_t rb_opt = o.get(kFragmentMmaRowBlocks);
-  // A problem of fewer tiles than SMs: its walks are stream-K stripes of a few k-steps, whose
-  // split-K traffic grows with the walks (one pipeline a block measured faster there, README.md).
+  // Short walks: where 3 pipelines a block (3 x SMs walks) would stream fewer than 3 bytes of
+  // weights a walk for each byte of the walk's split-K partial (TT x 128 fp32 sums), the split-K
+  // traffic outweighs what the pipelines hide: one pipeline of two warpgroups a block (measured
+  // on Qwen3 dense and the Llama3 down projections, README.md's ladder, build I).
   const std::int64_t tiles =
       (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN * ((d.M + tt - 1) / tt);
-  const bool few_tiles = tiles < (sms > 0 ? sms : 132);
-  const bool wgmma_p3 = tt <= 64 && !few_tiles && (rb_opt == 0 || rb_opt == 2);  // of one warpgroup
+  const std::int64_t walks3 = 3 * std::int64_t(sms > 0 ? sms : 132);
+  const std::int64_t weight_bytes = tiles * d.K_dim * ws::Config::kTileN / 2;  // K = 4, per M-tile
+  const bool short_walks = weight_bytes < 3 * walks3 * tt * ws::Config::kTileN * 4;
+  const bool wgmma_p3 =
+      tt <= 64 && !short_walks && (rb_opt == 0 || rb_opt == 2);  // of one warpgroup
   const int pipes = pipes_opt != 0 ? int(pipes_opt)
-                    : own_wgmma    ? (few_tiles && rb_opt != 2  ? 1
-                                      : wgmma_p3                ? 3
-                                      : tt <= 64 || rb_opt == 2 ? 2
-                                                                : 1)
+                    : own_wgmma    ? (short_walks && rb_opt != 2 ? 1
+                                      : wgmma_p3                 ? 3
+                                      : tt <= 64 || rb_opt == 2  ? 2
+                                                                 : 1)
                     : tt <= 16     ? 4
                                    : 3;
   const int wgmma_rb = rb_opt != 0 ? int(rb_opt) : pipes == 3 ? 2 : 1;

@@ -76,7 +76,8 @@ inline constexpr OptionSpec kFragmentMmaPipelines{
     "own kernel: walks a block runs over one table. mma.sync: 2 (one 16-row block a warp), 3 or "
     "4 (two row blocks a warp, or four: row_blocks); 0 = 4 to 16 tokens, 3 above. wgmma: 1, 2 "
     "or 3 (3: one warpgroup each, row_blocks 2); 0 = 3 at 32 and 64 tokens (2 with row_blocks "
-    "= 1), 1 at 128 and on a problem of fewer tiles than SMs (2 there with row_blocks = 2)"};
+    "= 1), 1 at 128 and where 3 would make short stream-K walks (fewer than 3 bytes of "
+    "weights a walk a byte of its split-K partial; 2 there with row_blocks = 2)"};
 
 // How the own kernel lays its walks (each one stream-K stripe of the plan) on blocks
 // (variants/hopper/stream_k.hpp's WalkOrder).

@@ -5,6 +5,7 @@
 // layout's decode (2K + 1 instructions a block-row, about 1 a weight) is done once by the repack.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "variants/common/dtype.cuh"
 #include "variants/common/e4m4.cuh"
@@ -43,16 +44,43 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
       const uint32_t codes = dev::smem::load32(s, codes_at);
       const uint32_t words[4] = {v.x, v.y, v.z, v.w};
       const auto& dec = this->dec;
+      if constexpr (std::is_same_v<T, __half>) {
+        // fp16: the scales by arithmetic, not from the table's scale half: a shift and a mask put
+        // codes kb and 2 + kb where an fp16 pair reads them as the E4M4 value / 16 (exact,
+        // subnormal codes included) and one HMUL2 by 16 makes them the values (exact); each
+        // pair's HMUL2 takes its row's half as a broadcast operand (.H0_H0 / .H1_H1). 6
+        // instructions for 4 scales where PRMT + LDS a scale took 8, 4 of them table loads.
+        const __half2 sixteen = __float2half2_rn(16.f);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const int rr = i >> 1, kb = i & 1;
-        uint32_t out[4];
-        const uint32_t scale2 = i == 0   ? dec.template scale<0>(smem, codes)
-                                : i == 1 ? dec.template scale<1>(smem, codes)
-                                : i == 2 ? dec.template scale<2>(smem, codes)
-                                         : dec.template scale<3>(smem, codes);
-        dec.decode_codes(smem, words[i], scale2, out);
-        place(out, rr, kb, f);
+        for (int kb = 0; kb < 2; ++kb) {
+          const uint32_t div16 = dev::decode_e4m4_pair_div16(codes, kb != 0);
+          const __half2 sc = __hmul2(*reinterpret_cast<const __half2*>(&div16), sixteen);
+#pragma unroll
+          for (int rr = 0; rr < 2; ++rr) {
+            const __half2 scale2 = rr == 0 ? __low2half2(sc) : __high2half2(sc);
+            uint32_t out[4];
+            dec.pairs(smem, words[2 * rr + kb], out);
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              const __half2 p = __hmul2(*reinterpret_cast<const __half2*>(&out[q]), scale2);
+              out[q] = *reinterpret_cast<const uint32_t*>(&p);
+            }
+            place(out, rr, kb, f);
+          }
+        }
+      } else {
+        // bf16: the scales from the table's scale half (PRMT + LDS a scale).
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          const int rr = i >> 1, kb = i & 1;
+          uint32_t out[4];
+          const uint32_t scale2 = i == 0   ? dec.template scale<0>(smem, codes)
+                                  : i == 1 ? dec.template scale<1>(smem, codes)
+                                  : i == 2 ? dec.template scale<2>(smem, codes)
+                                           : dec.template scale<3>(smem, codes);
+          dec.decode_codes(smem, words[i], scale2, out);
+          place(out, rr, kb, f);
+        }
       }
     }
     // The same with the pairs unscaled and the scales apart, as fp32 divided by

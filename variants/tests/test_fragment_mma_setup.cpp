@@ -220,8 +220,9 @@ TEST_CASE(
       CHECK(c.row_blocks == w.row_blocks);
       CHECK(c.scale_after == w.scale_after);
     }
-  // A problem of fewer tiles than SMs (Qwen3 dense gate/up: 40) runs one pipeline of two
-  // warpgroups at 32 and 64 tokens; on a device of fewer SMs, 3 of one.
+  // Short walks (Qwen3 dense gate/up: 40 tiles of 2048 k) run one pipeline of two warpgroups at
+  // 32 and 64 tokens; on a device of fewer SMs, 3 of one. A long K keeps 3 on few tiles (Llama3-70B
+  // down: 64 tiles of 28672 k); Llama3-8B down (32 tiles of 14336 k) takes 1 at 64 tokens alone.
   for (std::int64_t m : {32, 64}) {
     INFO("M = " << m);
     const auto small = fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 132);
@@ -231,9 +232,14 @@ TEST_CASE(
     const auto few_sms = fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 16);
     CHECK(few_sms.pipelines == 3);
     CHECK(few_sms.row_blocks == 2);
-    // The boundary: as many tiles as SMs (40) is not fewer.
-    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 40).pipelines == 3);
-    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 41).pipelines == 1);
+    // The boundary: 40 tiles x 2048 k x 64 bytes = 5242880 bytes of weights against 3 x (3 x SMs)
+    // walks x m x 512 bytes of partial: 35 SMs stay on 3 pipelines at 32 tokens, 36 take one; 17
+    // and 18 at 64.
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, m == 32 ? 35 : 17).pipelines == 3);
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, m == 32 ? 36 : 18).pipelines == 1);
+    CHECK(fragment_mma_choose(dense(m, 8192, 28672, 4), {}, 132).pipelines == 3);
+    CHECK(fragment_mma_choose(dense(m, 4096, 14336, 4), {}, 132).pipelines == (m == 64 ? 1 : 3));
+    CHECK(fragment_mma_choose(dense(m, 28672, 4096, 4), {}, 132).pipelines == 3);
     // row_blocks = 4 on a problem of many tiles is refused by its own name, not by a pipelines
     // count the default chose.
     CHECK_THROWS_WITH(fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"row_blocks", 4}}), 132),
@@ -250,7 +256,7 @@ TEST_CASE(
   using variants::fragment_mma_choose;
   using variants::fragment_mma_kernel_shape;
   int accepted = 0, refused = 0;
-  for (int sms : {132, 8})  // N = 5120: 40 tiles, fewer than SMs or more
+  for (int sms : {132, 8})  // N = 5120, K_dim 2048: short walks on 132 SMs, not on 8
     for (std::int64_t m : {1, 8, 16, 24, 32, 48, 64, 100, 128, 256})
       for (int tt : {0, 8, 16, 32, 64, 128, 256})
         for (int mma : {0, 1, 2})
