@@ -12,7 +12,8 @@
 namespace kbit::variants {
 
 struct SplitKWorkspace {
-  DeviceBuffer<float> sums;    // [M][N], zero between calls
+  DeviceBuffer<float>
+      sums;  // [M][N] (store_tile_sums: tile-local, TT x 128 a tile), zero between calls
   DeviceBuffer<int> counters;  // one per output tile, zero between calls
   int split_tiles = 0;         // tiles with more than one contributor (plan)
   int max_contributors = 1;    // the most blocks that add into one tile: the error bound's

@@ -12,9 +12,9 @@ namespace kbit::variants::ws {
 // each of its RB 16-row blocks, kRbRows rows apart (16: adjacent; 64: the two halves of a
 // warpgroup's 128 rows), sum[rb][4 n8 + i] holding weight row row0 + kRbRows rb + 8 (i / 2) of
 // the tile and token 8 n8 + 2 (lane % 4) + i % 2. Straight to C when the block is the tile's only
-// contributor, else added into the split-K workspace, whose last contributor (is_last(counter,
-// contributors): the consumers' arrival, which syncs them) converts them 16 at a time (one L2
-// round trip each).
+// contributor, else added into the split-K workspace (tile-local, 16-byte reductions: below), whose
+// last contributor (is_last(counter, contributors): the consumers' arrival, which syncs them)
+// converts them 16 at a time (one L2 round trip each).
 template <int TT, typename T, typename P, int RB, int kRbRows = 16, typename IsLast>
 __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t, int row0,
                                                 int lane, const float (&sum)[RB][TT / 2],
@@ -38,18 +38,41 @@ __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t
       if (const int i = index(r); i >= 0) C[i] = dev::from_float<T>(value(r));
     return;
   }
+  // The workspace is tile-local (launcher.cu sizes it tiles x TT x 128): tile t's sums at
+  // ws + t TT 128; accumulators 4 j .. 4 j + 3 of (16-row block b, lane) at ((b TT / 8 + j) 32 +
+  // lane) 4, so that a warp's 16-byte reductions of one j cover 512 contiguous bytes (4 lines).
+  // No bounds: a tile's rows past M or N hold finite sums of zero activations or stale table
+  // entries, never stored to C.
+  float* const tile_ws = a.ws + std::size_t(t) * TT * Config::kTileN;
+  auto slot = [&](int rb, int j) {
+    return tile_ws + (((row0 / 16 + kRbRows / 16 * rb) * (kAccRegs / 4) + j / 4) * 32 + lane) * 4;
+  };
 #pragma unroll
-  for (int r = 0; r < kRegs; ++r)
-    if (const int i = index(r); i >= 0) dev::splitk::add(a.ws, i, value(r));
+  for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+    for (int j = 0; j < kAccRegs; j += 4)
+      dev::splitk::add4(slot(rb, j), sum[rb][j], sum[rb][j + 1], sum[rb][j + 2], sum[rb][j + 3]);
   if (!is_last(a.counters + t, contributors)) return;
-  constexpr int kChunk = kRegs < 16 ? kRegs : 16;
+  // The last contributor: 16 sums at a time loaded (one L2 round trip), stored to C where inside
+  // it, and zeroed for the next call.
+  constexpr int kChunk = kAccRegs < 16 ? kAccRegs : 16;
 #pragma unroll
-  for (int r0 = 0; r0 < kRegs; r0 += kChunk) {
-    int idx[kChunk];
+  for (int rb = 0; rb < RB; ++rb) {
 #pragma unroll
-    for (int r = 0; r < kChunk; ++r) idx[r] = index(r0 + r);
-    dev::splitk::take_all(a.ws, idx,
-                          [&](int r, float sum) { C[idx[r]] = dev::from_float<T>(sum); });
+    for (int j0 = 0; j0 < kAccRegs; j0 += kChunk) {
+      float4 v[kChunk / 4];
+#pragma unroll
+      for (int j = 0; j < kChunk / 4; ++j) v[j] = dev::splitk::load_sums4(slot(rb, j0 + 4 * j));
+#pragma unroll
+      for (int j = 0; j < kChunk / 4; ++j) {
+        const float f[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (const int i = index(rb * kAccRegs + j0 + 4 * j + e); i >= 0)
+            C[i] = dev::from_float<T>(f[e]);
+        dev::splitk::clear4(slot(rb, j0 + 4 * j));
+      }
+    }
   }
 }
 

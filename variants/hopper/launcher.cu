@@ -123,7 +123,9 @@ void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const 
   s.grid = g.blocks * s.kernel.pipelines;
   s.pipeline_major = g.pipeline_major;
   // The workspace and counters, zeroed once when a tile is split; each call leaves them so.
-  s.split.plan(d.M * d.N, s.dp_tiles, s.tiles, [&](int t) { return tile_contributors(w, t); });
+  // store_tile_sums's workspace is tile-local: TT x 128 sums a tile (epilogue.cuh).
+  s.split.plan(std::int64_t(s.tiles) * s.token_tile * Config::kTileN, s.dp_tiles, s.tiles,
+               [&](int t) { return tile_contributors(w, t); });
 }
 
 void launch_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g, const void* weights,
