@@ -151,6 +151,7 @@ TEST_CASE("fragment_mma's own wgmma configurations pass a dense sweep", "[gpu][v
       {32, {{"pipelines", 2}, {"row_blocks", 2}, {"group_in_flight", 1}}},
       {64, {{"pipelines", 1}, {"group_in_flight", 1}}},
       {128, {{"pipelines", 1}, {"group_in_flight", 1}}},
+      {128, {{"pipelines", 2}, {"row_blocks", 1}}},
   };
   for (const Set& set : sets) {
     std::vector<GivenOption> given{{"token_tile", set.token_tile, "test"}};

@@ -27,14 +27,14 @@ namespace {
 // The own kernel of token tile tt (8..128), kt k-tiles a stage. wgmma (wgmma_kernel.cuh, 32..128
 // tokens): 1 pipeline of two consumer warpgroups; 2 pipelines of two warpgroups (18 warps: 96
 // registers a thread, a sub-partition's 64 KB over 5 warps; they hold 32 tokens, and 64 with kt
-// = 1); or 2 or 3 pipelines of one warpgroup of two row blocks a warp (row_blocks 2) beside a
-// producer warpgroup that gives them its registers (232 a consumer thread on 2 pipelines: kt = 2
-// to 64 tokens, 1 at 128; 152-160 on 3: kt = 2 at 32 tokens, 1 at 64). A group in flight
-// (pending): kt = 2 on 1 pipeline, or on 2 of one warpgroup. The rest spill or leave no two ring
-// stages; the setup refuses them. mma.sync (sync_kernel.cuh, 8..64 tokens): the scale after the
-// MMA (8 and 16 tokens) or before it, on `pipelines` pipelines a block (2: one 16-row block a
-// warp; 3, 4: two; 4 with row_blocks 4: four, at 8 and 16 tokens), kt = 2 only at 8 and 16
-// tokens.
+// = 1; at 128 tokens, kt = 1, beside a producer warpgroup that gives them 120); or 2 or 3 pipelines
+// of one warpgroup of two row blocks a warp (row_blocks 2) beside a producer warpgroup that gives
+// them its registers (232 a consumer thread on 2 pipelines: kt = 2 to 64 tokens, 1 at 128; 152-160
+// on 3: kt = 2 at 32 tokens, 1 at 64). A group in flight (pending): kt = 2 on 1 pipeline, or on 2
+// of one warpgroup. The rest spill or leave no two ring stages; the setup refuses them. mma.sync
+// (sync_kernel.cuh, 8..64 tokens): the scale after the MMA (8 and 16 tokens) or before it, on
+// `pipelines` pipelines a block (2: one 16-row block a warp; 3, 4: two; 4 with row_blocks 4: four,
+// at 8 and 16 tokens), kt = 2 only at 8 and 16 tokens.
 template <typename T>
 ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int row_blocks,
                       bool pending, const char* who) {
@@ -78,6 +78,10 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
           }
           return wgmma_kernel<TT, 1, T, PipelineConfig<2, 1>>();
         }
+        // 128 tokens, 1 k-tile: 2 pipelines of two warpgroups beside a producer warpgroup that
+        // keeps 32 registers (the consumers' 120 hold 64 accumulators and a k-tile's fragments;
+        // 18 warps without it share 112 and spill).
+        if constexpr (TT == 128) return wgmma_kernel<TT, 1, T, PipelineConfig<2, 1, 32>>();
       }
       return none("wgmma");
     }
@@ -210,9 +214,10 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
       refuse("pipelines = 3 with stage_k_tiles = " + std::to_string(kt) + " spills at " +
              std::to_string(tt) +
              " tokens (3 pipelines of one warpgroup hold 32 tokens, and 64 with 1 k-tile)");
-    if (pipes == 2 && wgmma_rb == 1 && (tt > 64 || (tt == 64 && kt == 2)))
+    if (pipes == 2 && wgmma_rb == 1 && tt >= 64 && kt == 2)
       refuse("pipelines = 2 with row_blocks = 1 and stage_k_tiles = " + std::to_string(kt) +
-             " spills (2 pipelines of two warpgroups hold 32 tokens, and 64 with 1 k-tile)");
+             " spills (2 pipelines of two warpgroups hold 32 tokens, and 64 and 128 with 1 "
+             "k-tile)");
     if (pipes == 2 && wgmma_rb == 2 && tt > 64 && kt == 2)
       refuse("stage_k_tiles = 2 on 2 pipelines leaves no two ring stages a pipeline at " +
              std::to_string(tt) + " tokens (1 there)");

@@ -98,11 +98,14 @@ TEST_CASE("fragment_mma refuses an option that would change nothing where it is 
 TEST_CASE("fragment_mma's own wgmma refuses what spills or does not exist, naming the value",
           "[variants]") {
   using variants::fragment_mma_setup;
-  // 2 pipelines hold 32 and 64 tokens (two warpgroups of one row block a warp: 96 registers a
-  // thread, 64 tokens with 1 k-tile only); 128 tokens and the rest spill.
-  CHECK_THROWS_WITH(fragment_mma_setup(dense(128, 256, 256, 4), with({{"pipelines", 2}})),
-                    Catch::Contains("pipelines = 2") && Catch::Contains("spills") &&
-                        Catch::Contains("128 tokens run the own kernel"));
+  // 2 pipelines of two warpgroups hold 32 tokens, and 64 and 128 with 1 k-tile only (96
+  // registers a thread; 120 at 128 tokens beside a producer warpgroup); 2 k-tiles spill there.
+  CHECK_THROWS_WITH(
+      fragment_mma_setup(dense(128, 256, 256, 4), with({{"pipelines", 2}, {"stage_k_tiles", 2}})),
+      Catch::Contains("pipelines = 2") && Catch::Contains("spills") &&
+          Catch::Contains("128 tokens run the own kernel"));
+  CHECK(variants::fragment_mma_choose(dense(128, 256, 256, 4), with({{"pipelines", 2}}), 132)
+            .k_tiles == 1);
   CHECK_THROWS_WITH(
       fragment_mma_setup(dense(64, 256, 256, 4), with({{"pipelines", 3}, {"row_blocks", 1}})),
       Catch::Contains("pipelines = 3") && Catch::Contains("1 or 2") &&
@@ -295,8 +298,11 @@ TEST_CASE(
                         REQUIRE(k.k_tiles == c.k_tiles);
                         REQUIRE(k.pipelines == c.pipelines);
                         // A pipeline: 8 / row_blocks consumer warps and a producer warp, or (wgmma,
-                        // two row blocks) one consumer warpgroup beside a producer warpgroup's.
-                        const bool producer_warpgroup = c.wgmma && c.row_blocks == 2;
+                        // two row blocks, or 2 pipelines at 128 tokens) its consumers beside a
+                        // producer warpgroup's.
+                        const bool producer_warpgroup =
+                            c.wgmma &&
+                            (c.row_blocks == 2 || (c.pipelines == 2 && c.token_tile == 128));
                         REQUIRE(k.threads == c.pipelines * 32 * 8 / c.row_blocks +
                                                  (producer_warpgroup ? 128 : 32 * c.pipelines));
                         REQUIRE(k.stages >= 2);
