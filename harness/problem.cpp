@@ -188,7 +188,9 @@ DeviceMemoryNeed estimate_device_memory(std::int64_t N, std::int64_t K_dim, int 
   // One row's state lives at a time: the larger of a split-K fp32 workspace of C (with its
   // counters) and a scratch dequantized weight, plus 256 MiB for cuBLAS workspaces, tables,
   // routing arrays and the allocator's rounding.
-  const std::int64_t split_k = max_m * N * 4 + N * 4;
+  // The tiled kernels' workspace is tile-local: M and N rounded up to whole tiles (256 tokens,
+  // 128 rows at most).
+  const std::int64_t split_k = (max_m + 255) / 256 * 256 * ((N + 127) / 128 * 128) * 4 + N * 4;
   const std::int64_t scratch = scratch_weight ? N * K_dim * es * std::max(1, experts) : 0;
   need.workspace = std::max(split_k, scratch) + (std::int64_t(256) << 20);
   return need;

@@ -117,7 +117,9 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
     if (!row.support.kbit) continue;  // AWQ rows: the sweep below
     for (int k = 2; k <= 5; ++k) {
       for (DType t : {DType::f16, DType::bf16}) {
-        for (std::int64_t M : {1, 3, 4, 17, 64}) {
+        // 16 and 200: the 16-token tile (four row blocks a warp) and 256 (the shared mainloop)
+        // through the split-K store.
+        for (std::int64_t M : {1, 3, 4, 16, 17, 64, 200}) {
           check_row(row, dense(M, 200, 96, k, t), s, tally);
           check_row(row, dense(M, 257, 2080, k, t), s, tally);
         }
@@ -129,8 +131,8 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
 
 // fragment_mma's own wgmma configurations that its defaults do not reach on the sweep's small
 // problems (their short stream-K walks run one pipeline): one consumer warpgroup a pipeline beside
-// a producer warpgroup (setmaxnreg) on 2 and 3 pipelines, and a commit group left in flight, on
-// shapes whose stream-K stripes cut tiles.
+// a producer warpgroup (setmaxnreg) on 2 and 3 pipelines, 2 pipelines of two warpgroups beside one
+// at 128 tokens, and a commit group left in flight, on shapes whose stream-K stripes cut tiles.
 TEST_CASE("fragment_mma's own wgmma configurations pass a dense sweep", "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;

@@ -163,7 +163,8 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
   const std::int64_t tiles =
       (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN * ((d.M + tt - 1) / tt);
   const std::int64_t walks3 = 3 * std::int64_t(sms > 0 ? sms : 132);
-  const std::int64_t weight_bytes = tiles * d.K_dim * ws::Config::kTileN / 2;  // K = 4, per M-tile
+  const std::int64_t weight_bytes =
+      tiles * d.K_dim * ws::Config::kTileN / 2;  // K = 4, every M-tile
   const bool short_walks = weight_bytes < 3 * walks3 * tt * ws::Config::kTileN * 4;
   const bool wgmma_p3 =
       tt <= 64 && !short_walks && (rb_opt == 0 || rb_opt == 2);  // of one warpgroup

@@ -65,9 +65,13 @@ __device__ __forceinline__ bool group_arrive_is_last(int* counter, int contribut
 // Four contributions to four consecutive sums (16-byte aligned), one vector reduction at L2
 // (sm_90's red.v4.f32): a quarter of the scalar reductions' instructions and requests.
 __device__ __forceinline__ void add4(float* p, float a, float b, float c, float d) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+  __trap();  // the kernels that store through it are sm_90a's; an older build still compiles
+#else
   asm volatile("red.relaxed.gpu.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b),
                "f"(c), "f"(d)
                : "memory");
+#endif
 }
 
 // Four final sums (16-byte aligned), read at L2 (past a possibly stale L1).

@@ -1,6 +1,7 @@
 // Host side of the self-cleaning split-K end (variants/common/splitk.cuh): the fp32 workspace
-// [M][N] and one arrival counter per output tile, zeroed once when a variant's setup finds a
-// split tile; every call leaves them zero again, so runs need no memset (graph-capturable).
+// ([M][N], or tile-local for variants/hopper/epilogue.cuh) and one arrival counter per output tile,
+// zeroed once when a variant's setup finds a split tile; every call leaves them zero again, so runs
+// need no memset (graph-capturable).
 #pragma once
 #include <cuda_runtime_api.h>
 

@@ -14,7 +14,7 @@ namespace kbit::variants::ws {
 // the tile and token 8 n8 + 2 (lane % 4) + i % 2. Straight to C when the block is the tile's only
 // contributor, else added into the split-K workspace (tile-local, 16-byte reductions: below), whose
 // last contributor (is_last(counter, contributors): the consumers' arrival, which syncs them)
-// converts them 16 at a time (one L2 round trip each).
+// converts them up to 16 at a time (a row block's, one L2 round trip each).
 template <int TT, typename T, typename P, int RB, int kRbRows = 16, typename IsLast>
 __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t, int row0,
                                                 int lane, const float (&sum)[RB][TT / 2],
@@ -41,8 +41,7 @@ __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t
   // The workspace is tile-local (launcher.cu sizes it tiles x TT x 128): tile t's sums at
   // ws + t TT 128; accumulators 4 j .. 4 j + 3 of (16-row block b, lane) at ((b TT / 8 + j) 32 +
   // lane) 4, so that a warp's 16-byte reductions of one j cover 512 contiguous bytes (4 lines).
-  // No bounds: a tile's rows past M or N hold finite sums of zero activations or stale table
-  // entries, never stored to C.
+  // No bounds: a tile's sums past M or N are added and cleared like the rest, never stored to C.
   float* const tile_ws = a.ws + std::size_t(t) * TT * Config::kTileN;
   auto slot = [&](int rb, int j) {
     return tile_ws + (((row0 / 16 + kRbRows / 16 * rb) * (kAccRegs / 4) + j / 4) * 32 + lane) * 4;
@@ -53,8 +52,8 @@ __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t
     for (int j = 0; j < kAccRegs; j += 4)
       dev::splitk::add4(slot(rb, j), sum[rb][j], sum[rb][j + 1], sum[rb][j + 2], sum[rb][j + 3]);
   if (!is_last(a.counters + t, contributors)) return;
-  // The last contributor: 16 sums at a time loaded (one L2 round trip), stored to C where inside
-  // it, and zeroed for the next call.
+  // The last contributor: a row block's sums, up to 16 at a time, loaded (one L2 round trip),
+  // stored to C where inside it, and zeroed for the next call.
   constexpr int kChunk = kAccRegs < 16 ? kAccRegs : 16;
 #pragma unroll
   for (int rb = 0; rb < RB; ++rb) {
