@@ -50,6 +50,7 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
         // subnormal codes included) and one HMUL2 by 16 makes them the values (exact); each
         // pair's HMUL2 takes its row's half as a broadcast operand (.H0_H0 / .H1_H1). 6
         // instructions for 4 scales where PRMT + LDS a scale took 8, 4 of them table loads.
+        // (__half2 here, not dev::mul2's words: a word's broadcast stays a PRMT, +8 a k-tile.)
         const __half2 sixteen = __float2half2_rn(16.f);
 #pragma unroll
         for (int kb = 0; kb < 2; ++kb) {
