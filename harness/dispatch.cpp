@@ -50,10 +50,6 @@ std::string count_of(std::size_t n, const char* one, const char* many) {
   return std::to_string(n) + " " + (n == 1 ? one : many);
 }
 
-bool is_auto_row(std::string_view name) {
-  return name == "auto" || name == "grouped_auto";
-}
-
 // A row timed with options other than its defaults is not what an auto row runs (it sets the
 // chosen row up at its defaults). Rows from runs before options were recorded carry no
 // "[...]" prefix and are taken as they are; an option the row gained after the run (absent
@@ -168,11 +164,12 @@ void read_run_rows(const std::string& csv_path, const std::string& run,
     }
     if (v[c_check] != "pass" || v[c_l2] != "cold") continue;
     if (c_pdl && v[*c_pdl] != "0" && !v[*c_pdl].empty()) continue;
-    if (is_auto_row(v[c_var])) continue;
+    // A registry row an auto row may run (not an auto row; kbit weights in any layout the
+    // harness builds for them: tiled, fragment, ...), timed at its defaults.
     const VariantRow* row = nullptr;
     for (const VariantRow& r : registry())
       if (r.name == v[c_var]) row = &r;
-    if (!row || !timed_at_defaults(*row, v[c_cfg])) continue;
+    if (!row || !auto_may_pick(*row) || !timed_at_defaults(*row, v[c_cfg])) continue;
     char* end = nullptr;
     const double median = std::strtod(v[c_med].c_str(), &end);
     if (v[c_med].empty() || *end != '\0' || !std::isfinite(median) || median <= 0) continue;

@@ -10,6 +10,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "harness/registry.hpp"
@@ -42,10 +43,11 @@ struct DispatchTable {
 extern const char* const kDispatchFallbackRule;
 
 // Reads every <results_root>/<experiment>/CURRENT, the run it names (results.csv, run.json) and
-// returns one table per GPU name, sorted by name. Candidates: check = pass, l2 = cold, a median,
-// pdl = 0 (plain launches: what the auto rows are timed as), family gemm / gemv / grouped, a
-// variant still in the registry (not an auto row) and timed at its default options (the auto
-// rows run a row at its defaults). Throws kbit::Error naming the file (and line) that is
+// returns one table per GPU name, sorted by name. Candidates: a kbit problem, check = pass, l2 =
+// cold, a median, pdl = 0 (plain launches: what the auto rows are timed as), a variant still in
+// the registry that auto_may_pick allows (family gemm / gemv / grouped, not an auto row, kbit
+// weights in any layout the harness builds: tiled, fragment, ...) and timed at its default options
+// (the auto rows run a row at its defaults). Throws kbit::Error naming the file (and line) that is
 // missing or does not parse, or the root when no CURRENT run is there.
 std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root);
 
@@ -78,9 +80,12 @@ struct DispatchChoice {
   std::string reason;  // which rule chose it: "exact: ...", "nearest M: ...", "fixed rule: ..."
 };
 
-// True for the rows an auto row may run: family gemm, gemv or grouped, not an auto row, and the
-// auto rows' weight layout (the harness builds one layout per row before setup, so the chosen
-// row must read the weights the auto row was handed).
+// The registry rows `auto` and `grouped_auto`.
+bool is_auto_row(std::string_view name);
+
+// True for the rows an auto row may run: family gemm, gemv or grouped, not an auto row, and kbit
+// weights in a layout the harness builds from them (flat, tiled, fragment, dequantized). The
+// harness builds the chosen row's layout for the auto row (row_layout), so any such layout will do.
 bool auto_may_pick(const VariantRow& row);
 
 // The lookup. `table` may be null (no table for this GPU: `no_table` says why, for the reason).
@@ -121,6 +126,19 @@ class DispatchTables {
 
 // The process's tables (<source>/results/dispatch, notes on stderr): what the auto rows read.
 DispatchTables& process_dispatch_tables();
+
+// The weight layout `row` reads on problem `d`, which the harness builds before the row's setup:
+// VariantRow::layout, except for an auto row on a problem it supports: the layout of the row its
+// lookup chooses there (tables.choose for `gpu` on compute capability device_sm / 10, the lookup
+// its setup makes), so that `auto` can run fragment_mma as well as the rows of tiled 64x128.
+WeightLayout row_layout(const VariantRow& row, const GemmDims& d, DispatchTables& tables,
+                        const std::string& gpu, int device_sm);
+// The same for this process's device and tables: what every path that builds weights (run,
+// validate, profile-target, the GPU tests) calls. Touches the device only for an auto row.
+WeightLayout row_layout(const VariantRow& row, const GemmDims& d);
+// What `list` and run.json print as a row's layout: layout_name, or for an auto row
+// "chosen row's" (it differs per problem).
+std::string row_layout_name(const VariantRow& row);
 
 // The auto rows' state: the chosen row and its state. describe() is
 // "<auto row> -> <variant> (<reason>): [<its options>] <its describe()>"; extra_additions()

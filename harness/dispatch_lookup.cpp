@@ -16,11 +16,12 @@
 #include "variants/common/cuda_check.hpp"
 
 namespace kbit {
-namespace {
 
 bool is_auto_row(std::string_view name) {
   return name == "auto" || name == "grouped_auto";
 }
+
+namespace {
 
 GemmDims dims_of(const DispatchProblem& p) {
   GemmDims d;
@@ -71,9 +72,19 @@ bool auto_may_pick(const VariantRow& row) {
   if (is_auto_row(row.name)) return false;
   if (row.family != Family::gemm && row.family != Family::gemv && row.family != Family::grouped)
     return false;
-  // The harness builds the weights in the layout the auto row names, before its setup: the
-  // chosen row must read that same layout.
-  return row.layout == find_variant("auto").layout;
+  // The auto rows dispatch kbit problems; the harness builds the chosen row's layout for them
+  // (row_layout), any layout of kbit weights.
+  switch (row.layout.kind) {
+    case LayoutKind::flat:
+    case LayoutKind::tiled:
+    case LayoutKind::fragment:
+    case LayoutKind::dequantized:
+      return row.support.kbit;
+    case LayoutKind::awq:
+    case LayoutKind::awq_tiled:
+      return false;
+  }
+  return false;
 }
 
 DispatchProblem dispatch_problem(const GemmDims& d) {
@@ -213,6 +224,17 @@ DispatchTables& process_dispatch_tables() {
   return tables;
 }
 
+WeightLayout row_layout(const VariantRow& row, const GemmDims& d, DispatchTables& tables,
+                        const std::string& gpu, int device_sm) {
+  // A problem the auto row does not run builds nothing for it (its setup would refuse it).
+  if (!is_auto_row(row.name) || !unsupported_reason(row, d, device_sm).empty()) return row.layout;
+  return find_variant(tables.choose(dispatch_problem(d), gpu, device_sm).variant).layout;
+}
+
+std::string row_layout_name(const VariantRow& row) {
+  return is_auto_row(row.name) ? "chosen row's" : layout_name(row.layout);
+}
+
 std::string AutoState::describe() const {
   const std::string set = options_.describe();
   return auto_name_ + " -> " + std::string(chosen_.name) + " (" + choice_.reason +
@@ -225,6 +247,15 @@ const std::string& device_name() {
   static const std::string name = query_device().name;
   return name;
 }
+
+}  // namespace
+
+WeightLayout row_layout(const VariantRow& row, const GemmDims& d) {
+  if (!is_auto_row(row.name)) return row.layout;
+  return row_layout(row, d, process_dispatch_tables(), device_name(), current_device_sm());
+}
+
+namespace {
 
 std::unique_ptr<VariantState> setup_as(const char* auto_name, const GemmDims& d, SplitMode split) {
   const DispatchChoice c =
@@ -258,6 +289,10 @@ void auto_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
               cudaStream_t stream) {
   auto* s = dynamic_cast<AutoState*>(state);
   if (!s) throw Error("auto_run: the state was not made by an auto row's setup");
+  if (!(args.w.layout == s->chosen().layout))
+    throw Error("auto_run: the weights are in layout '" + layout_name(args.w.layout) + "'; " +
+                std::string(s->chosen().name) + " reads '" + layout_name(s->chosen().layout) +
+                "' (build the layout row_layout names for the problem)");
   s->chosen().run(s->inner(), dims, args, stream);
 }
 

@@ -2,18 +2,23 @@
 
 #include <vector>
 
+#include "harness/dispatch.hpp"
 #include "variants/common/cuda_check.hpp"
 
 namespace kbit {
 
-GemmArgs DeviceProblem::args(const VariantRow& row, int copy) const {
+GemmArgs DeviceProblem::args(const WeightLayout& layout, int copy) const {
   GemmArgs a;
   a.A = A;
   a.C = C;
-  a.w = weights->view(row.layout, copy);
+  a.w = weights->view(layout, copy);
   a.codebook = codebook;
   a.expert_offsets = expert_offsets;
   return a;
+}
+
+GemmArgs DeviceProblem::args(const VariantRow& row, const GemmDims& dims, int copy) const {
+  return args(row_layout(row, dims), copy);
 }
 
 gpu::CodebookArg codebook_arg(const HostWeights& hw) {
@@ -50,7 +55,7 @@ Outcome execute_and_check(const VariantRow& row, const VariantOptions& opts, con
   try {
     o.state = row.setup(dims, opts);
     KBIT_CUDA_CHECK(cudaMemsetAsync(prob.C, 0xFF, prob.C_bytes, stream));  // poison: NaN everywhere
-    row.run(o.state.get(), dims, prob.args(row, 0), stream);
+    row.run(o.state.get(), dims, prob.args(row, dims, 0), stream);
     KBIT_CUDA_CHECK(cudaGetLastError());
     KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
     if (ref && computes_gemm(row)) {
@@ -70,10 +75,11 @@ Outcome execute_and_check(const VariantRow& row, const VariantOptions& opts, con
 
 void run_again(const VariantRow& row, VariantState* state, const GemmDims& dims,
                const DeviceProblem& prob, cudaStream_t stream) {
+  const GemmArgs plain = prob.args(row, dims, 0);
   KBIT_CUDA_CHECK(cudaMemsetAsync(prob.C, 0xFF, prob.C_bytes, stream));
-  row.run(state, dims, prob.args(row, 0), stream);
+  row.run(state, dims, plain, stream);
   if (row.support.pdl) {
-    GemmArgs behind = prob.args(row, 0);
+    GemmArgs behind = plain;
     behind.pdl = true;
     row.run(state, dims, behind, stream);
   }

@@ -22,7 +22,11 @@ struct DeviceProblem {
   std::size_t C_bytes = 0;
   const std::int64_t* expert_offsets = nullptr;
   gpu::CodebookArg codebook{};
-  GemmArgs args(const VariantRow& row, int copy) const;
+  // The launch arguments on weight copy `copy`, the weights in `layout`: row_layout(row, dims)
+  // (harness/dispatch.hpp), resolved once per (row, problem), not per launch.
+  GemmArgs args(const WeightLayout& layout, int copy) const;
+  // The same with the layout `row` reads on `dims` (row_layout).
+  GemmArgs args(const VariantRow& row, const GemmDims& dims, int copy) const;
 };
 
 // The codebook a problem's rows receive: the kbit weights' own; for AWQ weights none (all zeros,

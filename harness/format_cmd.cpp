@@ -4,6 +4,7 @@
 
 #include "harness/commands.hpp"
 #include "harness/config.hpp"
+#include "harness/dispatch.hpp"
 #include "harness/options.hpp"
 #include "harness/peers.hpp"
 #include "harness/registry.hpp"
@@ -109,7 +110,7 @@ int list_variants() {
                 family_name(r.family), describe_k_bits(r.support).c_str(),
                 describe_dtypes(r.support).c_str(), describe_m_range(r.support).c_str(),
                 describe_shape_rules(r.support).c_str(), describe_formats(r.support).c_str(),
-                layout_name(r.layout).c_str(), std::string(r.description).c_str());
+                row_layout_name(r).c_str(), std::string(r.description).c_str());
     for (const std::string& o : describe_options(r)) std::printf("%24s option %s\n", "", o.c_str());
   }
   for (const auto& p : peers()) {

@@ -15,6 +15,7 @@
 #include "harness/config.hpp"
 #include "harness/config_weights.hpp"
 #include "harness/device_weights.hpp"
+#include "harness/dispatch.hpp"
 #include "harness/execute.hpp"
 #include "harness/problem.hpp"
 #include "harness/weight_format.hpp"
@@ -63,7 +64,8 @@ int profile_target(const std::string& config_path, const ProfileTargetOptions& o
   const HostWeights hw = shape_host_weights(*s, d.k_bits, d.awq_group, cb, seed);
   const HostActivations A = make_activations(d.M, d.K_dim, d.dtype, splitmix64(seed + 1));
   Stream stream;
-  const DeviceWeights dw(hw, d.dtype, {row.layout}, 1, stream.get());
+  const WeightLayout layout = row_layout(row, d);  // an auto row: its chosen row's
+  const DeviceWeights dw(hw, d.dtype, {layout}, 1, stream.get());
   const OwnedProblem prob(dw, A, d, cb);
   std::optional<RowReference> ref;  // [check] enabled = false: launched, not checked
   if (cfg.check.enabled) ref = make_reference(hw, A, d, sample_rows(d.M, cfg.check.max_rows));
@@ -78,7 +80,7 @@ int profile_target(const std::string& config_path, const ProfileTargetOptions& o
   }
   KBIT_CUDA_CHECK(cudaDeviceSynchronize());
   KBIT_CUDA_CHECK(cudaProfilerStart());
-  row.run(out.state.get(), d, prob.view().args(row, 0), stream.get());
+  row.run(out.state.get(), d, prob.view().args(layout, 0), stream.get());
   KBIT_CUDA_CHECK(cudaGetLastError());
   KBIT_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   KBIT_CUDA_CHECK(cudaProfilerStop());

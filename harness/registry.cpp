@@ -319,9 +319,10 @@ const std::vector<VariantRow>& registry() {
         variants::kFragmentMmaWaitHint, variants::kFragmentMmaGroupInFlight}},
 
       // Each problem runs the row the committed results measured fastest on this GPU
-      // (results/dispatch/, harness/dispatch.hpp). The harness builds the one layout a row names
-      // before its setup, so these may pick only rows that read theirs, kTiled64x128 (variants
-      // 01, 02, 03 and 04 all do).
+      // (results/dispatch/, harness/dispatch.hpp). Before their setup the harness builds the
+      // layout of the row their lookup chooses for the problem (row_layout): tiled 64x128
+      // (variants 01 to 05) or fragment (fragment_mma); `list` and run.json say "chosen row's".
+      // The layout named here is the fixed rule's rows'.
       {"auto",
        "dispatch: the fastest checked variant of ours for the problem on this GPU "
        "(results/dispatch/<gpu>.toml: exact, nearest M, nearest shape, else a fixed rule)",

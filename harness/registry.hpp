@@ -38,7 +38,7 @@ struct VariantRow {
   std::string_view description;  // one line
   Family family;
   Support support;
-  WeightLayout layout;
+  WeightLayout layout;  // what the harness builds for it; an auto row's per problem: row_layout
   SetupFn setup;
   RunFn run;
   std::vector<OptionSpec> options;  // what an experiment may set in [options.NAME]

@@ -172,6 +172,7 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
     const bool pdl = c.cfg.timing.pdl && row->support.pdl;
     r.pdl = pdl ? 1 : 0;
     const VariantOptions& opts = c.options.at(row);
+    const WeightLayout layout = row_layout(*row, d);  // once: the launches below reuse it
     Outcome o = execute_and_check(*row, opts, d, prob, ref ? &*ref : nullptr, c.stream.get());
     if (o.error.empty()) {
       // The row's options first (every value, defaults included), then its own description.
@@ -180,7 +181,7 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
       try {
         const TimingResult t = time_launches(
             [&](int copy, cudaStream_t s) {
-              GemmArgs args = prob.args(*row, copy);
+              GemmArgs args = prob.args(layout, copy);
               args.pdl = pdl;
               row->run(o.state.get(), d, args, s);
             },
@@ -242,11 +243,13 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
   }
 }
 
+// The layouts the rows that run problem d read there (an auto row's: its chosen row's), each once.
 std::vector<WeightLayout> layouts_of(const Context& c, const GemmDims& d) {
   std::vector<WeightLayout> out;
   for (const VariantRow* r : c.rows) {
     if (!unsupported_reason(*r, d).empty()) continue;
-    if (std::find(out.begin(), out.end(), r->layout) == out.end()) out.push_back(r->layout);
+    const WeightLayout l = row_layout(*r, d);
+    if (std::find(out.begin(), out.end(), l) == out.end()) out.push_back(l);
   }
   return out;
 }
@@ -516,8 +519,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   // The auto rows' dispatch table is read and checked now: a bad one is refused before any GPU
   // work.
   for (const VariantRow* r : rows)
-    if (r->name == "auto" || r->name == "grouped_auto")
-      process_dispatch_tables().load(query_device().name);
+    if (is_auto_row(r->name)) process_dispatch_tables().load(query_device().name);
   Context c(cfg, opts, rows, baseline);
   for (const VariantRow* r : rows) c.options.emplace(r, options_for(cfg, *r));
   c.plan = plan_problems(cfg);
@@ -575,7 +577,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
     run["variants"].push_back({{"name", r->name},
                                {"description", r->description},
                                {"family", family_name(r->family)},
-                               {"layout", layout_name(r->layout)},
+                               {"layout", row_layout_name(*r)},
                                {"formats", describe_formats(r->support)},
                                {"options", o}});
   }

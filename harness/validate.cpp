@@ -327,7 +327,14 @@ void validate_dense_weights(const ValidateOptions& o, const VariantRow& row, con
     std::vector<std::int64_t> all_rows(static_cast<std::size_t>(max_m));
     for (std::int64_t i = 0; i < max_m; ++i) all_rows[std::size_t(i)] = i;
     const RowReference ref = make_reference(hw, A, dmax, all_rows);
-    const DeviceWeights dw(hw, t, {row.layout}, 1, stream.get());
+    std::vector<WeightLayout> layouts;  // what the row reads at each M (an auto row: its choice's)
+    for (std::int64_t m : ms) {
+      GemmDims d = dmax;
+      d.M = m;
+      const WeightLayout l = row_layout(row, d);
+      if (std::find(layouts.begin(), layouts.end(), l) == layouts.end()) layouts.push_back(l);
+    }
+    const DeviceWeights dw(hw, t, layouts, 1, stream.get());
     DeviceBuffer<unsigned char> dA(A.bytes), dC(std::size_t(max_m * c.N) * dtype_size(t));
     Tally tl;
     for (std::int64_t m : ms) {
@@ -383,8 +390,14 @@ void validate_grouped(const ValidateOptions& o, const VariantRow& row,
           make_host_weights(c.N, c.K_dim, k, codebook_nf(k), c.experts,
                             splitmix64(o.seed ^ std::uint64_t(c.experts * 1000 + k)));
       for (DType t : {DType::f16, DType::bf16}) {
-        const DeviceWeights dw(hw, t, {row.layout}, 1, stream.get());
-        Tally tl;
+        // The problems the row runs (tokens, top-k, routing), then the weights in every layout
+        // it reads on them (an auto row: its choices'), built once.
+        struct Grouped {
+          GemmDims d;
+          int tokens, top_k;
+        };
+        std::vector<Grouped> problems;
+        std::vector<WeightLayout> layouts;
         for (int tokens : moe_tokens(o.quick)) {
           for (int top_k : moe_top_k(o.quick)) {
             if (top_k > c.experts || std::int64_t(tokens) * top_k * c.K_dim > kMaxGroupedAElems)
@@ -396,14 +409,23 @@ void validate_grouped(const ValidateOptions& o, const VariantRow& row,
                                               o.seed + std::uint64_t(tokens));
               d.M = d.expert_offsets.back();
               if (!unsupported_reason(row, d).empty()) continue;
-              const HostActivations A = make_activations(
-                  d.M, d.K_dim, t, splitmix64(o.seed + std::uint64_t(tokens * 7 + top_k)));
-              const RowReference ref = make_reference(
-                  hw, A, d, checked_rows(d.expert_offsets, d.M, o.seed + std::uint64_t(tokens)));
-              const OwnedProblem p(dw, A, d, hw.codebook);
-              validate_problem(o, row, c, d, p.view(), ref, splits, stream.get(), tl);
+              const WeightLayout l = row_layout(row, d);
+              if (std::find(layouts.begin(), layouts.end(), l) == layouts.end())
+                layouts.push_back(l);
+              problems.push_back({std::move(d), tokens, top_k});
             }
           }
+        }
+        const DeviceWeights dw(hw, t, layouts, 1, stream.get());
+        Tally tl;
+        for (const Grouped& g : problems) {
+          const GemmDims& d = g.d;
+          const HostActivations A = make_activations(
+              d.M, d.K_dim, t, splitmix64(o.seed + std::uint64_t(g.tokens * 7 + g.top_k)));
+          const RowReference ref = make_reference(
+              hw, A, d, checked_rows(d.expert_offsets, d.M, o.seed + std::uint64_t(g.tokens)));
+          const OwnedProblem p(dw, A, d, hw.codebook);
+          validate_problem(o, row, c, d, p.view(), ref, splits, stream.get(), tl);
         }
         std::printf(
             "%s %-22s K=%d %-4s tokens 1..8192, top-k 1..10, uniform+zipf: %d problems, max "
@@ -464,8 +486,7 @@ int validate_variant(const ValidateOptions& o) {
     return kExitNoDevice;
   }
   // The auto rows' dispatch table is read and checked before any GPU work.
-  if (row.name == "auto" || row.name == "grouped_auto")
-    process_dispatch_tables().load(query_device().name);
+  if (is_auto_row(row.name)) process_dispatch_tables().load(query_device().name);
   std::printf("validating %s (%s)%s on %s\n", std::string(row.name).c_str(),
               std::string(row.description).c_str(),
               options.empty() ? "" : (" with options " + options).c_str(),

@@ -7,11 +7,12 @@
 #include <tuple>
 #include <type_traits>
 
+#include "harness/device_utils.hpp"
+#include "harness/dispatch.hpp"
 #include "harness/execute.hpp"
 #include "harness/timing.hpp"
 #include "reference/codebook.hpp"
 #include "reference/gemm_ref.hpp"
-#include "harness/device_utils.hpp"
 #include "variants/tests/gpu_test_util.hpp"
 
 using namespace kbit;
@@ -35,7 +36,7 @@ struct Fixture {
 };
 
 Outcome run_row(const VariantRow& row, Fixture& f, Stream& s) {
-  DeviceWeights dw(f.hw, f.d.dtype, {row.layout}, 1, s.get());
+  DeviceWeights dw(f.hw, f.d.dtype, {row_layout(row, f.d)}, 1, s.get());
   const OwnedProblem p(dw, f.A, f.d, f.hw.codebook);
   const auto ref = make_reference(f.hw, f.A, f.d, sample_rows(f.d.M, 1 << 20));
   return execute_and_check(row, {}, f.d, p.view(), &ref, s.get());

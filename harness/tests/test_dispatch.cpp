@@ -7,6 +7,8 @@
 // probe (5), a PDL-timed row (6), rows at non-default options (7, 12), a failed check (10), an
 // L2-hot row (11), a variant the registry does not have (14), an auto row (15), a row without a
 // median (17) and a row of an AWQ problem (20: codebook awq_g128); beta's has an L2-hot row (6).
+// At test.big M = 128 alpha's fragment_mma row (22, the fragment layout) beats warp_specialized
+// (21); its faster PDL-timed row (23) and row at a non-default token tile (24) must drop.
 // The expected table is in the first test.
 #include <catch2/catch.hpp>
 
@@ -91,6 +93,7 @@ TEST_CASE("dispatch build keeps the fastest checked candidate per point of each 
       {"test.big", "scalar_gemv", kAlpha, 1, 10.0, 3, false},        // beta's 11.0 is slower
       {"test.big", "warp_specialized", kBeta, 16, 25.0, 3, false},   // beats alpha's 30.0
       {"test.big", "fetch_dequant", kAlpha, 64, 50.0, 13, false},    // token_tile=64 ignored
+      {"test.big", "fragment_mma", kAlpha, 128, 45.0, 22, false},    // pdl 1, token_tile=64 ignored
       {"test.big", "fetch_dequant", kAlpha, 256, 100.0, 16, false},  // auto and no median ignored
       {"test.small", "scalar_gemv", kBeta, 1, 3.0, 4, false},
       {"test.small", "scalar_gemv", kBeta, 4, 4.0, 5, false},  // fetch_dequant at l2 hot ignored
@@ -113,10 +116,10 @@ TEST_CASE("dispatch build keeps the fastest checked candidate per point of each 
     CHECK(e.dtype == "fp16");
   }
   CHECK(a.entries[0].config == "[cluster_end=1 tagged_end=1] stripes of 4 k-tiles");
-  CHECK(a.entries[3].config == "tile 64, x");  // a quoted CSV field
-  CHECK(a.entries[6].experts == 64);
-  CHECK(a.entries[6].N == 512);
-  CHECK(a.entries[6].K_dim == 2048);
+  CHECK(a.entries[4].config == "tile 64, x");  // a quoted CSV field
+  CHECK(a.entries[7].experts == 64);
+  CHECK(a.entries[7].N == 512);
+  CHECK(a.entries[7].K_dim == 2048);
 
   const DispatchTable& b = ts[1];
   CHECK(b.gpu == kGpuB);
@@ -152,7 +155,7 @@ TEST_CASE("dispatch tables round-trip through their TOML file", "[dispatch]") {
   }
   std::ostringstream shown;
   print_dispatch_table(t, path, shown);
-  CHECK_THAT(shown.str(), Catch::Contains("gpu: Test GPU A100-X; 7 entries from 2 runs"));
+  CHECK_THAT(shown.str(), Catch::Contains("gpu: Test GPU A100-X; 8 entries from 2 runs"));
   CHECK_THAT(shown.str(), Catch::Contains(kBeta + ":3"));
   CHECK_THAT(shown.str(), Catch::Contains("fallback: "));
 
@@ -309,7 +312,7 @@ TEST_CASE("dispatch without a table takes the fixed rule and says so once", "[di
                                   dispatch_file_name("Test GPU C") + ")"));
 }
 
-TEST_CASE("dispatch rows: auto and grouped_auto pick only rows that read their layout",
+TEST_CASE("dispatch rows: auto and grouped_auto pick rows of kbit weights in any layout",
           "[dispatch]") {
   const VariantRow& a = find_variant("auto");
   const VariantRow& g = find_variant("grouped_auto");
@@ -328,16 +331,24 @@ TEST_CASE("dispatch rows: auto and grouped_auto pick only rows that read their l
       if (auto_may_pick(x) && (x.support.grouped == r->support.grouped) && x.name != "grouped_mma")
         CHECK(x.support.split_k);
   }
-  for (const char* name :
-       {"scalar_gemv", "fetch_dequant", "warp_specialized", "grouped_scalar_gemv", "grouped_mma"}) {
+  for (const char* name : {"scalar_gemv", "fetch_dequant", "warp_specialized", "fragment_mma",
+                           "grouped_scalar_gemv", "grouped_mma"}) {
     INFO(name);
     CHECK(auto_may_pick(find_variant(name)));
-    CHECK(find_variant(name).layout == a.layout);
-    CHECK(find_variant(name).layout == g.layout);
   }
-  for (const char* name : {"auto", "grouped_auto", "cublas_fp16", "read_bulk", "cublas_grouped"}) {
+  CHECK(find_variant("fragment_mma").layout.kind == LayoutKind::fragment);
+  // Never a baseline, probe or auto row; never a row of AWQ weights (the auto rows run kbit).
+  for (const char* name : {"auto", "grouped_auto", "cublas_fp16", "read_bulk", "cublas_grouped",
+                           "awq_gemv", "awq_gemm"}) {
     INFO(name);
     CHECK_FALSE(auto_may_pick(find_variant(name)));
+  }
+  for (const VariantRow& x : registry()) {
+    INFO(x.name);
+    if (!auto_may_pick(x)) continue;
+    CHECK(x.support.kbit);
+    CHECK(x.layout.kind != LayoutKind::awq);
+    CHECK(x.layout.kind != LayoutKind::awq_tiled);
   }
 }
 
@@ -350,4 +361,136 @@ TEST_CASE("dispatch rows: the state describes the choice and forwards the chosen
         "auto -> scalar_gemv (exact: x M = 1, 2.00 us): [cluster_end=1 tagged_end=1] tile 1");
   CHECK(s.extra_additions() == 7);
   CHECK(&s.chosen() == &row);
+}
+
+namespace {
+
+const std::string kGpuH = "Test GPU H";
+const WeightLayout kFragment{LayoutKind::fragment, {}};
+const WeightLayout kTiled{LayoutKind::tiled, {64, 128}};
+
+GemmDims gemm(std::int64_t m, int k_bits = 4) {
+  GemmDims d;
+  d.M = m, d.N = 4096, d.K_dim = 4096, d.k_bits = k_bits, d.dtype = DType::f16;
+  return d;
+}
+
+DispatchEntry entry(const char* variant, std::int64_t m, int k_bits = 4) {
+  DispatchEntry e;
+  e.k_bits = k_bits, e.dtype = "fp16", e.shape = "x", e.N = 4096, e.K_dim = 4096, e.M = m;
+  e.variant = variant;
+  e.median_us = 10;
+  e.run = "exp/run";
+  e.line = 2;
+  return e;
+}
+
+// A table of "Test GPU H" in `dir`: at K = 4 fragment_mma at M = 16 and warp_specialized at
+// M = 256; at K = 3 fragment_mma (which runs K = 4 only: an entry its row no longer covers) at
+// M = 16 and warp_specialized at M = 64.
+void write_table_h(const std::string& dir) {
+  DispatchTable t;
+  t.gpu = kGpuH;
+  t.runs = {"exp/run"};
+  t.entries = {entry("fragment_mma", 16, 3), entry("warp_specialized", 64, 3),
+               entry("fragment_mma", 16), entry("warp_specialized", 256)};
+  write_dispatch_table(t, dir + "/" + dispatch_file_name(kGpuH));
+}
+
+}  // namespace
+
+TEST_CASE("dispatch rows: a table naming fragment_mma makes auto read the fragment layout",
+          "[dispatch]") {
+  TempDir tmp;
+  write_table_h(tmp.path);
+  std::ostringstream notes;
+  DispatchTables tables(tmp.path, notes);
+  const VariantRow& a = find_variant("auto");
+  CHECK(row_layout(a, gemm(16), tables, kGpuH, 90) == kFragment);  // the exact entry
+  CHECK(row_layout(a, gemm(8), tables, kGpuH, 90) == kFragment);   // nearest M at or above
+  CHECK(row_layout(a, gemm(64), tables, kGpuH, 90) == kTiled);     // warp_specialized at 256
+  CHECK(row_layout(a, gemm(1000), tables, kGpuH, 90) == kTiled);   // the largest below
+  // The layout is the chosen row's: what auto's setup runs on the same lookup.
+  for (std::int64_t m : {1, 8, 16, 64, 1000})
+    CHECK(row_layout(a, gemm(m), tables, kGpuH, 90) ==
+          find_variant(tables.choose(dispatch_problem(gemm(m)), kGpuH, 90).variant).layout);
+  // Every other row reads its own layout whatever the table says.
+  CHECK(row_layout(find_variant("warp_specialized"), gemm(16), tables, kGpuH, 90) == kTiled);
+  CHECK(row_layout(find_variant("fragment_mma"), gemm(1000), tables, kGpuH, 90) == kFragment);
+  CHECK(row_layout(find_variant("cublas_fp16"), gemm(16), tables, kGpuH, 90).kind ==
+        LayoutKind::dequantized);
+  // A problem the auto row does not run (AWQ weights) is not looked up: its own layout.
+  GemmDims awq = gemm(16);
+  awq.awq_group = 128;
+  CHECK(row_layout(a, awq, tables, kGpuH, 90) == a.layout);
+  // grouped_auto's rows read tiled 64x128.
+  GemmDims moe = gemm(64 * 8);
+  moe.num_experts = 64;
+  CHECK(row_layout(find_variant("grouped_auto"), moe, tables, kGpuH, 90) == kTiled);
+  CHECK(notes.str().empty());
+  CHECK(row_layout_name(a) == "chosen row's");
+  CHECK(row_layout_name(find_variant("fragment_mma")) == "fragment");
+}
+
+TEST_CASE("dispatch rows: a problem that falls to the fixed rule keeps the tiled layout",
+          "[dispatch]") {
+  TempDir tmp;
+  write_table_h(tmp.path);
+  std::ostringstream notes;
+  DispatchTables tables(tmp.path, notes);
+  const VariantRow& a = find_variant("auto");
+  // No K = 2 entry: warp_specialized (M >= 5) or scalar_gemv (M <= 4), both tiled.
+  CHECK_THAT(tables.choose(dispatch_problem(gemm(16, 2)), kGpuH, 90).reason,
+             Catch::StartsWith("fixed rule: "));
+  CHECK(row_layout(a, gemm(16, 2), tables, kGpuH, 90) == kTiled);
+  CHECK(row_layout(a, gemm(1, 2), tables, kGpuH, 90) == kTiled);
+  // No table for the GPU: the fixed rule at K = 4 too, noted once.
+  CHECK(row_layout(a, gemm(16), tables, "Test GPU none", 90) == kTiled);
+  CHECK(row_layout(a, gemm(1), tables, "Test GPU none", 90) == kTiled);
+  CHECK_THAT(notes.str(), Catch::StartsWith("dispatch: no table for GPU 'Test GPU none'"));
+}
+
+TEST_CASE(
+    "dispatch rows: an entry whose row does not cover the problem falls through, layout "
+    "too",
+    "[dispatch]") {
+  TempDir tmp;
+  write_table_h(tmp.path);
+  std::ostringstream notes;
+  DispatchTables tables(tmp.path, notes);
+  const VariantRow& a = find_variant("auto");
+  // K = 3: the exact entry names fragment_mma (K = 4 only): passed over for the same shape's
+  // nearest M, warp_specialized at 64, and its layout.
+  const DispatchChoice c = tables.choose(dispatch_problem(gemm(16, 3)), kGpuH, 90);
+  CHECK(c.variant == "warp_specialized");
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest M: x M = 64 for M = 16"));
+  CHECK(row_layout(a, gemm(16, 3), tables, kGpuH, 90) == kTiled);
+  // Compute capability 8.0: fragment_mma and warp_specialized (9.0) are passed over; the fixed
+  // rule's fetch_dequant reads tiled 64x128.
+  CHECK(tables.choose(dispatch_problem(gemm(16)), kGpuH, 80).variant == "fetch_dequant");
+  CHECK(row_layout(a, gemm(16), tables, kGpuH, 80) == kTiled);
+  CHECK(notes.str().empty());
+}
+
+TEST_CASE("dispatch build keeps a fragment_mma row (the fragment layout) as a candidate",
+          "[dispatch]") {
+  const DispatchTable& t = table_a();
+  const auto it = std::find_if(t.entries.begin(), t.entries.end(), [](const DispatchEntry& e) {
+    return e.shape == "test.big" && e.M == 128;
+  });
+  REQUIRE(it != t.entries.end());
+  CHECK(it->variant == "fragment_mma");
+  CHECK(it->median_us == 45.0);  // not the PDL-timed 30.0 nor the token_tile=64 35.0
+  CHECK(it->line == 22);
+  CHECK(it->config == "[token_tile=0] tile 128 tokens");
+  // auto picks it there, and the harness builds the fragment layout for it.
+  TempDir tmp;
+  write_dispatch_table(t, tmp.path + "/" + dispatch_file_name(kGpuA));
+  std::ostringstream notes;
+  DispatchTables tables(tmp.path, notes);
+  const DispatchChoice c = tables.choose(dispatch_problem(gemm(128)), kGpuA, 90);
+  CHECK(c.variant == "fragment_mma");
+  CHECK_THAT(c.reason, Catch::StartsWith("exact: test.big M = 128"));
+  CHECK(row_layout(find_variant("auto"), gemm(128), tables, kGpuA, 90) == kFragment);
+  CHECK(row_layout(find_variant("auto"), gemm(64), tables, kGpuA, 90) == kTiled);  // fetch_dequant
 }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "harness/check.hpp"
+#include "harness/dispatch.hpp"
 #include "harness/execute.hpp"
 #include "harness/options.hpp"
 #include "harness/registry.hpp"
@@ -60,7 +61,7 @@ Problem grouped(int experts, int tokens, int top_k, std::int64_t N, std::int64_t
 void check_row(const VariantRow& row, const Problem& p, Stream& s, test::SweepTally& tally,
                const std::vector<GivenOption>& given = {}) {
   if (!tally.admit(row, p.d)) return;
-  DeviceWeights dw(p.hw, p.d.dtype, {row.layout}, 1, s.get());
+  DeviceWeights dw(p.hw, p.d.dtype, {row_layout(row, p.d)}, 1, s.get());
   const OwnedProblem owned(dw, p.A, p.d, p.hw.codebook);
   const DeviceProblem& dp = owned.view();
   const auto ref = make_reference(p.hw, p.A, p.d, sample_rows(p.d.M, 1 << 20));
@@ -81,7 +82,7 @@ void check_row(const VariantRow& row, const Problem& p, Stream& s, test::SweepTa
     if (m != SplitMode::force_on) {
       std::vector<unsigned char> a(dp.C_bytes), b(dp.C_bytes);
       KBIT_CUDA_CHECK(cudaMemcpy(a.data(), dp.C, dp.C_bytes, cudaMemcpyDeviceToHost));
-      row.run(o.state.get(), p.d, dp.args(row, 0), s.get());
+      row.run(o.state.get(), p.d, dp.args(row, p.d, 0), s.get());
       KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
       KBIT_CUDA_CHECK(cudaMemcpy(b.data(), dp.C, dp.C_bytes, cudaMemcpyDeviceToHost));
       REQUIRE(a == b);
@@ -268,7 +269,7 @@ TEST_CASE("read probes write C = 0, read_ldg and read_slices read every word, re
         REQUIRE(current_device_sm() < row.support.min_sm);
         continue;
       }
-      DeviceWeights dw(p.hw, p.d.dtype, {row.layout}, 1, s.get());
+      DeviceWeights dw(p.hw, p.d.dtype, {row_layout(row, p.d)}, 1, s.get());
       const OwnedProblem owned(dw, p.A, p.d, p.hw.codebook);
       const DeviceProblem& dp = owned.view();
       const Outcome o = execute_and_check(row, {}, p.d, dp, nullptr, s.get());
@@ -298,12 +299,13 @@ TEST_CASE("read probes write C = 0, read_ldg and read_slices read every word, re
         }
         CHECK_THROWS_WITH(with_options(row, {"a_each=2"}),
                           Catch::Contains("a_each of read_bulk = 2"));
-        CHECK_THROWS_WITH(row.setup(p.d, with_options(row, {"chunk=1000"})),
-                          Catch::Contains("chunk = 1000"));
+        CHECK_THROWS_WITH(
+            row.setup(p.d, with_options(row, {"chunk=1000"})),
+            Catch::Contains("chunk of read_bulk = 1000") && Catch::Contains("multiple of 16"));
         CHECK_THROWS_WITH(row.setup(p.d, with_options(row, {"hold=1"})), Catch::Contains("grid"));
         continue;
       }
-      const WeightView w = dp.args(row, 0).w;
+      const WeightView w = dp.args(row, p.d, 0).w;
       std::vector<unsigned char> planes(std::size_t(w.geo.packed_words()) * 4),
           codes(std::size_t(w.geo.absmax_bytes()));
       KBIT_CUDA_CHECK(cudaMemcpy(planes.data(), w.packed, planes.size(), cudaMemcpyDeviceToHost));
@@ -340,7 +342,9 @@ TEST_CASE("read probes write C = 0, read_ldg and read_slices read every word, re
         REQUIRE(o2.error.empty());
         CHECK(variants::read_slices_checksum(o2.state.get()) == weights);
       }
-      CHECK_THROWS_WITH(row.setup(p.d, slices(24, 16, 2, 2, 0, 0)), Catch::Contains("slice = 24"));
+      CHECK_THROWS_WITH(
+          row.setup(p.d, slices(24, 16, 2, 2, 0, 0)),
+          Catch::Contains("slice of read_slices = 24") && Catch::Contains("power of two"));
       CHECK_THROWS_WITH(row.setup(p.d, slices(32, 256, 8, 2, 0, 0)), Catch::Contains("more than"));
       CHECK_THROWS_WITH(slices(1024, 16, 2, 2, 0, 0), Catch::Contains("outside 16..512"));
       CHECK_THROWS_WITH(slices(32, 0, 2, 2, 0, 0), Catch::Contains("kt of read_slices = 0"));
@@ -367,7 +371,7 @@ TEST_CASE("grouped_mma builds its work list on the device and checks offsets whe
     KBIT_SKIP("grouped_mma does not run on this device: " + why);
   }
   Stream s;
-  DeviceWeights dw(p.hw, p.d.dtype, {row.layout}, 1, s.get());
+  DeviceWeights dw(p.hw, p.d.dtype, {row_layout(row, p.d)}, 1, s.get());
   const OwnedProblem owned(dw, p.A, p.d, p.hw.codebook);
   const DeviceProblem& dp = owned.view();
   auto state = row.setup(p.d, resolve_options(row, {}));
@@ -385,7 +389,7 @@ TEST_CASE("grouped_mma builds its work list on the device and checks offsets whe
   cudaGraph_t graph = nullptr;
   cudaGraphExec_t exec = nullptr;
   KBIT_CUDA_CHECK(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeThreadLocal));
-  row.run(state.get(), p.d, dp.args(row, 0), s.get());
+  row.run(state.get(), p.d, dp.args(row, p.d, 0), s.get());
   KBIT_CUDA_CHECK(cudaStreamEndCapture(s.get(), &graph));
   KBIT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   GemmDims other = p.d;  // the same rows routed otherwise: uniform, another seed
@@ -416,16 +420,16 @@ TEST_CASE("grouped_mma builds its work list on the device and checks offsets whe
     auto o = p.d.expert_offsets;
     o[c.at] = c.value;
     upload(o);
-    CHECK_THROWS_WITH(row.run(checked.get(), p.d, dp.args(row, 0), s.get()),
+    CHECK_THROWS_WITH(row.run(checked.get(), p.d, dp.args(row, p.d, 0), s.get()),
                       Catch::Contains("expert_offsets[" + std::to_string(c.at) +
                                       "] = " + std::to_string(c.value)) &&
                           Catch::Contains(c.words));
     // Unchecked: clamped into A and C, no fault (compute-sanitizer's memcheck runs this too).
-    row.run(state.get(), p.d, dp.args(row, 0), s.get());
+    row.run(state.get(), p.d, dp.args(row, p.d, 0), s.get());
     KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
   }
   upload(p.d.expert_offsets);
-  row.run(checked.get(), p.d, dp.args(row, 0), s.get());  // well-formed: runs and checks
+  row.run(checked.get(), p.d, dp.args(row, p.d, 0), s.get());  // well-formed: runs and checks
   KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
   const auto ref = make_reference(p.hw, p.A, p.d, sample_rows(M, 1 << 20));
   CHECK(check_output(ref, bound, p.d.dtype, output(), p.d.N).pass);
