@@ -85,6 +85,14 @@ Support awq_gemm_support() {
   return s;
 }
 
+// Variant 07's own kernel on the AWQ tiled repack: awq_gemm's problems to 128 rows (its token
+// tiles, 8..128).
+Support awq_fragment_mma_support() {
+  Support s = awq_gemm_support();
+  s.m_max = 128;
+  return s;
+}
+
 Support grouped_only_support() {
   Support s;
   s.dense = false;
@@ -302,6 +310,17 @@ const std::vector<VariantRow>& registry() {
        variants::awq_gemm_setup,
        variants::awq_gemm_run,
        {variants::kAwqGemmTokenTile}},
+      {"awq_fragment_mma",
+       "variant 07's own kernel (mma.sync to 16 tokens, wgmma at 32..128) on the AWQ tiled "
+       "repack: (q - z) * s in fp16 by the exponent trick, no table; M = 1..128",
+       Family::gemm,
+       awq_fragment_mma_support(),
+       {LayoutKind::awq_tiled, {}},
+       variants::awq_fragment_mma_setup,
+       variants::awq_fragment_mma_run,
+       {variants::kAwqFragmentMmaTokenTile, variants::kFragmentMmaStageKTiles,
+        variants::kFragmentMmaPipelines, variants::kFragmentMmaRowBlocks,
+        variants::kFragmentMmaWalkOrder, variants::kFragmentMmaScaleAfter}},
       {"fragment_mma",
        "variant 07 (sm_90a): the fragment-order layout (K = 4: each thread's k-tile one 16-byte "
        "load of ready pair codes, no plane merge) on an own kernel of pipelines over one table: "

@@ -65,6 +65,23 @@ void require_grouped_gemm_dims(const GemmDims& d, const char* who) {
   require_gemm_dims(d, 0, who);
 }
 
+void require_awq_dims(const GemmDims& d, const char* who) {
+  const std::string w(who);
+  if (d.awq_group != 32 && d.awq_group != 64 && d.awq_group != 128)
+    throw Error(w + ": the weights' AWQ group is " + std::to_string(d.awq_group) +
+                " (0: kbit weights); this row reads AWQ weights of group 32, 64 or 128");
+  require_dense_gemm_dims(d, who);
+  if (d.dtype != DType::f16)
+    throw Error(w + ": dtype " + dtype_name(d.dtype) +
+                ": AWQ scales are fp16, so the activations must be fp16 too");
+  if (d.N % 8 != 0)
+    throw Error(w + ": N = " + std::to_string(d.N) +
+                " is not a multiple of 8 (eight 4-bit columns share an AWQ word)");
+  if (d.K_dim % d.awq_group != 0)
+    throw Error(w + ": K_dim = " + std::to_string(d.K_dim) + " is not a multiple of the group " +
+                std::to_string(d.awq_group));
+}
+
 std::int64_t VariantOptions::get(const OptionSpec& spec) const {
   for (const auto& [n, v] : values)
     if (n == spec.name) return v;

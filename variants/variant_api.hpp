@@ -154,6 +154,9 @@ void require_tiled_args(const GemmArgs& g, const GemmDims& d, TileConfig tiles, 
 void require_dense_gemm_dims(const GemmDims& d, const char* who);
 // The same for a grouped (MoE) variant: a grouped problem, M (all experts' rows) at least 0.
 void require_grouped_gemm_dims(const GemmDims& d, const char* who);
+// The checks every row on AWQ weights makes in setup (docs/awq_format.md): an AWQ problem
+// (dims.awq_group 32, 64 or 128), a dense one, fp16, N a multiple of 8, K_dim of the group.
+void require_awq_dims(const GemmDims& d, const char* who);
 
 using SetupFn = std::unique_ptr<VariantState> (*)(const GemmDims& dims, const VariantOptions& opts);
 using RunFn = void (*)(VariantState* state, const GemmDims& dims, const GemmArgs& args,

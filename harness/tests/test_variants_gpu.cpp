@@ -188,7 +188,7 @@ TEST_CASE("every AWQ variant passes a small sweep of its groups", "[gpu][variant
     rows += !row.support.awq_groups.empty();
     for (int g : row.support.awq_groups) {
       for (DType t : {DType::f16, DType::bf16}) {
-        for (std::int64_t M : {1, 3, 4, 17, 64}) {
+        for (std::int64_t M : {1, 3, 4, 17, 64, 100}) {
           // N a multiple of 8, not of 128; K_dim a multiple of G, not of 128 where G allows.
           check_row(row, dense_awq(M, 200, g == 128 ? 384 : 192, g, t), s, tally);
           check_row(row, dense_awq(M, 264, 2176, g, t), s, tally);
@@ -199,6 +199,44 @@ TEST_CASE("every AWQ variant passes a small sweep of its groups", "[gpu][variant
     }
   }
   REQUIRE(rows >= 2);  // awq_gemv and awq_gemm at least: a sweep of nothing is no test
+  require_every_row_checked(tally);
+}
+
+// awq_fragment_mma's configurations that its defaults do not reach on the sweep's small problems
+// (short stream-K walks run one pipeline at 32 and 64 tokens): one consumer warpgroup a pipeline on
+// 2 and 3 pipelines, 2 pipelines at 128 tokens, the scale after the MMA at 8 and 16 tokens, at
+// groups 32 (two a k-tile) and 128 (one over two k-tiles).
+TEST_CASE("awq_fragment_mma's configurations pass an AWQ sweep", "[gpu][variants][awq]") {
+  KBIT_REQUIRE_GPU();
+  Stream s;
+  const VariantRow* row = nullptr;
+  for (const auto& r : registry())
+    if (r.name == "awq_fragment_mma") row = &r;
+  REQUIRE(row != nullptr);
+  test::SweepTally tally("awq_fragment_mma sweep", current_device_sm());
+  struct Set {
+    int token_tile;
+    std::vector<std::pair<const char*, std::int64_t>> options;
+  };
+  const Set sets[] = {
+      {8, {{"scale_after_mma", 2}}},
+      {16, {{"scale_after_mma", 2}}},
+      {32, {{"pipelines", 3}, {"row_blocks", 2}}},
+      {64, {{"pipelines", 3}, {"row_blocks", 2}}},
+      {64, {{"pipelines", 2}, {"row_blocks", 2}}},
+      {128, {{"pipelines", 2}, {"row_blocks", 2}}},
+      {128, {{"pipelines", 2}, {"row_blocks", 1}}},
+  };
+  for (const Set& set : sets) {
+    std::vector<GivenOption> given{{"token_tile", set.token_tile, "test"}};
+    for (const auto& [name, value] : set.options) given.push_back({name, value, "test"});
+    for (int g : {32, 128})
+      for (std::int64_t M : {5, 17, 64, 100}) {
+        INFO("token_tile " << set.token_tile << ", " << set.options.size() << " options, G " << g);
+        check_row(*row, dense_awq(M, 264, 2176, g, DType::f16), s, tally, given);
+        check_row(*row, dense_awq(M, 1000, 1024, g, DType::f16), s, tally, given);
+      }
+  }
   require_every_row_checked(tally);
 }
 

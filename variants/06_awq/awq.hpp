@@ -37,8 +37,4 @@ std::unique_ptr<VariantState> awq_gemv_setup(const GemmDims& dims, const Variant
 void awq_gemv_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
                   cudaStream_t stream);
 
-// The checks both rows make in setup: an AWQ problem (dims.awq_group 32, 64 or 128), fp16, N a
-// multiple of 8, K_dim of the group. Throws kbit::Error naming `who`, the value and the rule.
-void require_awq_dims(const GemmDims& dims, const char* who);
-
 }  // namespace kbit::variants

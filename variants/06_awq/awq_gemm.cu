@@ -8,29 +8,12 @@
 
 #include "reference/error.hpp"
 #include "variants/06_awq/awq.hpp"
-#include "variants/06_awq/awq_weights.cuh"
+#include "variants/hopper/awq_weights.cuh"
 #include "variants/hopper/dense_tiles.cuh"
 #include "variants/hopper/launcher.cuh"
 #include "variants/hopper/mainloop.cuh"
 
 namespace kbit::variants {
-
-void require_awq_dims(const GemmDims& d, const char* who) {
-  const std::string w(who);
-  if (d.awq_group != 32 && d.awq_group != 64 && d.awq_group != 128)
-    throw Error(w + ": the weights' AWQ group is " + std::to_string(d.awq_group) +
-                " (0: kbit weights); this row reads AWQ weights of group 32, 64 or 128");
-  require_dense_gemm_dims(d, who);
-  if (d.dtype != DType::f16)
-    throw Error(w + ": dtype " + dtype_name(d.dtype) +
-                ": AWQ scales are fp16, so the activations must be fp16 too");
-  if (d.N % 8 != 0)
-    throw Error(w + ": N = " + std::to_string(d.N) +
-                " is not a multiple of 8 (eight 4-bit columns share an AWQ word)");
-  if (d.K_dim % d.awq_group != 0)
-    throw Error(w + ": K_dim = " + std::to_string(d.K_dim) + " is not a multiple of the group " +
-                std::to_string(d.awq_group));
-}
 
 std::unique_ptr<VariantState> awq_gemm_setup(const GemmDims& d, const VariantOptions& o) {
   const char* who = "awq_gemm";

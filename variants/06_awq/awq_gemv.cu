@@ -26,7 +26,7 @@
 
 #include "reference/error.hpp"
 #include "variants/06_awq/awq.hpp"
-#include "variants/06_awq/awq_decode.cuh"
+#include "variants/common/awq_decode.cuh"
 #include "variants/common/cuda_check.hpp"
 #include "variants/common/dispatch.hpp"
 #include "variants/common/launch.hpp"

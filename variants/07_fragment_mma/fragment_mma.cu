@@ -12,10 +12,10 @@
 #include <type_traits>
 
 #include "reference/error.hpp"
+#include "variants/07_fragment_mma/awq_fragment_weights.cuh"
 #include "variants/07_fragment_mma/fragment_mma.hpp"
 #include "variants/07_fragment_mma/fragment_weights.cuh"
-#include "variants/07_fragment_mma/sync_kernel.cuh"
-#include "variants/07_fragment_mma/wgmma_kernel.cuh"
+#include "variants/07_fragment_mma/own_kernel.cuh"
 #include "variants/hopper/dense_tiles.cuh"
 #include "variants/hopper/launcher.cuh"
 #include "variants/hopper/mainloop.cuh"
@@ -24,120 +24,23 @@ namespace kbit::variants {
 
 namespace {
 
-// The own kernel of token tile tt (8..128), kt k-tiles a stage. wgmma (wgmma_kernel.cuh, 32..128
-// tokens): 1 pipeline of two consumer warpgroups; 2 pipelines of two warpgroups (18 warps: 96
-// registers a thread, a sub-partition's 64 KB over 5 warps; they hold 32 tokens, and 64 with kt
-// = 1; at 128 tokens, kt = 1, beside a producer warpgroup that gives them 120); or 2 or 3 pipelines
-// of one warpgroup of two row blocks a warp (row_blocks 2) beside a producer warpgroup that gives
-// them its registers (232 a consumer thread on 2 pipelines: kt = 2 to 64 tokens, 1 at 128; 152-160
-// on 3: kt = 2 at 32 tokens, 1 at 64). A group in flight (pending): kt = 2 on 1 pipeline, or on 2
-// of one warpgroup. The rest spill or leave no two ring stages; the setup refuses them. mma.sync
-// (sync_kernel.cuh, 8..64 tokens): the scale after the MMA (8 and 16 tokens) or before it, on
-// `pipelines` pipelines a block (2: one 16-row block a warp; 3, 4: two; 4 with row_blocks 4: four,
-// at 8 and 16 tokens), kt = 2 only at 8 and 16 tokens.
-template <typename T>
-ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int row_blocks,
-                      bool pending, const char* who) {
-  return ws::with_token_tile(tt, who, [&](auto tt_const) {
-    constexpr int TT = decltype(tt_const)::value;
-    const auto none = [&](const char* path) {
-      throw Error(std::string(who) + ": the own kernel has no " + path + " token tile " +
-                  std::to_string(TT));
-      return ws::Kernel{};
-    };
-    if (wgmma) {
-      if constexpr (TT >= 32 && TT <= 128) {
-        using fragment::PipelineConfig;
-        using fragment::wgmma_kernel;
-        using TwoWarpgroups = PipelineConfig<1, 1>;
-        // One consumer warpgroup a pipeline beside a producer warpgroup that keeps 40 registers a
-        // thread (2 pipelines, and 3 with 2 k-tiles) or 32 (3 with 1: the consumers need 160).
-        using TwoPipelines = PipelineConfig<2, 2, 40>;
-        if (pipelines == 1) {
-          if (kt == 1) return wgmma_kernel<TT, 1, T, TwoWarpgroups>();
-          return pending ? wgmma_kernel<TT, 2, T, TwoWarpgroups, true>()
-                         : wgmma_kernel<TT, 2, T, TwoWarpgroups>();
-        }
-        if (row_blocks == 2 && pipelines == 3) {
-          if constexpr (TT == 32) {
-            if (kt == 2) return wgmma_kernel<TT, 2, T, PipelineConfig<3, 2, 40>>();
-          }
-          if constexpr (TT <= 64) return wgmma_kernel<TT, 1, T, PipelineConfig<3, 2, 32>>();
-        }
-        if (row_blocks == 2) {
-          if constexpr (TT <= 64) {
-            if (kt == 2)
-              return pending ? wgmma_kernel<TT, 2, T, TwoPipelines, true>()
-                             : wgmma_kernel<TT, 2, T, TwoPipelines>();
-          }
-          return wgmma_kernel<TT, 1, T, TwoPipelines>();
-        }
-        if constexpr (TT <= 64) {
-          if constexpr (TT == 32) {
-            if (kt == 2) return wgmma_kernel<TT, 2, T, PipelineConfig<2, 1>>();
-          }
-          return wgmma_kernel<TT, 1, T, PipelineConfig<2, 1>>();
-        }
-        // 128 tokens, 1 k-tile: 2 pipelines of two warpgroups beside a producer warpgroup that
-        // keeps 32 registers (the consumers' 120 hold 64 accumulators and a k-tile's fragments;
-        // 18 warps without it share 112 and spill).
-        if constexpr (TT == 128) return wgmma_kernel<TT, 1, T, PipelineConfig<2, 1, 32>>();
-      }
-      return none("wgmma");
-    }
-    if constexpr (TT > 64) {
-      return none("mma.sync");
-    } else {
-      auto with_config = [&](auto after_const, auto kt_const) {
-        constexpr bool A = decltype(after_const)::value;
-        constexpr int KT = decltype(kt_const)::value;
-        using fragment::PipelineConfig;
-        using fragment::sync_kernel;
-        if constexpr (TT <= 16) {
-          if (row_blocks == 4) return sync_kernel<TT, KT, A, T, PipelineConfig<4, 4>>();
-        }
-        if (pipelines == 3) return sync_kernel<TT, KT, A, T, PipelineConfig<3, 2>>();
-        if constexpr (fragment::PipelineLayout<TT, KT, PipelineConfig<4, 2>>::kFits) {
-          if (pipelines == 4) return sync_kernel<TT, KT, A, T, PipelineConfig<4, 2>>();
-        }
-        return sync_kernel<TT, KT, A, T, PipelineConfig<2, 1>>();
-      };
-      using K1 = std::integral_constant<int, 1>;
-      using K2 = std::integral_constant<int, 2>;
-      if constexpr (TT <= 16)
-        return after ? with_config(std::true_type{}, K2{}) : with_config(std::false_type{}, K2{});
-      else
-        return kt == 2 ? with_config(std::false_type{}, K2{})
-                       : with_config(std::false_type{}, K1{});
-    }
-  });
-}
-
-// Whether 4 pipelines leave room for a ring of two stages at token tile tt (8..64) and kt
-// k-tiles a stage (not at 64 tokens with 2).
-bool four_pipelines_fit(int tt, int kt, const char* who) {
-  return ws::with_token_tile(tt, who, [&](auto tt_const) {
-    constexpr int TT = decltype(tt_const)::value;
-    if constexpr (TT > 64) {
-      return false;
-    } else {
-      using C = fragment::PipelineConfig<4, 2>;
-      return kt == 1 ? fragment::PipelineLayout<TT, 1, C>::kFits
-                     : fragment::PipelineLayout<TT, 2, C>::kFits;
-    }
-  });
-}
-
-}  // namespace
-
-FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o, int sms) {
-  const char* who = "fragment_mma";
-  require_dense_gemm_dims(d, who);
-  if (d.k_bits != 4)
-    throw Error(std::string(who) + ": K = " + std::to_string(d.k_bits) +
-                "; the fragment-order layout is K = 4");
-  const std::int64_t tt_opt = o.get(kFragmentMmaTokenTile);
+// fragment_mma_choose and awq_fragment_mma_choose: the same rules on both formats (awq: the AWQ
+// tiled repack, on the own kernel alone).
+FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bool awq) {
+  const char* who = awq ? "awq_fragment_mma" : "fragment_mma";
+  if (awq) {
+    require_awq_dims(d, who);
+  } else {
+    require_dense_gemm_dims(d, who);
+    if (d.k_bits != 4)
+      throw Error(std::string(who) + ": K = " + std::to_string(d.k_bits) +
+                  "; the fragment-order layout is K = 4");
+  }
+  const std::int64_t tt_opt = o.get(awq ? kAwqFragmentMmaTokenTile : kFragmentMmaTokenTile);
   const int tt = tt_opt == 0 ? ws::token_tile_for(d.M) : int(tt_opt);
+  if (awq && tt > 128)
+    throw Error(std::string(who) + ": M = " + std::to_string(d.M) + " takes token tile " +
+                std::to_string(tt) + "; the own kernel holds 8..128 tokens (awq_gemm: any M)");
   const std::int64_t mma = o.get(kFragmentMmaMma);
   const std::int64_t kt_opt = o.get(kFragmentMmaStageKTiles);
   // The own kernel: mma.sync to 16 tokens by default, to 64 with mma = 2; wgmma at 32..128
@@ -165,17 +68,25 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
   const std::int64_t walks3 = 3 * std::int64_t(sms > 0 ? sms : 132);
   const std::int64_t weight_bytes =
       tiles * d.K_dim * ws::Config::kTileN / 2;  // K = 4, every M-tile
-  const bool short_walks = weight_bytes < 3 * walks3 * tt * ws::Config::kTileN * 4;
+  // AWQ weights: one pipeline of two warpgroups ran 1.3-2x slower than 3 pipelines of one
+  // warpgroup at 32 and 64 tokens and than 2 at 128 on every layer but the smallest, its
+  // consumers waiting on the ring (README.md, "AWQ weights on the own kernel"). They take it
+  // only where 3 pipelines a block would stream fewer than 4 k-tiles of weights (16 KB) a walk
+  // (Qwen3's dense layers, 5 MB), and 2 pipelines of one warpgroup at 128 tokens.
+  const bool short_walks =
+      awq ? weight_bytes < walks3 * 4 * ws::Config::kTileN * ws::Config::kTileK / 2
+          : weight_bytes < 3 * walks3 * tt * ws::Config::kTileN * 4;
   const bool wgmma_p3 =
       tt <= 64 && !short_walks && (rb_opt == 0 || rb_opt == 2);  // of one warpgroup
+  const bool awq_p2 = awq && tt > 64 && !short_walks && rb_opt == 0 && pipes_opt == 0;
   const int pipes = pipes_opt != 0 ? int(pipes_opt)
-                    : own_wgmma    ? (short_walks && rb_opt != 2 ? 1
-                                      : wgmma_p3                 ? 3
-                                      : tt <= 64 || rb_opt == 2  ? 2
-                                                                 : 1)
+                    : own_wgmma    ? (short_walks && rb_opt != 2          ? 1
+                                      : wgmma_p3                          ? 3
+                                      : tt <= 64 || rb_opt == 2 || awq_p2 ? 2
+                                                                          : 1)
                     : tt <= 16     ? 4
                                    : 3;
-  const int wgmma_rb = rb_opt != 0 ? int(rb_opt) : pipes == 3 ? 2 : 1;
+  const int wgmma_rb = rb_opt != 0 ? int(rb_opt) : pipes == 3 || awq_p2 ? 2 : 1;
   const int wgmma_kt = (wgmma_rb == 2 && pipes == 2 && tt <= 64) || pipes == 1 || tt == 32 ? 2 : 1;
   const int kt = kt_opt != 0 ? int(kt_opt) : own_wgmma ? wgmma_kt : tt <= 16 ? 2 : 1;
   if (own_sync && pipes_opt == 1)
@@ -243,7 +154,10 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
                 std::to_string(tt) +
                 " tokens (1 with 2 pipelines, 2 with 3 or 4, 4 with 4 at 8 "
                 "and 16 tokens)");
-  if (own_sync && pipes == 4 && !four_pipelines_fit(tt, kt, who))
+  const bool four_fit =
+      awq ? fragment::four_pipelines_fit<fragment::AwqFragmentWeights>(tt, kt, who)
+          : fragment::four_pipelines_fit<fragment::FragmentWeightsT<true>>(tt, kt, who);
+  if (own_sync && pipes == 4 && !four_fit)
     throw Error(std::string(who) + ": pipelines = 4 leaves no room for two ring stages at " +
                 std::to_string(tt) + " tokens and stage_k_tiles = " + std::to_string(kt) +
                 " (at most 3 there)");
@@ -255,7 +169,11 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
   if (own) {
     c.k_tiles = kt;
     c.pipelines = pipes;
-    c.scale_after = own_sync && tt <= 16 && o.get(kFragmentMmaScaleAfter) != 1;
+    // The scale after the MMA by default on kbit (one FFMA an accumulator a block where a pair
+    // took an HMUL2 and a table load); on AWQ only when asked (2): its pairs need no table load,
+    // and at 16 tokens the FFMAs equal the HMUL2s they replace (README.md).
+    const std::int64_t after_opt = o.get(kFragmentMmaScaleAfter);
+    c.scale_after = own_sync && tt <= 16 && (awq ? after_opt == 2 : after_opt != 1);
     // Four row blocks a warp at 16 tokens on 4 pipelines: half the activation loads and
     // per-k-step work a weight of two (README.md's ladder); at 8 tokens two were faster.
     c.row_blocks = own_wgmma                ? wgmma_rb
@@ -272,18 +190,29 @@ FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o
   return c;
 }
 
+}  // namespace
+
+FragmentMmaChoice fragment_mma_choose(const GemmDims& d, const VariantOptions& o, int sms) {
+  return choose(d, o, sms, false);
+}
+FragmentMmaChoice awq_fragment_mma_choose(const GemmDims& d, const VariantOptions& o, int sms) {
+  return choose(d, o, sms, true);
+}
+
 namespace {
 
 // The compiled kernel of a choice (no GPU call: a kernel's address and its shape).
 ws::Kernel fragment_mma_kernel(const FragmentMmaChoice& c, DType t) {
   const char* who = "fragment_mma";
   const int tt = c.token_tile;
+  using Own = fragment::FragmentWeightsT<true>;
   if (c.own)
-    return t == DType::f16
-               ? own_kernel<__half>(tt, c.k_tiles, c.wgmma, c.scale_after, c.pipelines,
-                                    c.row_blocks, c.group_in_flight, who)
-               : own_kernel<__nv_bfloat16>(tt, c.k_tiles, c.wgmma, c.scale_after, c.pipelines,
-                                           c.row_blocks, c.group_in_flight, who);
+    return t == DType::f16 ? fragment::own_kernel<__half, Own>(tt, c.k_tiles, c.wgmma,
+                                                               c.scale_after, c.pipelines,
+                                                               c.row_blocks, c.group_in_flight, who)
+                           : fragment::own_kernel<__nv_bfloat16, Own>(
+                                 tt, c.k_tiles, c.wgmma, c.scale_after, c.pipelines, c.row_blocks,
+                                 c.group_in_flight, who);
   auto kernel = [&](auto f) {
     using F = decltype(f);
     return t == DType::f16 ? ws::kernel_of<F, __half, ws::DenseTiles, true>(tt, who, c.mma)
@@ -300,17 +229,19 @@ FragmentMmaKernelShape fragment_mma_kernel_shape(const FragmentMmaChoice& c, DTy
   return {k.fn != nullptr, k.threads, k.stages, k.k_tiles_per_stage, k.pipelines, k.sync, k.fn};
 }
 
-std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const VariantOptions& o) {
-  const char* who = "fragment_mma";
-  // The SM count, where a device is visible (0 where none: the choice's refusals come first,
-  // and require_wgmma_device names the missing device after them).
+int fragment_mma_visible_sms() {
   int dev = 0, sms = 0;
   if (cudaGetDevice(&dev) != cudaSuccess ||
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
     (void)cudaGetLastError();
-    sms = 0;
+    return 0;
   }
-  const FragmentMmaChoice c = fragment_mma_choose(d, o, sms);
+  return sms;
+}
+
+std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const VariantOptions& o) {
+  const char* who = "fragment_mma";
+  const FragmentMmaChoice c = fragment_mma_choose(d, o, fragment_mma_visible_sms());
   ws::require_wgmma_device(who);
   auto s = std::make_unique<ws::DensePlan>();
   s->token_tile = c.token_tile;

@@ -153,8 +153,33 @@ struct FragmentMmaKernelShape {
 };
 FragmentMmaKernelShape fragment_mma_kernel_shape(const FragmentMmaChoice& choice, DType dtype);
 
+// The device's SM count where one is visible, else 0 (the choice's refusals come first, and
+// require_wgmma_device names the missing device after them).
+int fragment_mma_visible_sms();
+
 std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& dims, const VariantOptions& opts);
 void fragment_mma_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
                       cudaStream_t stream);
+
+// awq_fragment_mma (awq_fragment_mma.cu): the own kernel on the AWQ tiled repack
+// (reference/awq.hpp awq_tile, the layout awq_gemm reads), M = 1..128, fp16. Its options are
+// fragment_mma's own-kernel ones (stage_k_tiles, pipelines, row_blocks, walk_order,
+// scale_after_mma) and this token tile; the same rules choose.
+inline constexpr OptionSpec kAwqFragmentMmaTokenTile{
+    "token_tile",
+    0,
+    0,
+    128,
+    false,
+    "tokens per tile (the MMA's N): 8, 16 (mma.sync), 32, 64, 128 (wgmma); 0 = by M",
+    /*multiple_of=*/8,
+    /*power_of_two=*/true};
+FragmentMmaChoice awq_fragment_mma_choose(const GemmDims& dims, const VariantOptions& opts,
+                                          int sms);
+FragmentMmaKernelShape awq_fragment_mma_kernel_shape(const FragmentMmaChoice& choice);
+std::unique_ptr<VariantState> awq_fragment_mma_setup(const GemmDims& dims,
+                                                     const VariantOptions& opts);
+void awq_fragment_mma_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,
+                          cudaStream_t stream);
 
 }  // namespace kbit::variants

@@ -24,7 +24,9 @@
 #include "variants/07_fragment_mma/fragment_weights.cuh"
 #include "variants/07_fragment_mma/pieces.hpp"
 #include "variants/common/barrier.cuh"
+#include "variants/common/bulk_copy.cuh"
 #include "variants/common/pdl.cuh"
+#include "variants/common/smem_access.cuh"
 #include "variants/common/wgmma.cuh"
 #include "variants/hopper/config.cuh"
 #include "variants/hopper/dense_tiles.cuh"
@@ -85,10 +87,11 @@ struct PipelineConfig {
 
 // Shared memory: the table, pipeline 0's ring, pipeline 1's ring, ..., the barriers. A stage
 // holds KT k-tiles: KT activation boxes (TT x 64, 128-byte swizzled), KT weight tiles, KT code
-// tiles.
-template <int TT, int KT, typename C>
+// (or meta) tiles. W_: the weight format (an own-kernel format: FragmentWeightsT, or
+// AwqFragmentWeights in awq_fragment_weights.cuh; its table may be 0 bytes).
+template <int TT, int KT, typename C, typename W_ = FragmentWeightsT<true>>
 struct PipelineLayout {
-  using W = FragmentWeightsT<true>;
+  using W = W_;
   static_assert(TT >= 8 && TT <= 128 && KT >= 1 && KT <= 2, "8..128 tokens, 1 or 2 k-tiles");
   static constexpr int kTableBytes = W::kTableBytes;
   static constexpr int kABytes = TT * ws::Config::kTileK * 2;
@@ -117,9 +120,9 @@ struct PipelineLayout {
 // ring's barriers and its walk. The constructor stores the codebook into s_cb (the kernel's
 // shared array) and initializes every pipeline's barriers, and ends with __syncthreads: all of the
 // block's threads construct it.
-template <int TT, int KT, typename C>
+template <int TT, int KT, typename C, typename W_ = FragmentWeightsT<true>>
 struct Pipeline {
-  using L = PipelineLayout<TT, KT, C>;
+  using L = PipelineLayout<TT, KT, C, W_>;
   static constexpr int S = L::kStages;
   uint32_t base;  // the table's (and the dynamic array's) shared-window address
   uint32_t ring;  // this pipeline's ring, from base
@@ -152,6 +155,15 @@ struct Pipeline {
     ring = ring_off + uint32_t(pipe * L::kRingBytes);
     const uint32_t bars0 = base + ring_off + (L::kBarriersAt - L::kRingAt);
     bars = bars0 + 16 * S * pipe;
+    if constexpr (W_::kZeroRing) {
+      // A format whose stale tiles may decode to Inf or NaN (a short last k-step multiplies its
+      // missing k-tile's stale weights by the TMA's zero activations): every ring starts zeroed,
+      // and refills bring only real tiles.
+      for (uint32_t o = 16 * threadIdx.x; o < uint32_t(C::kPipelines * L::kRingBytes);
+           o += 16 * blockDim.x)
+        dev::smem::store128(base, ring_off + o, make_uint4(0, 0, 0, 0));
+      dev::fence_proxy_async_shared();  // before the producers' first copies over them
+    }
     if (threadIdx.x == 0) {
       for (int p = 0; p < C::kPipelines; ++p)
         for (int s = 0; s < S; ++s) {
@@ -176,8 +188,9 @@ struct Pipeline {
   }
 
   // The block's start past the constructor: the producer warp streams its walk into the ring and
-  // returns false; the consumers build the decode table from the codebook cb (all of them), sync,
-  // and wait for the previous kernel to end (PDL: C and the workspace), then return true.
+  // returns false; the consumers build the decode table from the codebook cb (all of them; a
+  // format without a table skips it), sync, and wait for the previous kernel to end (PDL: C and the
+  // workspace), then return true.
   template <typename T>
   __device__ __forceinline__ bool consumer_start(const ws::DenseTiles::Args& a,
                                                  const CUtensorMap* amap, const float* cb) {
@@ -190,8 +203,10 @@ struct Pipeline {
       return false;
     }
     if constexpr (C::kProducerWarpgroup) dev::wgmma::claim_registers<C::kConsumerRegs>();
-    dev::fragment_lut::build<4, T>(base, cb, int(threadIdx.x), C::kConsumers);
-    dev::sync_named<C::kConsumers>(C::kTableBarrier);
+    if constexpr (L::kTableBytes > 0) {
+      W_::template build_own_table<T>(base, cb, int(threadIdx.x), C::kConsumers);
+      dev::sync_named<C::kConsumers>(C::kTableBarrier);
+    }
     dev::pdl::wait();
     return true;
   }

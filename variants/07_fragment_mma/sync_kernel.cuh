@@ -26,25 +26,25 @@
 
 namespace kbit::variants::fragment {
 
-template <int TT, int KT, bool kScaleAfter, typename T, typename C>
+template <int TT, int KT, bool kScaleAfter, typename T, typename C, typename W_>
 __global__ void __launch_bounds__(C::kThreads, 1)
     fragment_sync_kernel(const __grid_constant__ ws::DenseTiles::Args a,
                          const __grid_constant__ CUtensorMap amap) {
-  using L = PipelineLayout<TT, KT, C>;
+  using L = PipelineLayout<TT, KT, C, W_>;
   static_assert(L::kFits, "a ring of two stages at least");
   using P = ws::DenseTiles;
   using W = typename L::W;
   constexpr int S = L::kStages, RB = C::kRowBlocks;
   __shared__ float s_cb[32];
   __shared__ int s_last[C::kPipelines];
-  Pipeline<TT, KT, C> pl(a, s_cb);  // the codebook and the barriers, then __syncthreads
+  Pipeline<TT, KT, C, W_> pl(a, s_cb);  // the codebook and the barriers, then __syncthreads
   if (!pl.template consumer_start<T>(a, &amap, s_cb)) return;  // the producer's walk
   // ------------------------------------------------------------------ consumers
   const uint32_t base = pl.base;
   const int lane = pl.lane, pipe = pl.pipe;
 
   // This warp's row blocks are the layout's warps RB q .. RB q + RB - 1 (layout thread
-  // 32 (RB q + rb) + lane: words 512 rb and codes 32 rb further on).
+  // 32 (RB q + rb) + lane: words and codes (or meta) one row block's bytes further on a block).
   const int tid = int(threadIdx.x) % C::kPipeConsumers;
   const int q = tid >> 5;
   const int row0 = 16 * RB * q + (lane >> 2);  // rows row0 + 16 rb and + 8
@@ -84,8 +84,10 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         float scale[RB][4];
 #pragma unroll
         for (int rb = 0; rb < RB; ++rb) {
-          const uint32_t w = base + st + L::kWeightsAt + j * W::kWeightBytes + 512 * rb;
-          const uint32_t sc = base + st + L::kScalesAt + j * W::kScaleBytes + 32 * rb;
+          const uint32_t w =
+              base + st + L::kWeightsAt + j * W::kWeightBytes + W::kRowBlockWeightBytes * rb;
+          const uint32_t sc =
+              base + st + L::kScalesAt + j * W::kScaleBytes + W::kRowBlockScaleBytes * rb;
           if constexpr (kScaleAfter)
             dec.decode_unscaled(table, w, sc, f[rb], scale[rb]);
           else
@@ -149,12 +151,13 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 }
 
 // The kernel of token tile TT (8..64), KT k-tiles a stage, scale after the MMA or not, on
-// configuration C (pipelines, row blocks a warp).
-template <int TT, int KT, bool kScaleAfter, typename T, typename C>
+// configuration C (pipelines, row blocks a warp), over weight format W.
+template <int TT, int KT, bool kScaleAfter, typename T, typename C,
+          typename W = FragmentWeightsT<true>>
 ws::Kernel sync_kernel() {
-  using L = PipelineLayout<TT, KT, C>;
+  using L = PipelineLayout<TT, KT, C, W>;
   ws::Kernel k{};
-  k.fn = reinterpret_cast<const void*>(fragment_sync_kernel<TT, KT, kScaleAfter, T, C>);
+  k.fn = reinterpret_cast<const void*>(fragment_sync_kernel<TT, KT, kScaleAfter, T, C, W>);
   k.smem_bytes = L::kBytes + ws::Config::kAlignSlack;
   k.stages = L::kStages;
   k.k_tiles_per_stage = KT;

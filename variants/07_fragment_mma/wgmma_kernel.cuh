@@ -37,11 +37,11 @@
 
 namespace kbit::variants::fragment {
 
-template <int TT, int KT, typename T, typename C, bool kPending>
+template <int TT, int KT, typename T, typename C, bool kPending, typename W_>
 __global__ void __launch_bounds__(C::kThreads, 1)
     fragment_wgmma_kernel(const __grid_constant__ ws::DenseTiles::Args a,
                           const __grid_constant__ CUtensorMap amap) {
-  using L = PipelineLayout<TT, KT, C>;
+  using L = PipelineLayout<TT, KT, C, W_>;
   static_assert(L::kFits, "a ring of two stages at least");
   constexpr int RB = C::kRowBlocks;
   static_assert(RB == 1 || RB == 2, "the tile's 128 rows: two consumer warpgroups or one");
@@ -54,14 +54,14 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   constexpr int S = L::kStages;
   __shared__ float s_cb[32];
   __shared__ int s_last[C::kPipelines];
-  Pipeline<TT, KT, C> pl(a, s_cb);  // the codebook and the barriers, then __syncthreads
+  Pipeline<TT, KT, C, W_> pl(a, s_cb);  // the codebook and the barriers, then __syncthreads
   if (!pl.template consumer_start<T>(a, &amap, s_cb)) return;  // the producer's walk
   // ------------------------------------------------------------------ consumers
   const uint32_t base = pl.base;  // the table's shared-window address, every address's origin
 
   // Warp q of the pipeline's consumers holds row block q (rows 16 q ..) and, with two row
-  // blocks (one warpgroup), q + 4 too: the layout's warps q + 4 rb, whose words and codes lie
-  // 2048 rb and 128 rb bytes further on; wgmma's m64 rows are the warpgroup's 4 warps.
+  // blocks (one warpgroup), q + 4 too: the layout's warps q + 4 rb, whose words and codes (or
+  // meta) lie 4 row blocks' bytes further on; wgmma's m64 rows are the warpgroup's 4 warps.
   constexpr int kRbRows = 16 * C::kConsumerWarps;  // rows between a warp's row blocks (RB = 2)
   const int tid = int(threadIdx.x) % C::kPipeConsumers;
   const int q = tid >> 5;
@@ -77,9 +77,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     const uint32_t st = pl.stage(s);
 #pragma unroll
     for (int rb = 0; rb < RB; ++rb)
-      dec.decode(base, base + st + L::kWeightsAt + j * W::kWeightBytes + 512 * kRbRows / 16 * rb,
-                 base + st + L::kScalesAt + j * W::kScaleBytes + 32 * kRbRows / 16 * rb, row0,
-                 f[rb][j]);
+      dec.decode(base,
+                 base + st + L::kWeightsAt + j * W::kWeightBytes +
+                     W::kRowBlockWeightBytes * kRbRows / 16 * rb,
+                 base + st + L::kScalesAt + j * W::kScaleBytes +
+                     W::kRowBlockScaleBytes * kRbRows / 16 * rb,
+                 row0, f[rb][j]);
   };
   // The stage's start-address field of the wgmma descriptors, through a shuffle from lane 0:
   // warp-uniform as ptxas sees it, so the descriptors are built in uniform registers (no R2UR a
@@ -181,12 +184,13 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 }
 
 // The kernel of token tile TT (32..128), KT k-tiles a stage, on configuration C (pipelines, row
-// blocks a warp: 1 or 2).
-template <int TT, int KT, typename T, typename C, bool kPending = false>
+// blocks a warp: 1 or 2), over weight format W.
+template <int TT, int KT, typename T, typename C, bool kPending = false,
+          typename W = FragmentWeightsT<true>>
 ws::Kernel wgmma_kernel() {
-  using L = PipelineLayout<TT, KT, C>;
+  using L = PipelineLayout<TT, KT, C, W>;
   ws::Kernel k{};
-  k.fn = reinterpret_cast<const void*>(fragment_wgmma_kernel<TT, KT, T, C, kPending>);
+  k.fn = reinterpret_cast<const void*>(fragment_wgmma_kernel<TT, KT, T, C, kPending, W>);
   k.smem_bytes = L::kBytes + ws::Config::kAlignSlack;
   k.stages = L::kStages;
   k.k_tiles_per_stage = KT;

@@ -304,3 +304,128 @@ TEST_CASE(
   CHECK(accepted > 1000);
   CHECK(refused > 1000);
 }
+
+namespace {
+
+GemmDims awq_dense(std::int64_t M, std::int64_t N, std::int64_t K_dim, int group) {
+  GemmDims d = dense(M, N, K_dim, 4);
+  d.awq_group = group;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("awq_fragment_mma refuses what is not an AWQ problem to 128 rows, naming the value",
+          "[variants]") {
+  using variants::awq_fragment_mma_choose;
+  CHECK_THROWS_WITH(awq_fragment_mma_choose(dense(16, 256, 256, 4), {}, 132),
+                    Catch::Contains("awq_fragment_mma") && Catch::Contains("AWQ group is 0"));
+  GemmDims bf16 = awq_dense(16, 256, 256, 128);
+  bf16.dtype = DType::bf16;
+  CHECK_THROWS_WITH(awq_fragment_mma_choose(bf16, {}, 132), Catch::Contains("dtype bf16"));
+  CHECK_THROWS_WITH(awq_fragment_mma_choose(awq_dense(16, 250, 256, 128), {}, 132),
+                    Catch::Contains("N = 250") && Catch::Contains("multiple of 8"));
+  CHECK_THROWS_WITH(awq_fragment_mma_choose(awq_dense(16, 256, 192, 128), {}, 132),
+                    Catch::Contains("K_dim = 192") && Catch::Contains("group 128"));
+  CHECK_THROWS_WITH(awq_fragment_mma_choose(awq_dense(200, 256, 256, 128), {}, 132),
+                    Catch::Contains("M = 200") && Catch::Contains("token tile 256") &&
+                        Catch::Contains("8..128 tokens"));
+  CHECK_THROWS_WITH(
+      awq_fragment_mma_choose(awq_dense(16, 256, 256, 128), with({{"pipelines", 1}}), 132),
+      Catch::Contains("awq_fragment_mma: pipelines = 1"));
+}
+
+TEST_CASE(
+    "awq_fragment_mma takes fragment_mma's kernel to 16 tokens, then one warpgroup a pipeline, "
+    "the scale before the MMA",
+    "[variants]") {
+  using variants::awq_fragment_mma_choose;
+  using variants::fragment_mma_choose;
+  for (int group : {32, 64, 128})
+    for (std::int64_t m = 1; m <= 128; ++m)
+      for (std::int64_t n : {10240, 28672}) {  // short stream-K walks on kbit weights, and long
+        INFO("G " << group << " M " << m << " N " << n);
+        const auto a = awq_fragment_mma_choose(awq_dense(m, n, 2048, group), {}, 132);
+        const auto k = fragment_mma_choose(dense(m, n, 2048, 4), {}, 132);
+        CHECK(a.own);
+        CHECK(a.token_tile == k.token_tile);
+        CHECK(a.wgmma == k.wgmma);
+        CHECK_FALSE(a.scale_after);
+        if (m <= 16) {
+          CHECK(a.k_tiles == k.k_tiles);
+          CHECK(a.pipelines == k.pipelines);
+          CHECK(a.row_blocks == k.row_blocks);
+          CHECK(awq_fragment_mma_choose(awq_dense(m, n, 2048, group),
+                                        with({{"scale_after_mma", 2}}), 132)
+                    .scale_after);
+          continue;
+        }
+        // One consumer warpgroup a pipeline: 3 at 32 and 64 tokens (2 k-tiles at 32), 2 at 128.
+        CHECK(a.row_blocks == 2);
+        CHECK(a.pipelines == (m <= 64 ? 3 : 2));
+        CHECK(a.k_tiles == (m <= 32 ? 2 : 1));
+        // row_blocks = 1 asks for two warpgroups a pipeline, as on kbit weights.
+        const auto two =
+            awq_fragment_mma_choose(awq_dense(m, n, 2048, group), with({{"row_blocks", 1}}), 132);
+        CHECK(two.row_blocks == 1);
+        CHECK(two.pipelines == (m <= 64 ? 2 : 1));
+      }
+  // The smallest layers (Qwen3 dense: 5 MB of weights, under 4 k-tiles a walk of 3 x 132) take
+  // one pipeline of two warpgroups from 32 tokens; GLM's shared layers (10 MB) do not. The
+  // boundary: 40 tiles x 2048 k x 64 bytes against 3 x SMs walks x 16 KB: 107 SMs take one
+  // pipeline, 106 (longer walks) three.
+  for (std::int64_t m : {32, 64, 128}) {
+    INFO("M = " << m);
+    for (const auto& [n, k] : {std::pair<std::int64_t, std::int64_t>{5120, 2048}, {2048, 5120}}) {
+      const auto small = awq_fragment_mma_choose(awq_dense(m, n, k, 128), {}, 132);
+      CHECK(small.pipelines == 1);
+      CHECK(small.row_blocks == 1);
+      CHECK(small.k_tiles == 2);
+    }
+    CHECK(awq_fragment_mma_choose(awq_dense(m, 10240, 2048, 128), {}, 132).pipelines ==
+          (m <= 64 ? 3 : 2));
+    CHECK(awq_fragment_mma_choose(awq_dense(m, 5120, 2048, 128), {}, 107).pipelines == 1);
+    CHECK(awq_fragment_mma_choose(awq_dense(m, 5120, 2048, 128), {}, 106).pipelines ==
+          (m <= 64 ? 3 : 2));
+  }
+}
+
+TEST_CASE("every option set awq_fragment_mma accepts has its compiled kernel", "[variants]") {
+  using variants::awq_fragment_mma_choose;
+  using variants::awq_fragment_mma_kernel_shape;
+  int accepted = 0, refused = 0;
+  for (int sms : {132, 8})
+    for (std::int64_t m : {1, 8, 16, 24, 32, 48, 64, 100, 128})
+      for (int tt : {0, 8, 16, 32, 64, 128})
+        for (int kt : {0, 1, 2})
+          for (int pipes : {0, 1, 2, 3, 4})
+            for (int rb : {0, 1, 2, 4})
+              for (int after : {0, 1, 2}) {
+                const VariantOptions o = with({{"token_tile", tt},
+                                               {"stage_k_tiles", kt},
+                                               {"pipelines", pipes},
+                                               {"row_blocks", rb},
+                                               {"scale_after_mma", after}});
+                variants::FragmentMmaChoice c;
+                try {
+                  c = awq_fragment_mma_choose(awq_dense(m, 5120, 2048, 128), o, sms);
+                } catch (const Error& e) {
+                  ++refused;
+                  REQUIRE(std::string(e.what()).rfind("awq_fragment_mma: ", 0) == 0);
+                  continue;
+                }
+                ++accepted;
+                INFO("SMs " << sms << " M " << m << " token_tile " << tt << " stage_k_tiles " << kt
+                            << " pipelines " << pipes << " row_blocks " << rb << " scale_after_mma "
+                            << after);
+                REQUIRE(c.own);
+                const auto k = awq_fragment_mma_kernel_shape(c);  // throws if none
+                REQUIRE(k.found);
+                REQUIRE(k.sync == !c.wgmma);
+                REQUIRE(k.k_tiles == c.k_tiles);
+                REQUIRE(k.pipelines == c.pipelines);
+                REQUIRE(k.stages >= 2);
+              }
+  CHECK(accepted > 300);
+  CHECK(refused > 300);
+}

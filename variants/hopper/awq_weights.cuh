@@ -11,7 +11,7 @@
 #include <type_traits>
 
 #include "reference/awq_layout.hpp"
-#include "variants/06_awq/awq_decode.cuh"
+#include "variants/common/awq_decode.cuh"
 #include "variants/common/bulk_copy.cuh"
 #include "variants/hopper/config.cuh"
 

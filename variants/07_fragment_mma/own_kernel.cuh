@@ -1,0 +1,121 @@
+// Variant 07's own kernels by their host-side shape: the compiled kernel of a token tile, k-tiles
+// a stage, MMA path, pipelines and row blocks, over a weight format W (FragmentWeightsT:
+// fragment_mma.cu; AwqFragmentWeights: awq_fragment_mma.cu). Included by those two .cu files
+// only: each instantiates its format's kernels.
+#pragma once
+#include <string>
+#include <type_traits>
+
+#include "reference/error.hpp"
+#include "variants/07_fragment_mma/pipelines.cuh"
+#include "variants/07_fragment_mma/sync_kernel.cuh"
+#include "variants/07_fragment_mma/wgmma_kernel.cuh"
+#include "variants/hopper/launcher.cuh"
+
+namespace kbit::variants::fragment {
+
+// The own kernel of token tile tt (8..128), kt k-tiles a stage. wgmma (wgmma_kernel.cuh, 32..128
+// tokens): 1 pipeline of two consumer warpgroups; 2 pipelines of two warpgroups (18 warps: 96
+// registers a thread, a sub-partition's 64 KB over 5 warps; they hold 32 tokens, and 64 with kt
+// = 1; at 128 tokens, kt = 1, beside a producer warpgroup that gives them 120); or 2 or 3 pipelines
+// of one warpgroup of two row blocks a warp (row_blocks 2) beside a producer warpgroup that gives
+// them its registers (232 a consumer thread on 2 pipelines: kt = 2 to 64 tokens, 1 at 128; 152-160
+// on 3: kt = 2 at 32 tokens, 1 at 64). A group in flight (pending): kt = 2 on 1 pipeline, or on 2
+// of one warpgroup. The rest spill or leave no two ring stages; the setup refuses them. mma.sync
+// (sync_kernel.cuh, 8..64 tokens): the scale after the MMA (8 and 16 tokens) or before it, on
+// `pipelines` pipelines a block (2: one 16-row block a warp; 3, 4: two; 4 with row_blocks 4: four,
+// at 8 and 16 tokens), kt = 2 only at 8 and 16 tokens.
+template <typename T, typename W>
+ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int row_blocks,
+                      bool pending, const char* who) {
+  return ws::with_token_tile(tt, who, [&](auto tt_const) {
+    constexpr int TT = decltype(tt_const)::value;
+    const auto none = [&](const char* path) {
+      throw Error(std::string(who) + ": the own kernel has no " + path + " token tile " +
+                  std::to_string(TT));
+      return ws::Kernel{};
+    };
+    if (wgmma) {
+      if constexpr (TT >= 32 && TT <= 128) {
+        using TwoWarpgroups = PipelineConfig<1, 1>;
+        // One consumer warpgroup a pipeline beside a producer warpgroup that keeps 40 registers a
+        // thread (2 pipelines, and 3 with 2 k-tiles) or 32 (3 with 1: the consumers need 160).
+        using TwoPipelines = PipelineConfig<2, 2, 40>;
+        if (pipelines == 1) {
+          if (kt == 1) return wgmma_kernel<TT, 1, T, TwoWarpgroups, false, W>();
+          return pending ? wgmma_kernel<TT, 2, T, TwoWarpgroups, true, W>()
+                         : wgmma_kernel<TT, 2, T, TwoWarpgroups, false, W>();
+        }
+        if (row_blocks == 2 && pipelines == 3) {
+          if constexpr (TT == 32) {
+            if (kt == 2) return wgmma_kernel<TT, 2, T, PipelineConfig<3, 2, 40>, false, W>();
+          }
+          if constexpr (TT <= 64)
+            return wgmma_kernel<TT, 1, T, PipelineConfig<3, 2, 32>, false, W>();
+        }
+        if (row_blocks == 2) {
+          if constexpr (TT <= 64) {
+            if (kt == 2)
+              return pending ? wgmma_kernel<TT, 2, T, TwoPipelines, true, W>()
+                             : wgmma_kernel<TT, 2, T, TwoPipelines, false, W>();
+          }
+          return wgmma_kernel<TT, 1, T, TwoPipelines, false, W>();
+        }
+        if constexpr (TT <= 64) {
+          if constexpr (TT == 32) {
+            if (kt == 2) return wgmma_kernel<TT, 2, T, PipelineConfig<2, 1>, false, W>();
+          }
+          return wgmma_kernel<TT, 1, T, PipelineConfig<2, 1>, false, W>();
+        }
+        // 128 tokens, 1 k-tile: 2 pipelines of two warpgroups beside a producer warpgroup that
+        // keeps 32 registers (the consumers' 120 hold 64 accumulators and a k-tile's fragments;
+        // 18 warps without it share 112 and spill).
+        if constexpr (TT == 128)
+          return wgmma_kernel<TT, 1, T, PipelineConfig<2, 1, 32>, false, W>();
+      }
+      return none("wgmma");
+    }
+    if constexpr (TT > 64) {
+      return none("mma.sync");
+    } else {
+      auto with_config = [&](auto after_const, auto kt_const) {
+        constexpr bool A = decltype(after_const)::value;
+        constexpr int KT = decltype(kt_const)::value;
+        if constexpr (TT <= 16) {
+          if (row_blocks == 4) return sync_kernel<TT, KT, A, T, PipelineConfig<4, 4>, W>();
+        }
+        if (pipelines == 3) return sync_kernel<TT, KT, A, T, PipelineConfig<3, 2>, W>();
+        if constexpr (PipelineLayout<TT, KT, PipelineConfig<4, 2>, W>::kFits) {
+          if (pipelines == 4) return sync_kernel<TT, KT, A, T, PipelineConfig<4, 2>, W>();
+        }
+        return sync_kernel<TT, KT, A, T, PipelineConfig<2, 1>, W>();
+      };
+      using K1 = std::integral_constant<int, 1>;
+      using K2 = std::integral_constant<int, 2>;
+      if constexpr (TT <= 16 && W::kUnscaledDecode)
+        return after ? with_config(std::true_type{}, K2{}) : with_config(std::false_type{}, K2{});
+      else if constexpr (TT <= 16)
+        return with_config(std::false_type{}, K2{});
+      else
+        return kt == 2 ? with_config(std::false_type{}, K2{})
+                       : with_config(std::false_type{}, K1{});
+    }
+  });
+}
+
+// Whether 4 pipelines leave room for a ring of two stages at token tile tt (8..64) and kt
+// k-tiles a stage (not at 64 tokens with 2 beside the kbit table).
+template <typename W>
+bool four_pipelines_fit(int tt, int kt, const char* who) {
+  return ws::with_token_tile(tt, who, [&](auto tt_const) {
+    constexpr int TT = decltype(tt_const)::value;
+    if constexpr (TT > 64) {
+      return false;
+    } else {
+      using C = PipelineConfig<4, 2>;
+      return kt == 1 ? PipelineLayout<TT, 1, C, W>::kFits : PipelineLayout<TT, 2, C, W>::kFits;
+    }
+  });
+}
+
+}  // namespace kbit::variants::fragment
