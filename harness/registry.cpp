@@ -318,9 +318,9 @@ const std::vector<VariantRow>& registry() {
        {LayoutKind::awq_tiled, {}},
        variants::awq_fragment_mma_setup,
        variants::awq_fragment_mma_run,
-       {variants::kAwqFragmentMmaTokenTile, variants::kFragmentMmaStageKTiles,
-        variants::kFragmentMmaPipelines, variants::kFragmentMmaRowBlocks,
-        variants::kFragmentMmaWalkOrder, variants::kFragmentMmaScaleAfter}},
+       {variants::kAwqFragmentMmaTokenTile, variants::kAwqFragmentMmaStageKTiles,
+        variants::kAwqFragmentMmaPipelines, variants::kAwqFragmentMmaRowBlocks,
+        variants::kFragmentMmaWalkOrder, variants::kAwqFragmentMmaScaleAfter}},
       {"fragment_mma",
        "variant 07 (sm_90a): the fragment-order layout (K = 4: each thread's k-tile one 16-byte "
        "load of ready pair codes, no plane merge) on an own kernel of pipelines over one table: "

@@ -24,6 +24,18 @@ namespace kbit::variants {
 
 namespace {
 
+// awq_fragment_mma's options are read through fragment_mma's specs (by name): the same names,
+// defaults and ranges, only their help differs.
+constexpr bool same_option(const OptionSpec& a, const OptionSpec& b) {
+  return a.name == b.name && a.default_value == b.default_value && a.min == b.min &&
+         a.max == b.max && a.multiple_of == b.multiple_of && a.power_of_two == b.power_of_two;
+}
+static_assert(same_option(kAwqFragmentMmaStageKTiles, kFragmentMmaStageKTiles) &&
+                  same_option(kAwqFragmentMmaPipelines, kFragmentMmaPipelines) &&
+                  same_option(kAwqFragmentMmaRowBlocks, kFragmentMmaRowBlocks) &&
+                  same_option(kAwqFragmentMmaScaleAfter, kFragmentMmaScaleAfter),
+              "awq_fragment_mma's option specs are fragment_mma's but for their help");
+
 // fragment_mma_choose and awq_fragment_mma_choose: the same rules on both formats (awq: the AWQ
 // tiled repack, on the own kernel alone).
 FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bool awq) {

@@ -163,8 +163,43 @@ void fragment_mma_run(VariantState* state, const GemmDims& dims, const GemmArgs&
 
 // awq_fragment_mma (awq_fragment_mma.cu): the own kernel on the AWQ tiled repack
 // (reference/awq.hpp awq_tile, the layout awq_gemm reads), M = 1..128, fp16. Its options are
-// fragment_mma's own-kernel ones (stage_k_tiles, pipelines, row_blocks, walk_order,
-// scale_after_mma) and this token tile; the same rules choose.
+// fragment_mma's own-kernel ones under the same names and ranges (`choose` reads them by name),
+// with its own defaults: one warpgroup a pipeline from 32 tokens but on the smallest layers, the
+// scale before the MMA.
+inline constexpr OptionSpec kAwqFragmentMmaStageKTiles{
+    "stage_k_tiles",
+    0,
+    0,
+    2,
+    false,
+    "k-tiles (64 k) a ring stage holds: 1 or 2; 0 = by token tile (mma.sync at 8 and 16 tokens: "
+    "2; wgmma: 2 at 32 tokens and on one pipeline of two warpgroups, else 1)"};
+inline constexpr OptionSpec kAwqFragmentMmaPipelines{
+    "pipelines",
+    0,
+    0,
+    4,
+    false,
+    "walks a block runs. mma.sync (8, 16 tokens): 2, 3 or 4 (0 = 4). wgmma: 1 (two consumer "
+    "warpgroups), 2 or 3 (one warpgroup each with row_blocks 2); 0 = 3 at 32 and 64 tokens, 2 "
+    "at 128, and 1 where 3 a block would stream fewer than 16 KB of weights a walk"};
+inline constexpr OptionSpec kAwqFragmentMmaRowBlocks{
+    "row_blocks",
+    0,
+    0,
+    4,
+    false,
+    "16-row blocks a consumer warp holds. mma.sync: as fragment_mma's (0 = 4 at 16 tokens on 4 "
+    "pipelines, else by pipelines). wgmma: 1 (two warpgroups a pipeline) or 2 (one); 0 = 2, "
+    "and 1 on one pipeline"};
+inline constexpr OptionSpec kAwqFragmentMmaScaleAfter{
+    "scale_after_mma",
+    0,
+    0,
+    2,
+    false,
+    "mma.sync at 8 and 16 tokens: 0 = before the MMA (HMUL2 on the pairs), 1 = before, 2 = "
+    "after (FFMA on each block's products, fp32 scales)"};
 inline constexpr OptionSpec kAwqFragmentMmaTokenTile{
     "token_tile",
     0,

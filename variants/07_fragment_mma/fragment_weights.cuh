@@ -22,8 +22,9 @@ template <typename T>
 using KbitDecoder = ws::KbitWeights<4>::Decoder<T>;
 
 // On the own kernel (pipelines.cuh) a format also gives: kZeroRing (stale tiles may decode to
-// Inf or NaN: the rings start zeroed), kUnscaledDecode (a decode_unscaled for the mma.sync
-// kernel's scale after the MMA), kRowBlockWeightBytes / kRowBlockScaleBytes (from one
+// Inf or NaN: the rings start zeroed), kSyncMaxTokens (the largest token tile its row may run on
+// mma.sync: the rest are not compiled), a decode_unscaled (the mma.sync kernel's scale after
+// the MMA, kUnscaledFactor), kRowBlockWeightBytes / kRowBlockScaleBytes (from one
 // 16-row block's bytes of a k-tile to the next), build_own_table (the table at its
 // shared-window address) and a Decoder<T>(a, lane, tid) whose decode takes stage addresses.
 template <bool kTwoTiles>
@@ -31,7 +32,7 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
   static constexpr bool kTwoTilesAtTwoBlocks = kTwoTiles;
   static constexpr float kUnscaledFactor = 16.f;    // decode_unscaled's scales: E4M4 value / 16
   static constexpr bool kZeroRing = false;          // stale codes index the table: finite
-  static constexpr bool kUnscaledDecode = true;     // decode_unscaled: the scale after the MMA
+  static constexpr int kSyncMaxTokens = 64;         // mma.sync kernels to 64 tokens (option mma)
   static constexpr int kRowBlockWeightBytes = 512;  // 32 threads x 16 bytes
   static constexpr int kRowBlockScaleBytes = 32;    // 16 rows x 2 codes
   template <typename T>

@@ -21,10 +21,12 @@ namespace kbit::variants::fragment {
 // of one warpgroup of two row blocks a warp (row_blocks 2) beside a producer warpgroup that gives
 // them its registers (232 a consumer thread on 2 pipelines: kt = 2 to 64 tokens, 1 at 128; 152-160
 // on 3: kt = 2 at 32 tokens, 1 at 64). A group in flight (pending): kt = 2 on 1 pipeline, or on 2
-// of one warpgroup. The rest spill or leave no two ring stages; the setup refuses them. mma.sync
-// (sync_kernel.cuh, 8..64 tokens): the scale after the MMA (8 and 16 tokens) or before it, on
-// `pipelines` pipelines a block (2: one 16-row block a warp; 3, 4: two; 4 with row_blocks 4: four,
-// at 8 and 16 tokens), kt = 2 only at 8 and 16 tokens.
+// of one warpgroup. The rest spill in the k-step loop or leave no two ring stages; the setup
+// refuses them (on AWQ weights the 3-pipeline kernels at 32 and 64 tokens spill 40-44 bytes
+// outside the loop, the walk's state and the producer's: measured as they are). mma.sync
+// (sync_kernel.cuh, 8..64 tokens; W::kSyncMaxTokens): the scale after the MMA (8 and 16 tokens)
+// or before it, on `pipelines` pipelines a block (2: one 16-row block a warp; 3, 4: two; 4 with
+// row_blocks 4: four, at 8 and 16 tokens), kt = 2 only at 8 and 16 tokens.
 template <typename T, typename W>
 ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int row_blocks,
                       bool pending, const char* who) {
@@ -75,7 +77,7 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
       }
       return none("wgmma");
     }
-    if constexpr (TT > 64) {
+    if constexpr (TT > W::kSyncMaxTokens) {
       return none("mma.sync");
     } else {
       auto with_config = [&](auto after_const, auto kt_const) {
@@ -92,10 +94,8 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
       };
       using K1 = std::integral_constant<int, 1>;
       using K2 = std::integral_constant<int, 2>;
-      if constexpr (TT <= 16 && W::kUnscaledDecode)
+      if constexpr (TT <= 16)
         return after ? with_config(std::true_type{}, K2{}) : with_config(std::false_type{}, K2{});
-      else if constexpr (TT <= 16)
-        return with_config(std::false_type{}, K2{});
       else
         return kt == 2 ? with_config(std::false_type{}, K2{})
                        : with_config(std::false_type{}, K1{});

@@ -425,6 +425,13 @@ TEST_CASE("every option set awq_fragment_mma accepts has its compiled kernel", "
                 REQUIRE(k.k_tiles == c.k_tiles);
                 REQUIRE(k.pipelines == c.pipelines);
                 REQUIRE(k.stages >= 2);
+                // The consumers (8 / row_blocks warps a pipeline) beside a producer warp each, or
+                // beside a producer warpgroup (wgmma with one warpgroup a pipeline, or 2 of two
+                // at 128 tokens).
+                const bool producer_warpgroup =
+                    c.wgmma && (c.row_blocks == 2 || (c.pipelines == 2 && c.token_tile == 128));
+                REQUIRE(k.threads == c.pipelines * 32 * 8 / c.row_blocks +
+                                         (producer_warpgroup ? 128 : 32 * c.pipelines));
               }
   CHECK(accepted > 300);
   CHECK(refused > 300);
