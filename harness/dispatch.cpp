@@ -36,9 +36,11 @@ const char* const kDispatchFallbackRule =
     "a problem without an entry takes the same shape's (N, K_dim, experts) nearest measured M at "
     "or above its M, else the largest below; else the nearest shape of the same class, K and "
     "dtype by |log(N*K_dim) difference|, by the same M rule; else the fixed rule: dense M <= 4 "
-    "scalar_gemv, dense M >= 5 warp_specialized on compute capability 9.0 else fetch_dequant. An "
-    "entry whose variant does not cover the problem (K, dtype, M range, compute capability) is "
-    "passed over for the next. Grouped (MoE) problems do not read the table: grouped_auto takes "
+    "scalar_gemv, dense M >= 5 warp_specialized on compute capability 9.0 else fetch_dequant; AWQ "
+    "problems (awq_auto) look among the entries of their format and fall to awq_gemv at M <= 4, "
+    "awq_fragment_mma at M = 5..128 and awq_gemm above on compute capability 9.0. An entry whose "
+    "variant does not cover the problem (format, K, dtype, M range, compute capability) is passed "
+    "over for the next. Grouped (MoE) problems do not read the table: grouped_auto takes "
     "grouped_mma from its crossover in rows per expert (M / experts) on, grouped_scalar_gemv "
     "below; their entries record the fastest grouped row measured.";
 
@@ -111,12 +113,21 @@ std::int64_t to_int(const std::string& v, const std::string& where, const char* 
   return x;
 }
 
-// One point of a table: what must agree for two rows to measure the same problem.
-using PointKey =
-    std::tuple<int, std::string, bool, std::string, std::int64_t, std::int64_t, int, std::int64_t>;
+// One point of a table: what must agree for two rows to measure the same problem. The AWQ group
+// first (0: kbit), so that a table lists its kbit entries first.
+using PointKey = std::tuple<int, int, std::string, bool, std::string, std::int64_t, std::int64_t,
+                            int, std::int64_t>;
 
 PointKey key_of(const DispatchEntry& e) {
-  return {e.k_bits, e.dtype, e.grouped, e.shape, e.N, e.K_dim, e.experts, e.M};
+  return {parse_weight_format(e.format),
+          e.k_bits,
+          e.dtype,
+          e.grouped,
+          e.shape,
+          e.N,
+          e.K_dim,
+          e.experts,
+          e.M};
 }
 
 // The variants a GPU's runs timed at each point (candidates only).
@@ -149,10 +160,12 @@ void read_run_rows(const std::string& csv_path, const std::string& run,
                   std::to_string(cols.count()));
     const std::string& family = v[c_fam];
     if (family != "gemm" && family != "gemv" && family != "grouped") continue;
-    // The auto rows dispatch kbit problems: an AWQ problem's rows are another problem.
-    if (c_cb && is_awq_codebook(v[*c_cb])) continue;
+    // The weights' format (runs before the codebook column held kbit problems only): an AWQ
+    // problem is another point than the kbit one of the same shape, M, K and dtype.
+    const std::string format = c_cb ? format_of_codebook(v[*c_cb]) : "kbit";
     if (v[c_l2] == "cold") {  // timed at this point, whatever its check said
-      PointKey k{int(to_int(v[c_k], where, "k_bits")),
+      PointKey k{parse_weight_format(format),
+                 int(to_int(v[c_k], where, "k_bits")),
                  v[c_dtype],
                  to_int(v[c_exp], where, "experts") > 0,
                  v[c_shape],
@@ -164,16 +177,19 @@ void read_run_rows(const std::string& csv_path, const std::string& run,
     }
     if (v[c_check] != "pass" || v[c_l2] != "cold") continue;
     if (c_pdl && v[*c_pdl] != "0" && !v[*c_pdl].empty()) continue;
-    // A registry row an auto row may run (not an auto row; kbit weights in any layout the
-    // harness builds for them: tiled, fragment, ...), timed at its defaults.
+    // A registry row the auto row of the problem's format may run (not an auto row; for kbit
+    // problems kbit weights in any layout the harness builds for them: tiled, fragment, ...; for
+    // AWQ problems the awq or awq tiled layouts), timed at its defaults.
     const VariantRow* row = nullptr;
     for (const VariantRow& r : registry())
       if (r.name == v[c_var]) row = &r;
-    if (!row || !auto_may_pick(*row) || !timed_at_defaults(*row, v[c_cfg])) continue;
+    if (!row || !timed_at_defaults(*row, v[c_cfg])) continue;
+    if (!(format == "kbit" ? auto_may_pick(*row) : awq_auto_may_pick(*row))) continue;
     char* end = nullptr;
     const double median = std::strtod(v[c_med].c_str(), &end);
     if (v[c_med].empty() || *end != '\0' || !std::isfinite(median) || median <= 0) continue;
     DispatchEntry e;
+    e.format = format;
     e.k_bits = int(to_int(v[c_k], where, "k_bits"));
     e.dtype = v[c_dtype];
     e.experts = int(to_int(v[c_exp], where, "experts"));
@@ -194,13 +210,14 @@ void read_run_rows(const std::string& csv_path, const std::string& run,
 }
 
 // A point counts only where its runs also timed the row the fixed rule would pick there (the
-// lookup without a table), when some row covers the problem: a point timed before that row
-// existed (an old run of variant 01, bf16 before warp_specialized was timed in it) would
-// otherwise name a slower row as the fastest. Grouped points have one grouped row of ours to
-// compare and always count.
+// lookup without a table; AWQ points awq_auto's), when some row covers the problem: a point timed
+// before that row existed (an old run of variant 01, bf16 before warp_specialized was timed in
+// it) would otherwise name a slower row as the fastest. Grouped points have one grouped row of
+// ours to compare and always count.
 bool reference_row_timed(const DispatchEntry& e, const std::set<std::string>& timed, int sm) {
   if (e.grouped) return true;
   DispatchProblem p;
+  p.awq_group = parse_weight_format(e.format);
   p.k_bits = e.k_bits, p.dtype = parse_dtype(e.dtype), p.N = e.N, p.K_dim = e.K_dim, p.M = e.M;
   try {
     return timed.count(choose_variant(nullptr, p, sm).variant) > 0;
@@ -290,18 +307,20 @@ void write_dispatch_table(const DispatchTable& t, const std::string& path) {
   std::ostringstream s;
   s << "# The fastest checked variant of ours per problem on one GPU, from the CURRENT runs below\n"
        "# (check = pass, l2 = cold, plain launches, default options). Written by `kbit-harness\n"
-       "# dispatch build`; the auto and grouped_auto rows choose by it (docs/harness.md,\n"
+       "# dispatch build`; the auto, grouped_auto and awq_auto rows choose by it "
+       "(docs/harness.md,\n"
        "# \"Dispatch\"). Edit the runs, not this file.\n";
   s << "gpu = " << toml_string(t.gpu) << "\n";
   s << "fallback = " << toml_string(kDispatchFallbackRule) << "\n";
   s << "runs = [\n";
   for (const std::string& r : t.runs) s << "  " << toml_string(r) << ",\n";
   s << "]\n";
-  s << "# One entry per (k_bits, dtype, problem, shape, M); run and line name the results.csv row\n"
-       "# it came from (the header is line 1).\n";
+  s << "# One entry per (format, k_bits, dtype, problem, shape, M); run and line name the\n"
+       "# results.csv row it came from (the header is line 1).\n";
   s << "entries = [\n";
   for (const DispatchEntry& e : t.entries)
-    s << "  { k_bits = " << e.k_bits << ", dtype = " << toml_string(e.dtype)
+    s << "  { format = " << toml_string(e.format) << ", k_bits = " << e.k_bits
+      << ", dtype = " << toml_string(e.dtype)
       << ", problem = " << (e.grouped ? "\"grouped\"" : "\"dense\"")
       << ", shape = " << toml_string(e.shape) << ", N = " << e.N << ", K_dim = " << e.K_dim
       << ", experts = " << e.experts << ", M = " << e.M << ", variant = " << toml_string(e.variant)
@@ -326,15 +345,15 @@ void print_dispatch_table(const DispatchTable& t, const std::string& path, std::
   for (const std::string& r : t.runs) out << "  " << r << "\n";
   out << "fallback: " << kDispatchFallbackRule << "\n\n";
   char buf[512];
-  std::snprintf(buf, sizeof buf, "%2s %-5s %-7s %-28s %7s %7s %7s %6s  %-20s %10s  %s\n", "K",
-                "dtype", "problem", "shape", "N", "K_dim", "experts", "M", "variant", "median_us",
-                "from (run: results.csv line)");
+  std::snprintf(buf, sizeof buf, "%-8s %2s %-5s %-7s %-28s %7s %7s %7s %6s  %-20s %10s  %s\n",
+                "format", "K", "dtype", "problem", "shape", "N", "K_dim", "experts", "M", "variant",
+                "median_us", "from (run: results.csv line)");
   out << buf;
   for (const DispatchEntry& e : t.entries) {
-    std::snprintf(buf, sizeof buf, "%2d %-5s %-7s %-28s %7lld %7lld %7d %6lld  %-20s %10.2f  ",
-                  e.k_bits, e.dtype.c_str(), e.grouped ? "grouped" : "dense", e.shape.c_str(),
-                  (long long)e.N, (long long)e.K_dim, e.experts, (long long)e.M, e.variant.c_str(),
-                  e.median_us);
+    std::snprintf(buf, sizeof buf, "%-8s %2d %-5s %-7s %-28s %7lld %7lld %7d %6lld  %-20s %10.2f  ",
+                  e.format.c_str(), e.k_bits, e.dtype.c_str(), e.grouped ? "grouped" : "dense",
+                  e.shape.c_str(), (long long)e.N, (long long)e.K_dim, e.experts, (long long)e.M,
+                  e.variant.c_str(), e.median_us);
     out << buf << e.run << ":" << e.line << "\n";
   }
 }

@@ -1,7 +1,8 @@
 // The dispatch table: per problem, the fastest checked variant of ours that the CURRENT runs under
 // results/ measured on one GPU (`kbit-harness dispatch build` writes one table per GPU name to
-// results/dispatch/, `dispatch show` prints one), and the lookup by which the `auto` and
-// `grouped_auto` registry rows pick the variant they run (docs/harness.md, "Dispatch").
+// results/dispatch/, `dispatch show` prints one), and the lookup by which the `auto`,
+// `grouped_auto` and `awq_auto` registry rows pick the variant they run (docs/harness.md,
+// "Dispatch").
 #pragma once
 #include <cstdint>
 #include <map>
@@ -20,6 +21,9 @@ namespace kbit {
 
 // One problem point of a table: the fastest candidate row over every CURRENT run of the GPU.
 struct DispatchEntry {
+  // The weights: "kbit" or "awq_g<G>" (weight_format_names(): the CSV's codebook column read by
+  // format_of_codebook). The key `format`; a table without it holds kbit entries.
+  std::string format = "kbit";
   int k_bits = 0;
   std::string dtype;     // fp16 | bf16
   bool grouped = false;  // the problem class: dense (C = A W^T) or grouped (MoE)
@@ -36,19 +40,21 @@ struct DispatchEntry {
 struct DispatchTable {
   std::string gpu;                     // run.json's device.name of every run below
   std::vector<std::string> runs;       // <experiment>/<run folder>: every CURRENT run of the GPU
-  std::vector<DispatchEntry> entries;  // sorted by (k_bits, dtype, class, shape, M)
+  std::vector<DispatchEntry> entries;  // sorted by (format: kbit first, k_bits, dtype, class,
+                                       // shape, M)
 };
 
 // How a problem without an entry is answered, in words (written into every table).
 extern const char* const kDispatchFallbackRule;
 
 // Reads every <results_root>/<experiment>/CURRENT, the run it names (results.csv, run.json) and
-// returns one table per GPU name, sorted by name. Candidates: a kbit problem, check = pass, l2 =
-// cold, a median, pdl = 0 (plain launches: what the auto rows are timed as), a variant still in
-// the registry that auto_may_pick allows (family gemm / gemv / grouped, not an auto row, kbit
-// weights in any layout the harness builds: tiled, fragment, ...) and timed at its default options
-// (the auto rows run a row at its defaults). Throws kbit::Error naming the file (and line) that is
-// missing or does not parse, or the root when no CURRENT run is there.
+// returns one table per GPU name, sorted by name. Candidates: check = pass, l2 = cold, a median,
+// pdl = 0 (plain launches: what the auto rows are timed as), a variant still in the registry that
+// an auto row of the problem's format may run (kbit problems: auto_may_pick, kbit weights in any
+// layout the harness builds; AWQ problems: awq_auto_may_pick, the awq or awq tiled layouts) and
+// timed at its default options (the auto rows run a row at its defaults). Throws kbit::Error
+// naming the file (and line) that is missing or does not parse, or the root when no CURRENT run
+// is there.
 std::vector<DispatchTable> build_dispatch_tables(const std::string& results_root);
 
 // "NVIDIA H100 80GB HBM3" -> "NVIDIA_H100_80GB_HBM3.toml": every non-alphanumeric becomes '_'.
@@ -57,8 +63,10 @@ std::string dispatch_file_name(const std::string& gpu);
 void write_dispatch_table(const DispatchTable& t, const std::string& path);
 // Reads a table (dispatch_table.cpp) as strictly as a config: a regular file of at most
 // kMaxTableBytes, every key known, K in 2..5, dtype fp16 or bf16, a gemm / gemv / grouped registry
-// row, a finite median above 0, N, K_dim, M and experts in their config ranges, no point twice.
-// Throws kbit::Error naming the file, the line, the entry and the key.
+// row, a finite median above 0, N, K_dim, M and experts in their config ranges, no point twice;
+// `format` (absent: kbit) one of weight_format_names(), an AWQ entry dense, K = 4, N % 8 = 0 and
+// K_dim a multiple of its group. Throws kbit::Error naming the file, the line, the entry and the
+// key.
 DispatchTable read_dispatch_table(const std::string& path);
 // The same on a table's text (`path` for messages).
 DispatchTable parse_dispatch_table(const std::string& text, const std::string& path);
@@ -66,6 +74,7 @@ DispatchTable parse_dispatch_table(const std::string& text, const std::string& p
 void print_dispatch_table(const DispatchTable& t, const std::string& path, std::ostream& out);
 
 struct DispatchProblem {
+  int awq_group = 0;  // 0: kbit weights; else AWQ int4 of this group (awq_auto)
   int k_bits = 4;
   DType dtype = DType::f16;
   bool grouped = false;
@@ -80,25 +89,31 @@ struct DispatchChoice {
   std::string reason;  // which rule chose it: "exact: ...", "nearest M: ...", "fixed rule: ..."
 };
 
-// The registry rows `auto` and `grouped_auto`.
+// The registry rows `auto`, `grouped_auto` and `awq_auto`.
 bool is_auto_row(std::string_view name);
 
 // True for the rows an auto row may run: family gemm, gemv or grouped, not an auto row, and kbit
 // weights in a layout the harness builds from them (flat, tiled, fragment, dequantized). The
 // harness builds the chosen row's layout for the auto row (row_layout), so any such layout will do.
 bool auto_may_pick(const VariantRow& row);
+// True for the rows awq_auto may run: family gemm or gemv, not an auto row, reading AWQ weights
+// (layout awq or awq tiled).
+bool awq_auto_may_pick(const VariantRow& row);
 
 // The lookup. `table` may be null (no table for this GPU: `no_table` says why, for the reason).
-// Rules, in order, each skipping an entry whose variant is not one auto_may_pick allows or whose
-// Support does not cover the problem on a device of compute capability device_sm / 10 (0: not
-// checked): the exact (shape, M) entry; the same shape's nearest measured M at or above M, then
-// those below (largest first); the other shapes of the same class, K and dtype by
-// |log(N*K_dim) difference| (then the experts'), each by the M rule; then the fixed rule: dense
-// M <= 4 scalar_gemv, dense M >= 5 warp_specialized on compute capability 9.0 else
-// fetch_dequant (each falling to the next that covers the problem). A shape is its (N, K_dim,
-// experts). Grouped problems skip the table: grouped_mma from
+// Among the entries of the problem's format (kbit or awq_g<G>), rules in order, each skipping an
+// entry whose variant is not one the format's auto row may run (auto_may_pick for kbit,
+// awq_auto_may_pick for AWQ) or whose Support does not cover the problem on a device of compute
+// capability device_sm / 10 (0: not checked): the exact (shape, M) entry; the same shape's nearest
+// measured M at or above M, then those below (largest first); the other shapes of the same class,
+// K and dtype by |log(N*K_dim) difference| (then the experts'), each by the M rule; then the
+// fixed rule, each name falling to the next that covers the problem: kbit dense M <= 4
+// scalar_gemv, M >= 5 warp_specialized on compute capability 9.0 else fetch_dequant; AWQ M <= 4
+// awq_gemv, then on compute capability 9.0 awq_fragment_mma (M <= 128) and awq_gemm. A shape is
+// its (N, K_dim, experts). Grouped problems skip the table: grouped_mma from
 // variants::kGroupedMmaFromRowsPerExpert rows per expert (M / experts) on, else
-// grouped_scalar_gemv. Throws kbit::Error when no row of ours covers the problem.
+// grouped_scalar_gemv. Throws kbit::Error naming the problem and the compute capability when no
+// row of ours covers the problem.
 DispatchChoice choose_variant(const DispatchTable* table, const DispatchProblem& p, int device_sm,
                               const std::string& no_table = "no table");
 
@@ -130,7 +145,8 @@ DispatchTables& process_dispatch_tables();
 // The weight layout `row` reads on problem `d`, which the harness builds before the row's setup:
 // VariantRow::layout, except for an auto row on a problem it supports: the layout of the row its
 // lookup chooses there (tables.choose for `gpu` on compute capability device_sm / 10, the lookup
-// its setup makes), so that `auto` can run fragment_mma as well as the rows of tiled 64x128.
+// its setup makes), so that `auto` can run fragment_mma as well as the rows of tiled 64x128, and
+// `awq_auto` awq_gemv (layout awq) as well as the rows of the AWQ tiled repack.
 WeightLayout row_layout(const VariantRow& row, const GemmDims& d, DispatchTables& tables,
                         const std::string& gpu, int device_sm);
 // The same for this process's device and tables: what every path that builds weights (run,
@@ -165,11 +181,13 @@ class AutoState : public VariantState {
   std::unique_ptr<VariantState> inner_;
 };
 
-// The registry rows `auto` (dense) and `grouped_auto` (grouped): setup looks the problem up for
-// the current device (its name and compute capability) and sets the chosen row up at its default
-// options with the split mode it was given; run forwards.
+// The registry rows `auto` (kbit dense), `grouped_auto` (kbit grouped) and `awq_auto` (AWQ
+// dense): setup looks the problem up for the current device (its name and compute capability) and
+// sets the chosen row up at its default options with the split mode it was given; run forwards.
+// `auto` and `grouped_auto` refuse AWQ weights, `awq_auto` kbit ones.
 std::unique_ptr<VariantState> auto_setup(const GemmDims& dims, const VariantOptions& opts);
 std::unique_ptr<VariantState> grouped_auto_setup(const GemmDims& dims, const VariantOptions& opts);
+std::unique_ptr<VariantState> awq_auto_setup(const GemmDims& dims, const VariantOptions& opts);
 void auto_run(VariantState* state, const GemmDims& dims, const GemmArgs& args, cudaStream_t stream);
 
 }  // namespace kbit

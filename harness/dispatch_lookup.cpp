@@ -1,5 +1,6 @@
 // The lookup the auto rows choose by (rules: harness/dispatch.hpp, choose_variant), the tables of
-// one folder as the process reads them, and the `auto` / `grouped_auto` registry rows.
+// one folder as the process reads them, and the `auto` / `grouped_auto` / `awq_auto` registry
+// rows.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -11,6 +12,7 @@
 #include "harness/device_info.hpp"
 #include "harness/dispatch.hpp"
 #include "harness/options.hpp"
+#include "harness/weight_format.hpp"
 #include "reference/error.hpp"
 #include "variants/05_grouped_mma/grouped_mma.hpp"
 #include "variants/common/cuda_check.hpp"
@@ -18,7 +20,7 @@
 namespace kbit {
 
 bool is_auto_row(std::string_view name) {
-  return name == "auto" || name == "grouped_auto";
+  return name == "auto" || name == "grouped_auto" || name == "awq_auto";
 }
 
 namespace {
@@ -26,22 +28,31 @@ namespace {
 GemmDims dims_of(const DispatchProblem& p) {
   GemmDims d;
   d.M = p.M, d.N = p.N, d.K_dim = p.K_dim, d.k_bits = p.k_bits, d.dtype = p.dtype;
+  d.awq_group = p.awq_group;
   d.num_experts = p.grouped ? std::max(p.experts, 1) : 0;
   return d;
 }
 
-// The row named `name` when an auto row may run it on this problem, else null.
+// The row named `name` when the auto row of the problem's format may run it on this problem
+// (kbit: auto_may_pick, AWQ: awq_auto_may_pick), else null.
 const VariantRow* pickable(const std::string& name, const GemmDims& d, int device_sm) {
   for (const VariantRow& r : registry())
-    if (r.name == name)
-      return auto_may_pick(r) && unsupported_reason(r, d, device_sm).empty() ? &r : nullptr;
+    if (r.name == name) {
+      const bool may = d.awq_group > 0 ? awq_auto_may_pick(r) : auto_may_pick(r);
+      return may && unsupported_reason(r, d, device_sm).empty() ? &r : nullptr;
+    }
   return nullptr;  // a row the table names that the registry no longer has
 }
 
+// "K = 4 fp16 dense" or "awq_g128 fp16 dense": the entries a problem looks among.
+std::string class_words(const DispatchProblem& p) {
+  return (p.awq_group > 0 ? weight_format_name(p.awq_group) : "K = " + std::to_string(p.k_bits)) +
+         " " + dtype_name(p.dtype) + " " + (p.grouped ? "grouped" : "dense");
+}
+
 std::string problem_words(const DispatchProblem& p) {
-  std::string s = "K = " + std::to_string(p.k_bits) + " " + dtype_name(p.dtype) + " " +
-                  (p.grouped ? "grouped" : "dense") + " N = " + std::to_string(p.N) +
-                  " K_dim = " + std::to_string(p.K_dim);
+  std::string s =
+      class_words(p) + " N = " + std::to_string(p.N) + " K_dim = " + std::to_string(p.K_dim);
   if (p.grouped) s += " experts = " + std::to_string(p.experts);
   return s + " M = " + std::to_string(p.M);
 }
@@ -87,8 +98,17 @@ bool auto_may_pick(const VariantRow& row) {
   return false;
 }
 
+bool awq_auto_may_pick(const VariantRow& row) {
+  if (is_auto_row(row.name)) return false;
+  if (row.family != Family::gemm && row.family != Family::gemv) return false;
+  const bool awq_layout =
+      row.layout.kind == LayoutKind::awq || row.layout.kind == LayoutKind::awq_tiled;
+  return awq_layout && !row.support.awq_groups.empty();
+}
+
 DispatchProblem dispatch_problem(const GemmDims& d) {
   DispatchProblem p;
+  p.awq_group = d.awq_group;
   p.k_bits = d.k_bits;
   p.dtype = d.dtype;
   p.grouped = d.grouped();
@@ -100,6 +120,13 @@ DispatchProblem dispatch_problem(const GemmDims& d) {
 }
 
 namespace {
+
+// " on compute capability 9.0", or nothing where it is not known (0).
+std::string on_device(int device_sm) {
+  return device_sm ? " on compute capability " + std::to_string(device_sm / 10) + "." +
+                         std::to_string(device_sm % 10)
+                   : std::string();
+}
 
 // MoE problems: the crossover rule on the mean rows per expert (M / experts, what a caller knows
 // before routing), measured in variants/05_grouped_mma/README.md.
@@ -115,10 +142,7 @@ DispatchChoice grouped_rule(const DispatchProblem& p, const GemmDims& d, int dev
   if (mma_fits && (rows >= variants::kGroupedMmaFromRowsPerExpert || !gemv_fits))
     return {"grouped_mma", buf};
   if (gemv_fits) return {"grouped_scalar_gemv", buf};
-  throw Error("no variant an auto row may run covers " + problem_words(p) +
-              (device_sm ? " on compute capability " + std::to_string(device_sm / 10) + "." +
-                               std::to_string(device_sm % 10)
-                         : std::string()));
+  throw Error("no variant an auto row may run covers " + problem_words(p) + on_device(device_sm));
 }
 
 }  // namespace
@@ -130,12 +154,15 @@ DispatchChoice choose_variant(const DispatchTable* table, const DispatchProblem&
   std::string why = no_table;
   if (table) {
     std::map<ShapeKey, std::vector<const DispatchEntry*>> shapes;
+    // Entries of the problem's weight format only: a kbit entry never answers an AWQ problem,
+    // nor an AWQ entry a kbit one.
+    const std::string format = weight_format_name(p.awq_group);
     for (const DispatchEntry& e : table->entries)
-      if (e.k_bits == p.k_bits && e.dtype == dtype_name(p.dtype) && e.grouped == p.grouped)
+      if (e.format == format && e.k_bits == p.k_bits && e.dtype == dtype_name(p.dtype) &&
+          e.grouped == p.grouped)
         shapes[{e.N, e.K_dim, e.experts}].push_back(&e);
     if (shapes.empty()) {
-      why = std::string("the table has no K = ") + std::to_string(p.k_bits) + " " +
-            dtype_name(p.dtype) + " " + (p.grouped ? "grouped" : "dense") + " entry";
+      why = "the table has no " + class_words(p) + " entry";
     } else {
       // The problem's own shape first (distance -1), then the others by |log(N*K_dim)
       // difference|, then by the experts' (grouped), then by dimensions (a fixed order).
@@ -167,19 +194,26 @@ DispatchChoice choose_variant(const DispatchTable* table, const DispatchProblem&
       why = "no entry's variant covers the problem";
     }
   }
-  // The fixed rule, each name falling to the next that covers the problem (scalar_gemv and
-  // warp_specialized need compute capability 9.0).
+  // The fixed rule, each name falling to the next that covers the problem (scalar_gemv,
+  // warp_specialized, awq_fragment_mma and awq_gemm need compute capability 9.0; the sm_90a
+  // kernels run there only; awq_fragment_mma covers M <= 128).
   std::vector<const char*> fixed;
-  if (p.M <= 4) fixed.push_back("scalar_gemv");
-  if (device_sm == 90) fixed.push_back("warp_specialized");
-  fixed.push_back("fetch_dequant");
+  if (p.awq_group > 0) {
+    if (p.M <= 4) fixed.push_back("awq_gemv");
+    if (device_sm == 90) fixed.insert(fixed.end(), {"awq_fragment_mma", "awq_gemm"});
+  } else {
+    if (p.M <= 4) fixed.push_back("scalar_gemv");
+    if (device_sm == 90) fixed.push_back("warp_specialized");
+    fixed.push_back("fetch_dequant");
+  }
   for (const char* name : fixed)
     if (pickable(name, d, device_sm)) return {name, "fixed rule: " + why};
-  throw Error("no variant an auto row may run covers " + problem_words(p) +
-              (device_sm ? " on compute capability " + std::to_string(device_sm / 10) + "." +
-                               std::to_string(device_sm % 10)
-                         : std::string()) +
-              " (" + why + ")");
+  const std::string awq_note = p.awq_group > 0 && device_sm != 90
+                                   ? "; awq_fragment_mma and awq_gemm run on compute capability "
+                                     "9.0 only, awq_gemv at M <= 4"
+                                   : "";
+  throw Error("no variant an auto row may run covers " + problem_words(p) + on_device(device_sm) +
+              " (" + why + awq_note + ")");
 }
 
 const DispatchTable* DispatchTables::load(const std::string& gpu) {
@@ -211,8 +245,9 @@ DispatchChoice DispatchTables::choose(const DispatchProblem& p, const std::strin
   if (!noted_missing_) {
     notes_ << "dispatch: no table for GPU '" << gpu << "' (" << path
            << "); the auto rows take the fixed rule (dense M <= 4 scalar_gemv, M >= 5 "
-              "warp_specialized on compute capability 9.0 else fetch_dequant; grouped problems "
-              "take the crossover rule)"
+              "warp_specialized on compute capability 9.0 else fetch_dequant; AWQ M <= 4 "
+              "awq_gemv, M = 5..128 awq_fragment_mma, above awq_gemm; grouped problems take the "
+              "crossover rule)"
            << std::endl;
     noted_missing_ = true;
   }
@@ -258,6 +293,11 @@ WeightLayout row_layout(const VariantRow& row, const GemmDims& d) {
 namespace {
 
 std::unique_ptr<VariantState> setup_as(const char* auto_name, const GemmDims& d, SplitMode split) {
+  // awq_auto runs AWQ problems, the other auto rows kbit ones: never a row of the other format.
+  const bool awq_row = std::string_view(auto_name) == "awq_auto";
+  if ((d.awq_group > 0) != awq_row)
+    throw Error(std::string(auto_name) + " runs " + (awq_row ? "AWQ" : "kbit") +
+                " problems; the weights are " + weight_format_name(d.awq_group));
   const DispatchChoice c =
       process_dispatch_tables().choose(dispatch_problem(d), device_name(), current_device_sm());
   const VariantRow& row = find_variant(c.variant);
@@ -283,6 +323,10 @@ std::unique_ptr<VariantState> auto_setup(const GemmDims& dims, const VariantOpti
 
 std::unique_ptr<VariantState> grouped_auto_setup(const GemmDims& dims, const VariantOptions& opts) {
   return setup_as("grouped_auto", dims, opts.split_k);
+}
+
+std::unique_ptr<VariantState> awq_auto_setup(const GemmDims& dims, const VariantOptions& opts) {
+  return setup_as("awq_auto", dims, opts.split_k);
 }
 
 void auto_run(VariantState* state, const GemmDims& dims, const GemmArgs& args,

@@ -13,6 +13,7 @@
 #include "harness/dispatch.hpp"
 #include "harness/input_file.hpp"
 #include "harness/toml_input.hpp"
+#include "harness/weight_format.hpp"
 #include "reference/codebook.hpp"
 #include "reference/error.hpp"
 
@@ -84,9 +85,33 @@ class TableReader {
   std::string path_, entry_;
 };
 
-const std::set<std::string> kEntryKeys = {"k_bits", "dtype",   "problem", "shape",   "N",
-                                          "K_dim",  "experts", "M",       "variant", "median_us",
-                                          "run",    "line",    "config"};
+const std::set<std::string> kEntryKeys = {"format",    "k_bits", "dtype",   "problem", "shape",
+                                          "N",         "K_dim",  "experts", "M",       "variant",
+                                          "median_us", "run",    "line",    "config"};
+
+// The key `format`: absent (tables written before it) is kbit; else one of weight_format_names().
+// An AWQ entry is a dense K = 4 problem of AWQ's shape rules (docs/awq_format.md).
+void read_format(const TableReader& r, const toml::table& x, DispatchEntry& e) {
+  if (!x.contains("format")) return;  // kbit
+  e.format = r.str(x, "format");
+  const std::vector<std::string>& names = weight_format_names();
+  if (std::find(names.begin(), names.end(), e.format) == names.end()) {
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    r.fail(*x.get("format"), "key 'format' = '" + e.format + "' is not one of " + list);
+  }
+  const int group = parse_weight_format(e.format);
+  if (group == 0) return;
+  const std::string of = " (format '" + e.format + "')";
+  if (e.k_bits != 4)
+    r.fail(*x.get("k_bits"), "key 'k_bits' = " + std::to_string(e.k_bits) + " is not 4" + of);
+  if (e.grouped) r.fail(*x.get("problem"), "key 'problem' = 'grouped' is not dense" + of);
+  if (e.N % 8 != 0)
+    r.fail(*x.get("N"), "key 'N' = " + std::to_string(e.N) + " is not a multiple of 8" + of);
+  if (e.K_dim % group != 0)
+    r.fail(*x.get("K_dim"), "key 'K_dim' = " + std::to_string(e.K_dim) +
+                                " is not a multiple of the group " + std::to_string(group) + of);
+}
 
 DispatchEntry read_entry(const TableReader& r, const toml::node& n,
                          const std::set<std::string>& runs) {
@@ -123,7 +148,7 @@ DispatchEntry read_entry(const TableReader& r, const toml::node& n,
     r.fail(*x.get("variant"), "key 'variant' = '" + e.variant + "' is a " +
                                   family_name(row->family) +
                                   " row (entries name gemm, gemv or grouped rows)");
-  if (e.variant == "auto" || e.variant == "grouped_auto")
+  if (is_auto_row(e.variant))
     r.fail(*x.get("variant"), "key 'variant' = '" + e.variant +
                                   "' is an auto row (an entry names the row it dispatches to)");
   e.median_us = r.positive(x, "median_us");
@@ -132,6 +157,7 @@ DispatchEntry read_entry(const TableReader& r, const toml::node& n,
     r.fail(*x.get("run"), "key 'run' = '" + e.run + "' is not one of the table's runs");
   e.line = r.integer(x, "line", 2, std::numeric_limits<std::int64_t>::max());
   e.config = r.str(x, "config", true);
+  read_format(r, x, e);
   return e;
 }
 
@@ -159,9 +185,9 @@ DispatchTable parse_dispatch_table(const std::string& text, const std::string& p
     if (!runs.insert(run).second) r.fail(n, "'runs' names '" + run + "' twice");
     t.runs.push_back(run);
   }
-  // One entry per point: (K, dtype, class, shape, N, K_dim, experts, M).
-  std::map<std::tuple<int, std::string, bool, std::string, std::int64_t, std::int64_t, int,
-                      std::int64_t>,
+  // One entry per point: (format, K, dtype, class, shape, N, K_dim, experts, M).
+  std::map<std::tuple<std::string, int, std::string, bool, std::string, std::int64_t, std::int64_t,
+                      int, std::int64_t>,
            std::uint32_t>
       lines;
   const toml::array& entries = r.array(root, "entries");
@@ -169,13 +195,13 @@ DispatchTable parse_dispatch_table(const std::string& text, const std::string& p
     const toml::node& n = *entries.get(i);
     r.set_entry(i);
     DispatchEntry e = read_entry(r, n, runs);
-    const auto [it, fresh] = lines.emplace(
-        std::make_tuple(e.k_bits, e.dtype, e.grouped, e.shape, e.N, e.K_dim, e.experts, e.M),
-        n.source().begin.line);
+    const auto [it, fresh] = lines.emplace(std::make_tuple(e.format, e.k_bits, e.dtype, e.grouped,
+                                                           e.shape, e.N, e.K_dim, e.experts, e.M),
+                                           n.source().begin.line);
     if (!fresh)
-      r.fail(n, "the problem (K = " + std::to_string(e.k_bits) + ", " + e.dtype + ", " + e.shape +
-                    ", M = " + std::to_string(e.M) + ") has an entry already, on line " +
-                    std::to_string(it->second));
+      r.fail(n, "the problem (" + e.format + ", K = " + std::to_string(e.k_bits) + ", " + e.dtype +
+                    ", " + e.shape + ", M = " + std::to_string(e.M) +
+                    ") has an entry already, on line " + std::to_string(it->second));
     t.entries.push_back(std::move(e));
   }
   return t;

@@ -163,6 +163,15 @@ Support auto_support(bool grouped) {
   return s;
 }
 
+// awq_auto: awq_gemm's problems (AWQ of every group, fp16, dense, any M, compute capability
+// 9.0), the split mode handed to the chosen row (awq_gemv, awq_gemm and awq_fragment_mma honour
+// it), launched plainly as the table's rows were timed.
+Support awq_auto_support() {
+  Support s = awq_gemm_support();
+  s.pdl = false;
+  return s;
+}
+
 constexpr WeightLayout kTiled64x128{LayoutKind::tiled, {64, 128}};
 
 template <std::size_t N>
@@ -358,6 +367,18 @@ const std::vector<VariantRow>& registry() {
        auto_support(true),
        kTiled64x128,
        grouped_auto_setup,
+       auto_run,
+       {}},
+      // The AWQ problems' dispatch: the layout of its chosen row (awq for awq_gemv, awq tiled for
+      // awq_gemm and awq_fragment_mma; row_layout); the one named here is awq tiled.
+      {"awq_auto",
+       "dispatch for AWQ problems: the fastest checked AWQ row of ours for the problem on this "
+       "GPU (results/dispatch/<gpu>.toml: entries of its format), else awq_gemv at M <= 4, "
+       "awq_fragment_mma to 128, awq_gemm above",
+       Family::gemm,
+       awq_auto_support(),
+       {LayoutKind::awq_tiled, {}},
+       awq_auto_setup,
        auto_run,
        {}},
   };

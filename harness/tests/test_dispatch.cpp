@@ -6,9 +6,14 @@
 // results.csv also holds faster rows each filter must drop: a baseline (line 2), a peer (4), a
 // probe (5), a PDL-timed row (6), rows at non-default options (7, 12), a failed check (10), an
 // L2-hot row (11), a variant the registry does not have (14), an auto row (15), a row without a
-// median (17) and a row of an AWQ problem (20: codebook awq_g128); beta's has an L2-hot row (6).
-// At test.big M = 128 alpha's fragment_mma row (22, the fragment layout) beats warp_specialized
-// (21); its faster PDL-timed row (23) and row at a non-default token tile (24) must drop.
+// median (17) and a kbit row on an AWQ problem (20: codebook awq_g128); beta's has an L2-hot row
+// (6). At test.big M = 128 alpha's fragment_mma row (22, the fragment layout) beats
+// warp_specialized (21); its faster PDL-timed row (23) and row at a non-default token tile (24)
+// must drop. Alpha's AWQ problems on test.big (25..34): awq_g128 awq_gemv at M = 1 (25), beside a
+// faster baseline (26); at M = 16 awq_fragment_mma (28) beats awq_gemm (27), a faster peer (29,
+// codebook "awq_g128 humming ...") and PDL-timed row (30) drop; M = 64 has awq_gemm alone (31),
+// where the AWQ fixed rule's awq_fragment_mma was not timed: no entry; awq_gemm at M = 256 (32);
+// awq_g32 at M = 16: awq_gemm (33) beats awq_fragment_mma (34), a point apart from awq_g128's.
 // The expected table is in the first test.
 #include <catch2/catch.hpp>
 
@@ -88,6 +93,7 @@ TEST_CASE("dispatch build keeps the fastest checked candidate per point of each 
     double median_us;
     std::int64_t line;
     bool grouped;
+    std::string format = "kbit";
   };
   const std::vector<Want> want = {
       {"test.big", "scalar_gemv", kAlpha, 1, 10.0, 3, false},        // beta's 11.0 is slower
@@ -100,6 +106,11 @@ TEST_CASE("dispatch build keeps the fastest checked candidate per point of each 
       // test.small M = 16: fetch_dequant alone, where warp_specialized (the fixed rule's row on
       // 9.0) was never timed: no entry
       {"test.moe", "grouped_scalar_gemv", kAlpha, 8, 12.0, 19, true},
+      // AWQ points after the kbit ones, by group; test.big M = 64 (awq_gemm alone): no entry.
+      {"test.big", "awq_gemm", kAlpha, 16, 80.0, 33, false, "awq_g32"},
+      {"test.big", "awq_gemv", kAlpha, 1, 12.0, 25, false, "awq_g128"},
+      {"test.big", "awq_fragment_mma", kAlpha, 16, 50.0, 28, false, "awq_g128"},
+      {"test.big", "awq_gemm", kAlpha, 256, 150.0, 32, false, "awq_g128"},
   };
   REQUIRE(a.entries.size() == want.size());
   for (std::size_t i = 0; i < want.size(); ++i) {
@@ -112,6 +123,7 @@ TEST_CASE("dispatch build keeps the fastest checked candidate per point of each 
     CHECK(e.run == want[i].run);
     CHECK(e.line == want[i].line);
     CHECK(e.grouped == want[i].grouped);
+    CHECK(e.format == want[i].format);
     CHECK(e.k_bits == 4);
     CHECK(e.dtype == "fp16");
   }
@@ -152,10 +164,19 @@ TEST_CASE("dispatch tables round-trip through their TOML file", "[dispatch]") {
     CHECK(x.median_us == y.median_us);
     CHECK(x.run == y.run);
     CHECK(x.line == y.line);
+    CHECK(x.format == y.format);
   }
   std::ostringstream shown;
   print_dispatch_table(t, path, shown);
-  CHECK_THAT(shown.str(), Catch::Contains("gpu: Test GPU A100-X; 8 entries from 2 runs"));
+  CHECK_THAT(shown.str(), Catch::Contains("gpu: Test GPU A100-X; 12 entries from 2 runs"));
+  CHECK_THAT(shown.str(), Catch::Contains("awq_g128  4 fp16  dense   test.big"));
+  {  // every entry says its format
+    std::ifstream f(path);
+    std::stringstream text;
+    text << f.rdbuf();
+    CHECK_THAT(text.str(), Catch::Contains("{ format = \"awq_g32\", k_bits = 4,") &&
+                               Catch::Contains("{ format = \"kbit\", k_bits = 4,"));
+  }
   CHECK_THAT(shown.str(), Catch::Contains(kBeta + ":3"));
   CHECK_THAT(shown.str(), Catch::Contains("fallback: "));
 
@@ -493,4 +514,169 @@ TEST_CASE("dispatch build keeps a fragment_mma row (the fragment layout) as a ca
   CHECK_THAT(c.reason, Catch::StartsWith("exact: test.big M = 128"));
   CHECK(row_layout(find_variant("auto"), gemm(128), tables, kGpuA, 90) == kFragment);
   CHECK(row_layout(find_variant("auto"), gemm(64), tables, kGpuA, 90) == kTiled);  // fetch_dequant
+}
+
+namespace {
+
+const WeightLayout kAwq{LayoutKind::awq, {}};
+const WeightLayout kAwqTiled{LayoutKind::awq_tiled, {}};
+
+DispatchProblem awq(std::int64_t n, std::int64_t k_dim, std::int64_t m, int group = 128,
+                    DType t = DType::f16) {
+  DispatchProblem p = dense(n, k_dim, m, 4, t);
+  p.awq_group = group;
+  return p;
+}
+
+GemmDims awq_gemm_dims(std::int64_t m, int group = 128) {
+  GemmDims d = gemm(m);
+  d.awq_group = group;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("awq_auto lookup: the exact entry, then the nearest M, among entries of its format",
+          "[dispatch][awq]") {
+  const DispatchTable& t = table_a();
+  DispatchChoice c = choose_variant(&t, awq(4096, 4096, 16), 90);
+  CHECK(c.variant == "awq_fragment_mma");
+  CHECK(c.reason == "exact: test.big M = 16, 50.00 us");
+  c = choose_variant(&t, awq(4096, 4096, 1), 90);
+  CHECK(c.variant == "awq_gemv");
+  CHECK_THAT(c.reason, Catch::StartsWith("exact: test.big M = 1"));
+  c = choose_variant(&t, awq(4096, 4096, 20), 90);  // nothing at 64: awq_gemm at 256
+  CHECK(c.variant == "awq_gemm");
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest M: test.big M = 256 for M = 20"));
+  c = choose_variant(&t, awq(4096, 4096, 2), 90);
+  CHECK(c.variant == "awq_fragment_mma");
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest M: test.big M = 16 for M = 2"));
+  c = choose_variant(&t, awq(4096, 4096, 1000), 90);
+  CHECK(c.variant == "awq_gemm");
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest M: test.big M = 256 for M = 1000"));
+  // Another shape: the nearest AWQ shape of the format (test.big), not the kbit test.small.
+  c = choose_variant(&t, awq(1024, 1024, 1), 90);
+  CHECK(c.variant == "awq_gemv");
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest shape: test.big M = 1"));
+  // Group 32 reads its own entry (awq_gemm), never group 128's; group 64 has none.
+  c = choose_variant(&t, awq(4096, 4096, 16, 32), 90);
+  CHECK(c.variant == "awq_gemm");
+  CHECK(c.reason == "exact: test.big M = 16, 80.00 us");
+  c = choose_variant(&t, awq(4096, 4096, 16, 64), 90);
+  CHECK(c.variant == "awq_fragment_mma");
+  CHECK(c.reason == "fixed rule: the table has no awq_g64 fp16 dense entry");
+}
+
+TEST_CASE("awq_auto's fixed rule: awq_gemv to M = 4, awq_fragment_mma to 128, awq_gemm above",
+          "[dispatch][awq]") {
+  struct Want {
+    std::int64_t M;
+    const char* variant;
+  };
+  for (const Want w : {Want{1, "awq_gemv"}, Want{4, "awq_gemv"}, Want{5, "awq_fragment_mma"},
+                       Want{16, "awq_fragment_mma"}, Want{128, "awq_fragment_mma"},
+                       Want{129, "awq_gemm"}, Want{300, "awq_gemm"}}) {
+    INFO("M = " << w.M);
+    const DispatchChoice c = choose_variant(nullptr, awq(4096, 4096, w.M), 90, "no table for 'X'");
+    CHECK(c.variant == w.variant);
+    CHECK(c.reason == "fixed rule: no table for 'X'");
+  }
+  // Where the sm_90a rows do not run: awq_gemv at M <= 4 and nothing else.
+  CHECK(choose_variant(nullptr, awq(4096, 4096, 3), 80).variant == "awq_gemv");
+  CHECK_THROWS_WITH(choose_variant(nullptr, awq(4096, 4096, 16), 80),
+                    Catch::Contains("awq_g128 fp16 dense N = 4096 K_dim = 4096 M = 16") &&
+                        Catch::Contains("on compute capability 8.0") &&
+                        Catch::Contains("9.0 only"));
+  // AWQ rows are fp16: a bf16 AWQ problem has none.
+  CHECK_THROWS_WITH(choose_variant(nullptr, awq(4096, 4096, 16, 128, DType::bf16), 90),
+                    Catch::Contains("no variant an auto row may run covers awq_g128 bf16"));
+}
+
+TEST_CASE("dispatch lookup: an AWQ entry never answers a kbit problem, nor a kbit one an AWQ",
+          "[dispatch][awq]") {
+  const DispatchTable& t = table_a();  // kbit and AWQ entries at test.big M = 1 and 16
+  CHECK(choose_variant(&t, dense(4096, 4096, 1), 90).variant == "scalar_gemv");
+  CHECK(choose_variant(&t, dense(4096, 4096, 16), 90).variant == "warp_specialized");
+  CHECK(choose_variant(&t, awq(4096, 4096, 16), 90).variant == "awq_fragment_mma");
+  // A table of one format answers the other's problems by the fixed rule.
+  DispatchTable awq_only = t, kbit_only = t;
+  awq_only.entries.clear(), kbit_only.entries.clear();
+  for (const DispatchEntry& e : t.entries)
+    (e.format == "kbit" ? kbit_only : awq_only).entries.push_back(e);
+  DispatchChoice c = choose_variant(&awq_only, dense(4096, 4096, 16), 90);
+  CHECK(c.variant == "warp_specialized");
+  CHECK(c.reason == "fixed rule: the table has no K = 4 fp16 dense entry");
+  c = choose_variant(&kbit_only, awq(4096, 4096, 1000), 90);
+  CHECK(c.variant == "awq_gemm");
+  CHECK(c.reason == "fixed rule: the table has no awq_g128 fp16 dense entry");
+  // An entry labelled with the problem's format but naming a row of the other is passed over.
+  DispatchTable mixed;
+  mixed.gpu = kGpuA;
+  DispatchEntry k = entry("awq_gemv", 1), a = entry("warp_specialized", 16);
+  a.format = "awq_g128";
+  mixed.entries = {k, a};
+  c = choose_variant(&mixed, dense(4096, 4096, 1), 90);
+  CHECK(c.variant == "scalar_gemv");
+  CHECK(c.reason == "fixed rule: no entry's variant covers the problem");
+  c = choose_variant(&mixed, awq(4096, 4096, 16), 90);
+  CHECK(c.variant == "awq_fragment_mma");
+  CHECK(c.reason == "fixed rule: no entry's variant covers the problem");
+  // No registry row is both: auto runs kbit rows, awq_auto AWQ ones.
+  for (const VariantRow& x : registry()) {
+    INFO(x.name);
+    CHECK_FALSE((auto_may_pick(x) && awq_auto_may_pick(x)));
+    if (awq_auto_may_pick(x)) {
+      CHECK(bool(x.layout.kind == LayoutKind::awq || x.layout.kind == LayoutKind::awq_tiled));
+      CHECK(x.support.split_k);  // awq_auto forwards the split mode (validate forces it)
+    }
+  }
+  for (const char* name : {"awq_gemv", "awq_gemm", "awq_fragment_mma"})
+    CHECK(awq_auto_may_pick(find_variant(name)));
+  for (const char* name : {"awq_auto", "auto", "cublas_fp16", "scalar_gemv", "fragment_mma"})
+    CHECK_FALSE(awq_auto_may_pick(find_variant(name)));
+}
+
+TEST_CASE("dispatch rows: awq_auto runs AWQ problems in its chosen row's layout",
+          "[dispatch][awq]") {
+  const VariantRow& w = find_variant("awq_auto");
+  CHECK(w.family == Family::gemm);
+  CHECK_FALSE(w.support.kbit);
+  CHECK(w.support.awq_groups == std::vector<int>{32, 64, 128});
+  CHECK(w.support.dtypes == std::vector<DType>{DType::f16});
+  CHECK(w.support.dense);
+  CHECK_FALSE(w.support.grouped);
+  CHECK(w.support.min_sm == find_variant("awq_gemm").support.min_sm);
+  CHECK(w.support.split_k);
+  CHECK_FALSE(w.support.pdl);
+  CHECK(is_auto_row("awq_auto"));
+  CHECK_THAT(unsupported_reason(w, gemm(16), 90), Catch::Contains("the weights are kbit"));
+  CHECK_THAT(unsupported_reason(find_variant("auto"), awq_gemm_dims(16), 90),
+             Catch::Contains("weights are awq_g128"));
+  // The setups refuse the other format before looking anything up.
+  CHECK_THROWS_WITH(awq_auto_setup(gemm(16), {}),
+                    Catch::Contains("awq_auto runs AWQ problems; the weights are kbit"));
+  CHECK_THROWS_WITH(auto_setup(awq_gemm_dims(16), {}),
+                    Catch::Contains("auto runs kbit problems; the weights are awq_g128"));
+
+  TempDir tmp;
+  write_dispatch_table(table_a(), tmp.path + "/" + dispatch_file_name(kGpuA));
+  std::ostringstream notes;
+  DispatchTables tables(tmp.path, notes);
+  CHECK(row_layout(w, awq_gemm_dims(1), tables, kGpuA, 90) == kAwq);         // awq_gemv
+  CHECK(row_layout(w, awq_gemm_dims(16), tables, kGpuA, 90) == kAwqTiled);   // awq_fragment_mma
+  CHECK(row_layout(w, awq_gemm_dims(500), tables, kGpuA, 90) == kAwqTiled);  // awq_gemm
+  CHECK(row_layout(w, gemm(16), tables, kGpuA, 90) == w.layout);  // a problem it does not run
+  CHECK(row_layout(find_variant("auto"), gemm(1), tables, kGpuA, 90) == kTiled);  // scalar_gemv
+  // No table: the fixed rule's rows' layouts.
+  CHECK(row_layout(w, awq_gemm_dims(2), tables, "Test GPU none", 90) == kAwq);
+  CHECK(row_layout(w, awq_gemm_dims(64), tables, "Test GPU none", 90) == kAwqTiled);
+  CHECK(row_layout_name(w) == "chosen row's");
+
+  const VariantRow& chosen = find_variant("awq_fragment_mma");
+  AutoState s("awq_auto", chosen, {"awq_fragment_mma", "exact: test.big M = 16, 50.00 us"},
+              resolve_options(chosen, {}), std::make_unique<FakeState>());
+  CHECK_THAT(s.describe(),
+             Catch::StartsWith("awq_auto -> awq_fragment_mma (exact: test.big M = 16, 50.00 us): "
+                               "[token_tile=0 ") &&
+                 Catch::EndsWith("] tile 1"));
 }

@@ -49,6 +49,63 @@ TEST_CASE("dispatch table: a valid table reads back every field", "[dispatch][in
   CHECK(t.entries[1].experts == 64);
   CHECK(t.entries[1].median_us == 20.0);
   CHECK(t.entries[1].config == "[checked=0]");
+  // A table without `format` (written before the key) holds kbit entries.
+  CHECK(t.entries[0].format == "kbit");
+  CHECK(t.entries[1].format == "kbit");
+}
+
+namespace {
+
+// kTable's entry 1 as an AWQ entry of group 128 (entry 1, line 5).
+std::string awq_table() {
+  return sub(sub(kTable, "{ k_bits = 4,", "{ format = \"awq_g128\", k_bits = 4,"),
+             "variant = \"scalar_gemv\"", "variant = \"awq_gemv\"");
+}
+
+}  // namespace
+
+TEST_CASE("dispatch table: the format key names a weight format, checked against the entry",
+          "[dispatch][inputs][awq]") {
+  const DispatchTable t = parse(awq_table());
+  CHECK(t.entries[0].format == "awq_g128");
+  CHECK(t.entries[0].variant == "awq_gemv");
+  CHECK(t.entries[1].format == "kbit");
+  CHECK(parse(sub(kTable, "{ k_bits = 4,", "{ format = \"kbit\", k_bits = 4,")).entries[0].format ==
+        "kbit");
+  struct Bad {
+    const char* from;
+    const char* to;
+    const char* says;
+  };
+  const Bad bad[] = {
+      {"format = \"awq_g128\"", "format = \"awq_g256\"",
+       "key 'format' = 'awq_g256' is not one of kbit, awq_g32, awq_g64, awq_g128"},
+      {"format = \"awq_g128\"", "format = \"AWQ\"", "key 'format' = 'AWQ' is not one of"},
+      {"format = \"awq_g128\"", "format = \"\"", "key 'format' is empty"},
+      {"format = \"awq_g128\"", "format = 128", "key 'format' is not a string"},
+      {"k_bits = 4", "k_bits = 3", "key 'k_bits' = 3 is not 4 (format 'awq_g128')"},
+      {"problem = \"dense\", shape = \"a\", N = 4096, K_dim = 4096, experts = 0",
+       "problem = \"grouped\", shape = \"a\", N = 4096, K_dim = 4096, experts = 8",
+       "key 'problem' = 'grouped' is not dense (format 'awq_g128')"},
+      {"N = 4096", "N = 4100", "key 'N' = 4100 is not a multiple of 8 (format 'awq_g128')"},
+      {"K_dim = 4096", "K_dim = 4160",
+       "key 'K_dim' = 4160 is not a multiple of the group 128 (format 'awq_g128')"},
+  };
+  for (const Bad& b : bad) {
+    INFO(b.to);
+    CHECK_THROWS_WITH(parse(sub(awq_table(), b.from, b.to)),
+                      Catch::StartsWith(kPath + ":5: entry 1: ") && Catch::Contains(b.says));
+  }
+  // The same point in two formats is two points; twice in one format is refused.
+  const std::string kbit_first = kTable.substr(
+      kTable.find("  { k_bits = 4"), kTable.find("  # a grouped") - kTable.find("  { k_bits = 4"));
+  CHECK(parse(sub(awq_table(), "  # a grouped point\n", kbit_first)).entries.size() == 3);
+  const std::string awq_first =
+      sub(kbit_first, "{ k_bits = 4,", "{ format = \"awq_g128\", k_bits = 4,");
+  CHECK_THROWS_WITH(parse(sub(awq_table(), "  # a grouped point\n", awq_first)),
+                    Catch::StartsWith(kPath + ":6: entry 2: ") &&
+                        Catch::Contains("(awq_g128, K = 4, fp16, a, M = 1) has an entry already, "
+                                        "on line 5"));
 }
 
 TEST_CASE("dispatch table: every field of an entry is checked, naming table, line, entry, key",
@@ -133,6 +190,12 @@ TEST_CASE("dispatch table: the auto rows' tables refuse a bad table when loaded,
     DispatchTables tables(dir, notes);
     CHECK_THROWS_WITH(tables.load("Test GPU"),
                       Catch::StartsWith(path + ":5: entry 1: key 'median_us' = nan"));
+  }
+  {
+    std::ofstream(path) << sub(kTable, "{ k_bits = 4,", "{ format = \"awq_g1\", k_bits = 4,");
+    DispatchTables tables(dir, notes);
+    CHECK_THROWS_WITH(tables.load("Test GPU"),
+                      Catch::StartsWith(path + ":5: entry 1: key 'format' = 'awq_g1'"));
   }
   {
     std::ofstream(path) << kTable;

@@ -200,6 +200,10 @@ TEST_CASE("every AWQ variant passes a small sweep of its groups", "[gpu][variant
   }
   REQUIRE(rows >= 2);  // awq_gemv and awq_gemm at least: a sweep of nothing is no test
   require_every_row_checked(tally);
+  // awq_auto (swept by its Support) runs the row its lookup chooses per problem (the device's
+  // dispatch table, else the fixed rule), on weights in that row's layout (row_layout).
+  if (current_device_sm() >= find_variant("awq_auto").support.min_sm)
+    CHECK(tally.checked("awq_auto") > 0);
 }
 
 // awq_fragment_mma's configurations that its defaults do not reach on the sweep's small problems
