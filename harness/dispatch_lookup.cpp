@@ -246,8 +246,8 @@ DispatchChoice DispatchTables::choose(const DispatchProblem& p, const std::strin
     notes_ << "dispatch: no table for GPU '" << gpu << "' (" << path
            << "); the auto rows take the fixed rule (dense M <= 4 scalar_gemv, M >= 5 "
               "warp_specialized on compute capability 9.0 else fetch_dequant; AWQ M <= 4 "
-              "awq_gemv, M = 5..128 awq_fragment_mma, above awq_gemm; grouped problems take the "
-              "crossover rule)"
+              "awq_gemv, M = 5..128 awq_fragment_mma, above awq_gemm on compute capability 9.0; "
+              "grouped problems take the crossover rule)"
            << std::endl;
     noted_missing_ = true;
   }
@@ -261,9 +261,15 @@ DispatchTables& process_dispatch_tables() {
 
 WeightLayout row_layout(const VariantRow& row, const GemmDims& d, DispatchTables& tables,
                         const std::string& gpu, int device_sm) {
-  // A problem the auto row does not run builds nothing for it (its setup would refuse it).
+  // A problem the auto row does not run builds nothing for it (its setup would refuse it), nor
+  // one its lookup refuses (awq_auto past M = 4 below compute capability 9.0): the row's setup
+  // then reports the refusal for that problem alone.
   if (!is_auto_row(row.name) || !unsupported_reason(row, d, device_sm).empty()) return row.layout;
-  return find_variant(tables.choose(dispatch_problem(d), gpu, device_sm).variant).layout;
+  try {
+    return find_variant(tables.choose(dispatch_problem(d), gpu, device_sm).variant).layout;
+  } catch (const Error&) {
+    return row.layout;
+  }
 }
 
 std::string row_layout_name(const VariantRow& row) {

@@ -361,8 +361,8 @@ const std::vector<VariantRow>& registry() {
        auto_run,
        {}},
       {"grouped_auto",
-       "dispatch for MoE problems: the fastest checked grouped variant on this GPU "
-       "(results/dispatch/<gpu>.toml), else grouped_scalar_gemv",
+       "dispatch for MoE problems: grouped_mma from the measured rows-per-expert crossover "
+       "on, else grouped_scalar_gemv",
        Family::grouped,
        auto_support(true),
        kTiled64x128,
