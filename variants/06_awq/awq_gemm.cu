@@ -28,16 +28,7 @@ std::unique_ptr<VariantState> awq_gemm_setup(const GemmDims& d, const VariantOpt
 }
 
 void awq_gemm_run(VariantState* state, const GemmDims& d, const GemmArgs& g, cudaStream_t stream) {
-  const char* who = "awq_gemm";
-  if (g.w.layout.kind != LayoutKind::awq_tiled || g.w.awq_tiles == nullptr ||
-      g.w.awq_meta == nullptr)
-    throw Error(std::string(who) + ": needs the weights in the AWQ tiled layout, got " +
-                layout_name(g.w.layout));
-  if (g.w.awq_group != d.awq_group)
-    throw Error(std::string(who) + ": the weights' group is " + std::to_string(g.w.awq_group) +
-                ", the problem's " + std::to_string(d.awq_group));
-  ws::launch_dense(*static_cast<ws::DensePlan*>(state), d, g, g.w.awq_tiles, g.w.awq_meta,
-                   d.awq_group, stream);
+  ws::launch_awq_dense(*static_cast<ws::DensePlan*>(state), d, g, stream, "awq_gemm");
 }
 
 }  // namespace kbit::variants

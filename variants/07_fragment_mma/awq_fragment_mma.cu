@@ -34,27 +34,12 @@ std::unique_ptr<VariantState> awq_fragment_mma_setup(const GemmDims& d, const Va
   const char* who = "awq_fragment_mma";
   const FragmentMmaChoice c = awq_fragment_mma_choose(d, o, fragment_mma_visible_sms());
   ws::require_wgmma_device(who);
-  auto s = std::make_unique<ws::DensePlan>();
-  s->token_tile = c.token_tile;
-  s->kernel = awq_fragment_mma_kernel(c);
-  s->walk_order = ws::WalkOrder(c.walk_order);
-  s->wait_hint_ns = c.wait_hint_ns;
-  ws::plan_dense(*s, d, o, who);
-  return s;
+  return fragment::plan_choice(c, awq_fragment_mma_kernel(c), d, o, who);
 }
 
 void awq_fragment_mma_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
                           cudaStream_t stream) {
-  const char* who = "awq_fragment_mma";
-  if (g.w.layout.kind != LayoutKind::awq_tiled || g.w.awq_tiles == nullptr ||
-      g.w.awq_meta == nullptr)
-    throw Error(std::string(who) + ": needs the weights in the AWQ tiled layout, got " +
-                layout_name(g.w.layout));
-  if (g.w.awq_group != d.awq_group)
-    throw Error(std::string(who) + ": the weights' group is " + std::to_string(g.w.awq_group) +
-                ", the problem's " + std::to_string(d.awq_group));
-  ws::launch_dense(*static_cast<ws::DensePlan*>(state), d, g, g.w.awq_tiles, g.w.awq_meta,
-                   d.awq_group, stream);
+  ws::launch_awq_dense(*static_cast<ws::DensePlan*>(state), d, g, stream, "awq_fragment_mma");
 }
 
 }  // namespace kbit::variants

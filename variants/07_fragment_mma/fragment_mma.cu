@@ -255,13 +255,7 @@ std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const Varian
   const char* who = "fragment_mma";
   const FragmentMmaChoice c = fragment_mma_choose(d, o, fragment_mma_visible_sms());
   ws::require_wgmma_device(who);
-  auto s = std::make_unique<ws::DensePlan>();
-  s->token_tile = c.token_tile;
-  s->kernel = fragment_mma_kernel(c, d.dtype);
-  s->walk_order = c.own ? ws::WalkOrder(c.walk_order) : ws::WalkOrder::block_major;
-  s->wait_hint_ns = c.wait_hint_ns;
-  ws::plan_dense(*s, d, o, who);
-  return s;
+  return fragment::plan_choice(c, fragment_mma_kernel(c, d.dtype), d, o, who);
 }
 
 void fragment_mma_run(VariantState* state, const GemmDims& d, const GemmArgs& g,

@@ -3,10 +3,12 @@
 // fragment_mma.cu; AwqFragmentWeights: awq_fragment_mma.cu). Included by those two .cu files
 // only: each instantiates its format's kernels.
 #pragma once
+#include <memory>
 #include <string>
 #include <type_traits>
 
 #include "reference/error.hpp"
+#include "variants/07_fragment_mma/fragment_mma.hpp"
 #include "variants/07_fragment_mma/pipelines.cuh"
 #include "variants/07_fragment_mma/sync_kernel.cuh"
 #include "variants/07_fragment_mma/wgmma_kernel.cuh"
@@ -116,6 +118,20 @@ bool four_pipelines_fit(int tt, int kt, const char* who) {
       return kt == 1 ? PipelineLayout<TT, 1, C, W>::kFits : PipelineLayout<TT, 2, C, W>::kFits;
     }
   });
+}
+
+// The dense plan of a choice (fragment_mma_setup, awq_fragment_mma_setup): its kernel, the own
+// kernel's walk order and wait hint (the shared mainloop walks block-major), the stream-K plan.
+inline std::unique_ptr<VariantState> plan_choice(const FragmentMmaChoice& c, ws::Kernel kernel,
+                                                 const GemmDims& d, const VariantOptions& o,
+                                                 const char* who) {
+  auto s = std::make_unique<ws::DensePlan>();
+  s->token_tile = c.token_tile;
+  s->kernel = kernel;
+  s->walk_order = c.own ? ws::WalkOrder(c.walk_order) : ws::WalkOrder::block_major;
+  s->wait_hint_ns = c.wait_hint_ns;
+  ws::plan_dense(*s, d, o, who);
+  return s;
 }
 
 }  // namespace kbit::variants::fragment

@@ -155,4 +155,16 @@ void launch_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g, cons
                   s.token_tile, stream, g.pdl);
 }
 
+void launch_awq_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g, cudaStream_t stream,
+                      const char* who) {
+  if (g.w.layout.kind != LayoutKind::awq_tiled || g.w.awq_tiles == nullptr ||
+      g.w.awq_meta == nullptr)
+    throw Error(std::string(who) + ": needs the weights in the AWQ tiled layout, got " +
+                layout_name(g.w.layout));
+  if (g.w.awq_group != d.awq_group)
+    throw Error(std::string(who) + ": the weights' group is " + std::to_string(g.w.awq_group) +
+                ", the problem's " + std::to_string(d.awq_group));
+  launch_dense(s, d, g, g.w.awq_tiles, g.w.awq_meta, d.awq_group, stream);
+}
+
 }  // namespace kbit::variants::ws

@@ -105,5 +105,9 @@ void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const 
 // Launches the planned kernel on the format's weight and scale tiles (`group`: AWQ's G).
 void launch_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g, const void* weights,
                   const void* scales, int group, cudaStream_t stream);
+// launch_dense on the AWQ tiled repack (rows awq_gemm and awq_fragment_mma): refuses, naming
+// `who`, weights in another layout or of another group than the problem's.
+void launch_awq_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g, cudaStream_t stream,
+                      const char* who);
 
 }  // namespace kbit::variants::ws
