@@ -98,8 +98,8 @@ DeviceWeights::Stored DeviceWeights::build(const HostWeights& hw, DType dtype,
       }
       break;
     case LayoutKind::fragment: {  // the tiled 64x128 layout, then its tiles permuted
-      if (hw.k_bits != FragmentTile::kBits)
-        throw Error("DeviceWeights: the fragment layout is K = 4; these weights are K = " +
+      if (hw.k_bits < FragmentTile::kMinBits || hw.k_bits > FragmentTile::kMaxBits)
+        throw Error("DeviceWeights: the fragment layout is K = 2, 3 or 4; these weights are K = " +
                     std::to_string(hw.k_bits));
       const Stored tiled = build(hw, dtype, {LayoutKind::tiled, {64, 128}}, flat, stream);
       s.geo = tiled.geo;
@@ -107,7 +107,7 @@ DeviceWeights::Stored DeviceWeights::build(const HostWeights& hw, DType dtype,
       s.expert_bytes = tiled.expert_bytes;
       s.packed = DeviceBuffer<std::uint32_t>(tiled.packed.size());
       s.absmax = DeviceBuffer<std::uint8_t>(tiled.absmax.size());
-      gpu::fragment_order(tiled.packed.get(), tiled.absmax.get(),
+      gpu::fragment_order(hw.k_bits, tiled.packed.get(), tiled.absmax.get(),
                           E * s.geo.k_tiles() * s.geo.n_tiles(), s.packed.get(), s.absmax.get(),
                           stream);
       KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // before `tiled` frees its buffers

@@ -133,10 +133,11 @@ Support hopper_gemm_support() {
   return s;
 }
 
-// Variant 07: variant 03's support at K = 4 only (the fragment-order layout).
+// Variant 07: variant 03's support at K = 2, 3, 4 (the fragment-order layout: one byte a pair
+// code).
 Support fragment_mma_support() {
   Support s = hopper_gemm_support();
-  s.k_bits = {4};
+  s.k_bits = {2, 3, 4};
   return s;
 }
 
@@ -331,8 +332,9 @@ const std::vector<VariantRow>& registry() {
         variants::kAwqFragmentMmaPipelines, variants::kAwqFragmentMmaRowBlocks,
         variants::kFragmentMmaWalkOrder, variants::kAwqFragmentMmaScaleAfter}},
       {"fragment_mma",
-       "variant 07 (sm_90a): the fragment-order layout (K = 4: each thread's k-tile one 16-byte "
-       "load of ready pair codes, no plane merge) on an own kernel of pipelines over one table: "
+       "variant 07 (sm_90a): the fragment-order layout (K = 2..4: each thread's k-tile one 16-byte "
+       "load of ready pair codes at K = 4, no plane merge) on an own kernel of pipelines over one "
+       "table: "
        "mma.sync to 16 tokens (ldmatrix of the swizzled activation boxes), wgmma at 32..128; "
        "the shared mainloop's wgmma above",
        Family::gemm,

@@ -407,13 +407,13 @@ DispatchEntry entry(const char* variant, std::int64_t m, int k_bits = 4) {
 }
 
 // A table of "Test GPU H" in `dir`: at K = 4 fragment_mma at M = 16 and warp_specialized at
-// M = 256; at K = 3 fragment_mma (which runs K = 4 only: an entry its row no longer covers) at
+// M = 256; at K = 5 fragment_mma (which runs K = 2..4: an entry its row no longer covers) at
 // M = 16 and warp_specialized at M = 64.
 void write_table_h(const std::string& dir) {
   DispatchTable t;
   t.gpu = kGpuH;
   t.runs = {"exp/run"};
-  t.entries = {entry("fragment_mma", 16, 3), entry("warp_specialized", 64, 3),
+  t.entries = {entry("fragment_mma", 16, 5), entry("warp_specialized", 64, 5),
                entry("fragment_mma", 16), entry("warp_specialized", 256)};
   write_dispatch_table(t, dir + "/" + dispatch_file_name(kGpuH));
 }
@@ -480,12 +480,12 @@ TEST_CASE(
   std::ostringstream notes;
   DispatchTables tables(tmp.path, notes);
   const VariantRow& a = find_variant("auto");
-  // K = 3: the exact entry names fragment_mma (K = 4 only): passed over for the same shape's
+  // K = 5: the exact entry names fragment_mma (K = 2..4): passed over for the same shape's
   // nearest M, warp_specialized at 64, and its layout.
-  const DispatchChoice c = tables.choose(dispatch_problem(gemm(16, 3)), kGpuH, 90);
+  const DispatchChoice c = tables.choose(dispatch_problem(gemm(16, 5)), kGpuH, 90);
   CHECK(c.variant == "warp_specialized");
   CHECK_THAT(c.reason, Catch::StartsWith("nearest M: x M = 64 for M = 16"));
-  CHECK(row_layout(a, gemm(16, 3), tables, kGpuH, 90) == kTiled);
+  CHECK(row_layout(a, gemm(16, 5), tables, kGpuH, 90) == kTiled);
   // Compute capability 8.0: fragment_mma and warp_specialized (9.0) are passed over; the fixed
   // rule's fetch_dequant reads tiled 64x128.
   CHECK(tables.choose(dispatch_problem(gemm(16)), kGpuH, 80).variant == "fetch_dequant");

@@ -133,7 +133,8 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
 // fragment_mma's own wgmma configurations that its defaults do not reach on the sweep's small
 // problems (their short stream-K walks run one pipeline): one consumer warpgroup a pipeline beside
 // a producer warpgroup (setmaxnreg) on 2 and 3 pipelines, 2 pipelines of two warpgroups beside one
-// at 128 tokens, and a commit group left in flight, on shapes whose stream-K stripes cut tiles.
+// at 128 tokens, and a commit group left in flight, on shapes whose stream-K stripes cut tiles,
+// at K = 2, 3, 4.
 TEST_CASE("fragment_mma's own wgmma configurations pass a dense sweep", "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;
@@ -159,12 +160,14 @@ TEST_CASE("fragment_mma's own wgmma configurations pass a dense sweep", "[gpu][v
   for (const Set& set : sets) {
     std::vector<GivenOption> given{{"token_tile", set.token_tile, "test"}};
     for (const auto& [name, value] : set.options) given.push_back({name, value, "test"});
-    for (DType t : {DType::f16, DType::bf16})
-      for (std::int64_t M : {17, 64, 100}) {
-        INFO("token_tile " << set.token_tile << ", " << set.options.size() << " options");
-        check_row(*row, dense(M, 257, 2080, 4, t), s, tally, given);
-        check_row(*row, dense(M, 1000, 1024, 4, t), s, tally, given);
-      }
+    for (int k : {2, 3, 4})  // the layout's three widths (K = 3: two loads, a rebuilt word)
+      for (DType t : {DType::f16, DType::bf16})
+        for (std::int64_t M : {17, 64, 100}) {
+          INFO("K " << k << ", token_tile " << set.token_tile << ", " << set.options.size()
+                    << " options");
+          check_row(*row, dense(M, 257, 2080, k, t), s, tally, given);
+          check_row(*row, dense(M, 1000, 1024, k, t), s, tally, given);
+        }
   }
   require_every_row_checked(tally);
 }

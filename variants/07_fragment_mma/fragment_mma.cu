@@ -1,4 +1,4 @@
-// Variant 07: the fragment-order layout (reference/fragment.hpp), K = 4. The layout moves the
+// Variant 07: the fragment-order layout (reference/fragment.hpp), K = 2..4. The layout moves the
 // tiled layout's plane merge (2K + 1 instructions per block-row a thread decodes) into a one-off
 // repack, so a consumer's k-tile is one LDS.128, one LDS.32 of codes and per pair one PRMT + LDS
 // + HMUL2. Dense problems only, with the shared dense tile order and plan
@@ -13,8 +13,8 @@
 
 #include "reference/error.hpp"
 #include "variants/07_fragment_mma/awq_fragment_weights.cuh"
+#include "variants/07_fragment_mma/fragment_kernels.cuh"
 #include "variants/07_fragment_mma/fragment_mma.hpp"
-#include "variants/07_fragment_mma/fragment_weights.cuh"
 #include "variants/07_fragment_mma/own_kernel.cuh"
 #include "variants/hopper/dense_tiles.cuh"
 #include "variants/hopper/launcher.cuh"
@@ -44,9 +44,9 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     require_awq_dims(d, who);
   } else {
     require_dense_gemm_dims(d, who);
-    if (d.k_bits != 4)
+    if (d.k_bits < 2 || d.k_bits > 4)
       throw Error(std::string(who) + ": K = " + std::to_string(d.k_bits) +
-                  "; the fragment-order layout is K = 4");
+                  "; the fragment-order layout is K = 2, 3 or 4 (one byte a pair code)");
   }
   const std::int64_t tt_opt = o.get(awq ? kAwqFragmentMmaTokenTile : kFragmentMmaTokenTile);
   const int tt = tt_opt == 0 ? ws::token_tile_for(d.M) : int(tt_opt);
@@ -78,8 +78,8 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   const std::int64_t tiles =
       (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN * ((d.M + tt - 1) / tt);
   const std::int64_t walks3 = 3 * std::int64_t(sms > 0 ? sms : 132);
-  const std::int64_t weight_bytes =
-      tiles * d.K_dim * ws::Config::kTileN / 2;  // K = 4, every M-tile
+  const int k_bits = awq ? 4 : d.k_bits;
+  const std::int64_t weight_bytes = tiles * d.K_dim * ws::Config::kTileN * k_bits / 8;
   // AWQ weights: one pipeline of two warpgroups ran 1.3-2x slower than 3 pipelines of one
   // warpgroup at 32 and 64 tokens and than 2 at 128 on every layer but the smallest, its
   // consumers waiting on the ring (README.md, "AWQ weights on the own kernel"). They take it
@@ -167,14 +167,17 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
                 " tokens (1 with 2 pipelines, 2 with 3 or 4, 4 with 4 at 8 "
                 "and 16 tokens)");
   const bool four_fit =
-      awq ? fragment::four_pipelines_fit<fragment::AwqFragmentWeights>(tt, kt, who)
-          : fragment::four_pipelines_fit<fragment::FragmentWeightsT<true>>(tt, kt, who);
+      awq           ? fragment::four_pipelines_fit<fragment::AwqFragmentWeights>(tt, kt, who)
+      : k_bits == 2 ? fragment::fragment_four_pipelines_fit<2>(tt, kt, who)
+      : k_bits == 3 ? fragment::fragment_four_pipelines_fit<3>(tt, kt, who)
+                    : fragment::fragment_four_pipelines_fit<4>(tt, kt, who);
   if (own_sync && pipes == 4 && !four_fit)
     throw Error(std::string(who) + ": pipelines = 4 leaves no room for two ring stages at " +
                 std::to_string(tt) + " tokens and stage_k_tiles = " + std::to_string(kt) +
                 " (at most 3 there)");
   FragmentMmaChoice c;
   c.token_tile = tt;
+  c.k_bits = k_bits;
   c.own = own;
   c.wgmma = own_wgmma;
   c.mma = int(mma);
@@ -213,25 +216,12 @@ FragmentMmaChoice awq_fragment_mma_choose(const GemmDims& d, const VariantOption
 
 namespace {
 
-// The compiled kernel of a choice (no GPU call: a kernel's address and its shape).
+// The compiled kernel of a choice (no GPU call: a kernel's address and its shape), from its K's
+// translation unit (fragment_kernels.cuh).
 ws::Kernel fragment_mma_kernel(const FragmentMmaChoice& c, DType t) {
-  const char* who = "fragment_mma";
-  const int tt = c.token_tile;
-  using Own = fragment::FragmentWeightsT<true>;
-  if (c.own)
-    return t == DType::f16 ? fragment::own_kernel<__half, Own>(tt, c.k_tiles, c.wgmma,
-                                                               c.scale_after, c.pipelines,
-                                                               c.row_blocks, c.group_in_flight, who)
-                           : fragment::own_kernel<__nv_bfloat16, Own>(
-                                 tt, c.k_tiles, c.wgmma, c.scale_after, c.pipelines, c.row_blocks,
-                                 c.group_in_flight, who);
-  auto kernel = [&](auto f) {
-    using F = decltype(f);
-    return t == DType::f16 ? ws::kernel_of<F, __half, ws::DenseTiles, true>(tt, who, c.mma)
-                           : ws::kernel_of<F, __nv_bfloat16, ws::DenseTiles, true>(tt, who, c.mma);
-  };
-  return c.k_tiles == 2 ? kernel(fragment::FragmentWeightsT<true>{})
-                        : kernel(fragment::FragmentWeightsT<false>{});
+  return c.k_bits == 2   ? fragment::fragment_mma_kernel_k<2>(c, t)
+         : c.k_bits == 3 ? fragment::fragment_mma_kernel_k<3>(c, t)
+                         : fragment::fragment_mma_kernel_k<4>(c, t);
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The fragment-order layout (reference/fragment.hpp, docs/format.md "Fragment-order layout") as
-// a weight format of the shared mainloop (variants/hopper/config.cuh's F), K = 4.
+// a weight format of the shared mainloop (variants/hopper/config.cuh's F), K = 2, 3, 4.
 // A consumer thread's k-tile is one 16-byte load of four words whose bytes are its pairs'
-// interleaved codes, and one 32-bit load of its four E4M4 codes: the plane merge of the tiled
+// interleaved codes (K = 4; K = 2: one 8-byte load of nibble codes, K = 3: an 8- and a 4-byte
+// load of 6-bit codes) and one 32-bit load of its four E4M4 codes: the plane merge of the tiled
 // layout's decode (2K + 1 instructions a block-row, about 1 a weight) is done once by the repack.
 #pragma once
 #include <cstdint>
@@ -13,11 +14,13 @@
 
 namespace kbit::variants::fragment {
 
-// kTwoTiles: 2 k-tiles a stage also at two blocks per SM (8..32 tokens), which halves the
-// per-stage instructions a weight (barrier waits, the walk, the ldmatrix addresses) and leaves
-// room for 3-4 stages beside the 64 KB table. The tiles' sizes, their copies and the table are
-// the tiled layout's at K = 4 (ws::KbitWeights<4>); only the decode differs.
-// The tiled layout's K = 4 decoder: its table, its pair lookups and scales.
+// K: 2, 3, 4 bits a weight. kTwoTiles: 2 k-tiles a stage also at two blocks per SM (8..32
+// tokens), which halves the per-stage instructions a weight (barrier waits, the walk, the
+// ldmatrix addresses) and leaves room for 3-4 stages beside the 64 KB table. The tiles' sizes and
+// their copies are the tiled layout's (ws::KbitWeights<K>); the table is K = 4's row shape with
+// its 256 rows repeating the 2^2K pair entries (fragment_lut::build's kRepeat), so that one PRMT
+// of a code byte whose bits above 2K hold anything is a pair's address.
+// The tiled layout's K = 4 decoder: its pair lookups (one PRMT + LDS a pair) and scales.
 template <typename T>
 using KbitDecoder = ws::KbitWeights<4>::Decoder<T>;
 
@@ -27,36 +30,139 @@ using KbitDecoder = ws::KbitWeights<4>::Decoder<T>;
 // the MMA, kUnscaledFactor), kRowBlockWeightBytes / kRowBlockScaleBytes (from one
 // 16-row block's bytes of a k-tile to the next), build_own_table (the table at its
 // shared-window address) and a Decoder<T>(a, lane, tid) whose decode takes stage addresses.
-template <bool kTwoTiles>
-struct FragmentWeightsT : ws::KbitWeights<4> {
+template <int K, bool kTwoTiles>
+struct FragmentWeightsT : ws::KbitWeights<K> {
+  static_assert(K >= 2 && K <= 4, "the fragment-order layout: K = 2, 3, 4 (one byte a pair)");
   static constexpr bool kTwoTilesAtTwoBlocks = kTwoTiles;
-  static constexpr float kUnscaledFactor = 16.f;    // decode_unscaled's scales: E4M4 value / 16
-  static constexpr bool kZeroRing = false;          // stale codes index the table: finite
-  static constexpr int kSyncMaxTokens = 64;         // mma.sync kernels to 64 tokens (option mma)
-  static constexpr int kRowBlockWeightBytes = 512;  // 32 threads x 16 bytes
-  static constexpr int kRowBlockScaleBytes = 32;    // 16 rows x 2 codes
+  static constexpr float kUnscaledFactor = 16.f;  // decode_unscaled's scales: E4M4 value / 16
+  static constexpr bool kZeroRing = false;        // stale codes index the table: finite
+  static constexpr int kSyncMaxTokens = 64;       // mma.sync kernels to 64 tokens (option mma)
+  static constexpr int kRowBlockWeightBytes = 32 * 4 * K;  // 32 threads x K words
+  static constexpr int kRowBlockScaleBytes = 32;           // 16 rows x 2 codes
+  // K = 2: the quad table. Byte Q of word kb of a K = 2 thread holds two pairs' codes (block
+  // kb's pair Q of row row0 in its low nibble, of row row0 + 8 in its high nibble), so row r
+  // holds both pairs' weights, 8 bytes a lane (lane l's at 8 l, rows 256 bytes apart, 64 KB): one
+  // PRMT and one LDS.64 give an MMA's registers a0, a1 (or a2, a3) as one aligned pair, where the
+  // pair table takes two of each. No scale half: the scales come by arithmetic.
+  static constexpr bool kQuads = K == 2;
+  template <typename T, typename Lut>
+  static __device__ void build_table_at(Lut lut, const float* cb, int tid, int nthreads) {
+    if constexpr (kQuads) {
+      using dev::fragment_lut::first_index;
+      using dev::fragment_lut::second_index;
+      for (int r = tid; r < 256; r += nthreads) {
+        const uint32_t lo = dev::pack2<T>(cb[first_index<2>(r & 15)], cb[second_index<2>(r & 15)]);
+        const uint32_t hi = dev::pack2<T>(cb[first_index<2>(r >> 4)], cb[second_index<2>(r >> 4)]);
+        // Store j of thread t to quad (j + t) % 16 of its row: 8 lanes of a phase, 8 columns.
+#pragma unroll
+        for (int j = 0; j < 16; ++j)
+          dev::smem::store128(lut, uint32_t(r * 256 + 16 * ((j + tid) % 16)),
+                              make_uint4(lo, hi, lo, hi));
+      }
+    } else {
+      dev::fragment_lut::build<K, T, true>(lut, cb, tid, nthreads);
+    }
+  }
   template <typename T>
   static __device__ void build_own_table(uint32_t base, const float* cb, int tid, int nthreads) {
-    dev::fragment_lut::build<4, T>(base, cb, tid, nthreads);
+    build_table_at<T>(base, cb, tid, nthreads);
   }
 
   template <typename T>
   struct Decoder : KbitDecoder<T> {
-    uint32_t words_at, codes_at;  // this thread's 16 bytes of a weight tile, 4 of a code tile
+    // This thread's bytes of a weight tile (K = 3: its 8 bytes; high_at: its fourth word's 2-bit
+    // fields' word) and its 4 of a code tile.
+    uint32_t words_at, high_at, codes_at;
     __device__ Decoder(const ws::MainloopArgs& a, int lane) : Decoder(a, lane, int(threadIdx.x)) {}
     // tid: the thread's index among its tile's 256 consumers (the layout's t = 32 w + 4 g + c).
+    // A 16-row block's bytes are kRowBlockWeightBytes from the next; K = 3's hold the 32 threads'
+    // 8-byte parts, then their 4-byte words.
     __device__ Decoder(const ws::MainloopArgs& a, int lane, int tid)
         : KbitDecoder<T>(a, lane),
-          words_at(uint32_t(tid) * 16),
+          words_at(K == 3 ? uint32_t(tid >> 5) * kRowBlockWeightBytes + uint32_t(tid & 31) * 8
+                          : uint32_t(tid) * 4 * K),
+          high_at(uint32_t(tid >> 5) * kRowBlockWeightBytes + 256 + uint32_t(tid & 31) * 4),
           codes_at((uint32_t(tid) >> 2) * 4) {}
+    // Build_table for the shared mainloop: this format's table (K = 4's build at K < 4 would
+    // leave rows 2^2K.. empty).
+    __device__ static void build_table(unsigned char* smem, const float* cb, int tid) {
+      build_table_at<T>(smem, cb, tid, ws::Config::kConsumers);
+    }
+    // K = 2: word kb's pairs Q of block kb, rows row0 (lo) and row0 + 8 (hi), by one PRMT (the
+    // code byte beside the lane's column byte, 8 lane) and one LDS.64 of the quad table each.
+    template <typename Lut>
+    __device__ __forceinline__ void quads(Lut lut, uint32_t v, uint32_t (&lo)[4],
+                                          uint32_t (&hi)[4]) const {
+      const uint32_t column8 = this->dec.column * 2;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const uint2 e = dev::smem::load64_fixed(lut, __byte_perm(v, column8, 0x5504 | (q << 4)));
+        lo[q] = e.x;
+        hi[q] = e.y;
+      }
+    }
+    // K = 3, 4: the thread's four pair words: byte Q of word 2 rr + kb is pair Q of row row0 +
+    // 8 rr, block kb, its code in the low 2K bits (the rest anything: the table's rows repeat).
+    // K = 3: words 0..2 as loaded; word 3's 2-bit fields sit at bits 6, 7 of each byte of words 0,
+    // 1, 2 (3 SHF + 2 LOP3, each LOP3 a select under a constant mask).
+    template <typename Ptr>
+    __device__ __forceinline__ void load_words(Ptr w, uint32_t (&words)[4]) const {
+      if constexpr (K == 4) {
+        const uint4 v = dev::smem::load128(w, words_at);
+        words[0] = v.x, words[1] = v.y, words[2] = v.z, words[3] = v.w;
+      } else {
+        const uint2 v = dev::smem::load64(w, words_at);
+        const uint32_t c = dev::smem::load32(w, high_at);
+        const uint32_t lo = ((v.x >> 6) & 0x03030303u) | ((v.y >> 4) & ~0x03030303u);
+        words[0] = v.x, words[1] = v.y, words[2] = c;
+        words[3] = (lo & 0x0F0F0F0Fu) | ((c >> 2) & ~0x0F0F0F0Fu);
+      }
+    }
     // Word 2rr + kb: rows row0 + 8 rr, block kb; k16 step 2kb + h takes pairs 2h and 2h + 1.
     // Lut: the table as a generic pointer or its shared-window address (fragment_lut's lds).
     // Ptr: the stage's tiles the same way (generic pointers or shared-window addresses).
     template <typename Lut, typename Ptr>
     __device__ __forceinline__ void decode(Lut smem, Ptr w, Ptr s, int, uint32_t (&f)[16]) const {
-      const uint4 v = dev::smem::load128(w, words_at);
+      if constexpr (kQuads) {
+        // K = 2: per word (block kb) four PRMT + LDS.64 give both rows' pairs; fp16
+        // scales as K = 4's below (broadcast halves), bf16 scales by arithmetic (no scale half).
+        const uint2 v = dev::smem::load64(w, words_at);
+        const uint32_t codes = dev::smem::load32(s, codes_at);
+        __half2 sc16[2];
+        if constexpr (std::is_same_v<T, __half>) {
+#pragma unroll
+          for (int kb = 0; kb < 2; ++kb) {
+            const uint32_t div16 = dev::decode_e4m4_pair_div16(codes, kb != 0);
+            sc16[kb] = __hmul2(*reinterpret_cast<const __half2*>(&div16), __float2half2_rn(16.f));
+          }
+        }
+#pragma unroll
+        for (int kb = 0; kb < 2; ++kb) {
+          uint32_t out[2][4];  // [rr][q]
+          quads(smem, kb == 0 ? v.x : v.y, out[0], out[1]);
+#pragma unroll
+          for (int rr = 0; rr < 2; ++rr) {
+            if constexpr (std::is_same_v<T, __half>) {
+              const __half2 scale2 = rr == 0 ? __low2half2(sc16[kb]) : __high2half2(sc16[kb]);
+#pragma unroll
+              for (int q = 0; q < 4; ++q) {
+                const __half2 p = __hmul2(*reinterpret_cast<const __half2*>(&out[rr][q]), scale2);
+                out[rr][q] = *reinterpret_cast<const uint32_t*>(&p);
+              }
+            } else {
+              const float sf = dev::decode_e4m4((codes >> (8 * (2 * rr + kb))) & 0xFFu);
+              const uint32_t scale2 = dev::pack2<T>(sf, sf);
+#pragma unroll
+              for (int q = 0; q < 4; ++q) out[rr][q] = dev::mul2<T>(out[rr][q], scale2);
+            }
+            place(out[rr], rr, kb, f);
+          }
+        }
+        return;
+      }
+      uint32_t words[4];
+      load_words(w, words);
       const uint32_t codes = dev::smem::load32(s, codes_at);
-      const uint32_t words[4] = {v.x, v.y, v.z, v.w};
       const auto& dec = this->dec;
       if constexpr (std::is_same_v<T, __half>) {
         // fp16: the scales by arithmetic, not from the table's scale half: a shift and a mask put
@@ -107,16 +213,27 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
     template <typename Lut, typename Ptr>
     __device__ __forceinline__ void decode_unscaled(Lut smem, Ptr w, Ptr s, uint32_t (&f)[16],
                                                     float (&scale)[4]) const {
-      const uint4 v = dev::smem::load128(w, words_at);
       const uint32_t codes = dev::smem::load32(s, codes_at);
-      const uint32_t words[4] = {v.x, v.y, v.z, v.w};
-      const auto& dec = this->dec;
 #pragma unroll
       for (int odd = 0; odd < 2; ++odd) {
         const float2 pair = dev::unpack2<__half>(dev::decode_e4m4_pair_div16(codes, odd != 0));
         scale[odd] = pair.x;      // byte odd: row0, block odd
         scale[2 + odd] = pair.y;  // byte 2 + odd: row0 + 8, block odd
       }
+      if constexpr (kQuads) {
+        const uint2 v = dev::smem::load64(w, words_at);
+#pragma unroll
+        for (int kb = 0; kb < 2; ++kb) {
+          uint32_t out[2][4];  // [rr][q]
+          quads(smem, kb == 0 ? v.x : v.y, out[0], out[1]);
+          place(out[0], 0, kb, f);
+          place(out[1], 1, kb, f);
+        }
+        return;
+      }
+      uint32_t words[4];
+      load_words(w, words);
+      const auto& dec = this->dec;
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         uint32_t out[4];
@@ -137,6 +254,7 @@ struct FragmentWeightsT : ws::KbitWeights<4> {
   };
 };
 
-using FragmentWeights = FragmentWeightsT<false>;
+template <int K>
+using FragmentWeights = FragmentWeightsT<K, false>;
 
 }  // namespace kbit::variants::fragment

@@ -89,7 +89,7 @@ struct PipelineConfig {
 // holds KT k-tiles: KT activation boxes (TT x 64, 128-byte swizzled), KT weight tiles, KT code
 // (or meta) tiles. W_: the weight format (an own-kernel format: FragmentWeightsT, or
 // AwqFragmentWeights in awq_fragment_weights.cuh; its table may be 0 bytes).
-template <int TT, int KT, typename C, typename W_ = FragmentWeightsT<true>>
+template <int TT, int KT, typename C, typename W_ = FragmentWeightsT<4, true>>
 struct PipelineLayout {
   using W = W_;
   static_assert(TT >= 8 && TT <= 128 && KT >= 1 && KT <= 2, "8..128 tokens, 1 or 2 k-tiles");
@@ -120,7 +120,7 @@ struct PipelineLayout {
 // ring's barriers and its walk. The constructor stores the codebook into s_cb (the kernel's
 // shared array) and initializes every pipeline's barriers, and ends with __syncthreads: all of the
 // block's threads construct it.
-template <int TT, int KT, typename C, typename W_ = FragmentWeightsT<true>>
+template <int TT, int KT, typename C, typename W_ = FragmentWeightsT<4, true>>
 struct Pipeline {
   using L = PipelineLayout<TT, KT, C, W_>;
   static constexpr int S = L::kStages;

@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 // The kernel of token tile TT (8..64), KT k-tiles a stage, scale after the MMA or not, on
 // configuration C (pipelines, row blocks a warp), over weight format W.
 template <int TT, int KT, bool kScaleAfter, typename T, typename C,
-          typename W = FragmentWeightsT<true>>
+          typename W = FragmentWeightsT<4, true>>
 ws::Kernel sync_kernel() {
   using L = PipelineLayout<TT, KT, C, W>;
   ws::Kernel k{};

@@ -186,7 +186,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 // The kernel of token tile TT (32..128), KT k-tiles a stage, on configuration C (pipelines, row
 // blocks a warp: 1 or 2), over weight format W.
 template <int TT, int KT, typename T, typename C, bool kPending = false,
-          typename W = FragmentWeightsT<true>>
+          typename W = FragmentWeightsT<4, true>>
 ws::Kernel wgmma_kernel() {
   using L = PipelineLayout<TT, KT, C, W>;
   ws::Kernel k{};

@@ -21,6 +21,14 @@ __device__ __forceinline__ uint4 load128(uint32_t a, uint32_t off) {
                : "memory");
   return v;
 }
+__device__ __forceinline__ uint2 load64(const unsigned char* p, uint32_t off) {
+  return *reinterpret_cast<const uint2*>(p + off);
+}
+__device__ __forceinline__ uint2 load64(uint32_t a, uint32_t off) {
+  uint2 v;
+  asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a + off) : "memory");
+  return v;
+}
 __device__ __forceinline__ uint32_t load32(const unsigned char* p, uint32_t off) {
   return *reinterpret_cast<const uint32_t*>(p + off);
 }
@@ -38,6 +46,15 @@ __device__ __forceinline__ uint32_t load32_fixed(const unsigned char* p, uint32_
 __device__ __forceinline__ uint32_t load32_fixed(uint32_t a, uint32_t off) {
   uint32_t v;
   asm("ld.shared.b32 %0, [%1];" : "=r"(v) : "r"(a + off));
+  return v;
+}
+
+__device__ __forceinline__ uint2 load64_fixed(const unsigned char* p, uint32_t off) {
+  return *reinterpret_cast<const uint2*>(p + off);
+}
+__device__ __forceinline__ uint2 load64_fixed(uint32_t a, uint32_t off) {
+  uint2 v;
+  asm("ld.shared.v2.b32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "r"(a + off));
   return v;
 }
 

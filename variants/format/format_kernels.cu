@@ -368,45 +368,78 @@ void unrepack(const std::uint32_t* packed_tiled, const std::uint8_t* absmax_tile
 
 namespace {
 
-// One block a tile, thread t writes the fragment-order words 4t .. 4t + 3 (rows 16w + g and
-// + 8, blocks 0, 1: t = 32 w + 4 g + c) and, for c = 0, its code word: reference/fragment.hpp.
+// One block a tile, 256 threads (t = 32 w + 4 g + c, lane = t mod 32: rows 16w + g and + 8,
+// blocks 0, 1), each writing its own words of the fragment order and, for c = 0, its code word:
+// reference/fragment.hpp. K = 4: words 4t .. 4t + 3 (one uint4); K = 2: words 2t, 2t + 1 (one
+// uint2); K = 3: words 96w + 2 lane, + 1 (one uint2) and 96w + 64 + lane.
+template <int K>
 __global__ void fragment_order_kernel(const uint32_t* __restrict__ tiled,
                                       const uint8_t* __restrict__ codes, uint32_t* __restrict__ out,
                                       uint8_t* __restrict__ out_codes) {
+  constexpr int kTileWords = 256 * K;  // fragment_tile_words(K)
   const long long tile = blockIdx.x;
-  const int t = threadIdx.x, w = t >> 5, g = (t >> 2) & 7, c = t & 3;
-  const uint32_t* in = tiled + tile * FragmentTile::kWords;
-  uint32_t words[4];
+  const int t = threadIdx.x, w = t >> 5, lane = t & 31, g = (t >> 2) & 7, c = t & 3;
+  const uint32_t* in = tiled + tile * kTileWords;
+  uint32_t* dst = out + tile * kTileWords;
+  // pairs[i], i = 2 rr + kb: byte Q = the interleaved code of pair Q (bit 2p + s = plane p of
+  // element 8Q + 2c + s), bits 2K .. 7 zero.
+  uint32_t pairs[4];
   uint32_t code_word = 0;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int rr = i >> 1, kb = i & 1, r = 16 * w + g + 8 * rr;
-    const uint32_t* planes = in + (r * 2 + kb) * 4;
+    const uint32_t* planes = in + (r * 2 + kb) * K;
     uint32_t v = 0;
 #pragma unroll
     for (int q = 0; q < 4; ++q)
 #pragma unroll
       for (int s = 0; s < 2; ++s)
 #pragma unroll
-        for (int p = 0; p < 4; ++p)
+        for (int p = 0; p < K; ++p)
           v |= ((planes[p] >> (8 * q + 2 * c + s)) & 1u) << (8 * q + 2 * p + s);
-    words[i] = v;
+    pairs[i] = v;
     code_word |= uint32_t(codes[tile * FragmentTile::kCodes + r * 2 + kb]) << (8 * i);
   }
-  reinterpret_cast<uint4*>(out + tile * FragmentTile::kWords)[t] =
-      make_uint4(words[0], words[1], words[2], words[3]);
+  if constexpr (K == 4) {
+    reinterpret_cast<uint4*>(dst)[t] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+  } else if constexpr (K == 2) {  // word kb: row r0's pairs low, row r0 + 8's high
+    reinterpret_cast<uint2*>(dst)[t] =
+        make_uint2(pairs[0] | (pairs[2] << 4), pairs[1] | (pairs[3] << 4));
+  } else {  // K == 3: pair word 3's planes p in bits 6, 7 of each byte of word p
+    constexpr uint32_t kLow2 = 0x03030303u;
+    const uint32_t w0 = pairs[0] | ((pairs[3] & kLow2) << 6);
+    const uint32_t w1 = pairs[1] | (((pairs[3] >> 2) & kLow2) << 6);
+    const uint32_t w2 = pairs[2] | (((pairs[3] >> 4) & kLow2) << 6);
+    reinterpret_cast<uint2*>(dst + 96 * w)[lane] = make_uint2(w0, w1);
+    dst[96 * w + 64 + lane] = w2;
+  }
   if (c == 0)
     reinterpret_cast<uint32_t*>(out_codes + tile * FragmentTile::kCodes)[t >> 2] = code_word;
 }
 
 }  // namespace
 
-void fragment_order(const std::uint32_t* tiled, const std::uint8_t* codes, std::int64_t tiles,
-                    std::uint32_t* out, std::uint8_t* out_codes, cudaStream_t stream) {
+void fragment_order(int k_bits, const std::uint32_t* tiled, const std::uint8_t* codes,
+                    std::int64_t tiles, std::uint32_t* out, std::uint8_t* out_codes,
+                    cudaStream_t stream) {
+  if (k_bits < FragmentTile::kMinBits || k_bits > FragmentTile::kMaxBits)
+    throw Error("fragment_order: the fragment-order layout is K = 2, 3 or 4, not K = " +
+                std::to_string(k_bits));
   if (tiles <= 0) return;
   if (tiles >= (1ll << 31))
     throw Error("fragment_order: " + std::to_string(tiles) + " tiles reach the grid limit 2^31");
-  fragment_order_kernel<<<unsigned(tiles), 256, 0, stream>>>(tiled, codes, out, out_codes);
+  const unsigned grid = unsigned(tiles);
+  switch (k_bits) {
+    case 2:
+      fragment_order_kernel<2><<<grid, 256, 0, stream>>>(tiled, codes, out, out_codes);
+      break;
+    case 3:
+      fragment_order_kernel<3><<<grid, 256, 0, stream>>>(tiled, codes, out, out_codes);
+      break;
+    default:
+      fragment_order_kernel<4><<<grid, 256, 0, stream>>>(tiled, codes, out, out_codes);
+      break;
+  }
   KBIT_CHECK_LAUNCH();
 }
 

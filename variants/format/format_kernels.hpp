@@ -52,10 +52,12 @@ void unrepack(const std::uint32_t* packed_tiled, const std::uint8_t* absmax_tile
               const TiledGeometry& geo, std::uint32_t* packed_flat, std::uint8_t* absmax_flat,
               cudaStream_t stream);
 
-// The tiled layout (K = 4, 64 x 128 tiles) to the fragment order, tile by tile: bit-exact with
-// kbit::fragment_order (reference/fragment.hpp). `tiles` tiles of 1024 words and 256 code bytes;
-// in and out must not overlap.
-void fragment_order(const std::uint32_t* tiled, const std::uint8_t* codes, std::int64_t tiles,
-                    std::uint32_t* out, std::uint8_t* out_codes, cudaStream_t stream);
+// The tiled layout (K = k_bits = 2, 3 or 4, 64 x 128 tiles) to the fragment order, tile by tile:
+// bit-exact with kbit::fragment_order (reference/fragment.hpp). `tiles` tiles of 256 K words and
+// 256 code bytes; in and out must not overlap. Throws before any launch for another K (naming
+// it) or for 2^31 tiles and more; does nothing for none.
+void fragment_order(int k_bits, const std::uint32_t* tiled, const std::uint8_t* codes,
+                    std::int64_t tiles, std::uint32_t* out, std::uint8_t* out_codes,
+                    cudaStream_t stream);
 
 }  // namespace kbit::gpu

@@ -61,12 +61,17 @@ __host__ __device__ constexpr int second_index(int r) {
 // store j of thread t goes to quad (j + t) % 8 of its row, so the 8 lanes of an STS.128 phase
 // write 8 different quads (all 32 banks) although their rows are 128 or 256 bytes apart.
 // Lut: unsigned char* or the table's shared-window address (smem_access.cuh).
-template <int K, typename T, typename Lut>
+// kRepeat (K < 4): every one of the 256 rows holds a pair entry, row r that of code r mod 2^2K
+// (first_index / second_index read only the code's 2K low bits), so that a code byte whose high
+// bits hold anything reads its pair (the fragment-order layout at K = 2, 3:
+// reference/fragment.hpp).
+template <int K, typename T, bool kRepeat = false, typename Lut>
 __device__ void build(Lut lut, const float* cb, int tid, int nthreads) {
   using Tb = Table<K>;
+  static_assert(!kRepeat || Tb::kScales, "repeated rows: K <= 4 (256 rows)");
   for (int r = tid; r < Tb::kRows; r += nthreads) {
     const uint32_t row = uint32_t(r * Tb::kStride);
-    if (r < Tb::kCodes) {
+    if (kRepeat || r < Tb::kCodes) {
       const uint32_t p = pack2<T>(cb[first_index<K>(r)], cb[second_index<K>(r)]);
 #pragma unroll
       for (int j = 0; j < 8; ++j)

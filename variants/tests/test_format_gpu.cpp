@@ -221,19 +221,21 @@ TEST_CASE("GPU repack and unrepack are bit-exact, padding included", "[gpu][form
 TEST_CASE("GPU fragment order is bit-exact with the reference, padding included", "[gpu][format]") {
   KBIT_REQUIRE_GPU();
   const struct { std::int64_t N, K_dim; } shapes[] = {{200, 96}, {1, 32}, {513, 4096}, {128, 64}};
-  for (auto s : shapes) {
-    INFO("N=" << s.N << " K_dim=" << s.K_dim);
-    const auto q =
-        quantize(random_normal(s.N * s.K_dim, std::uint64_t(s.N * 7)), codebook_nf(4), 4);
-    const auto tiled = repack(q.packed.data(), q.absmax_e4m4.data(), s.N, s.K_dim, 4, {64, 128});
-    const auto ref = fragment_order(tiled);
-    DeviceBuffer<std::uint32_t> d_words(tiled.packed);
-    DeviceBuffer<std::uint8_t> d_codes(tiled.absmax);
-    auto d_out = test::poisoned<std::uint32_t>(ref.packed.size());
-    auto d_out_codes = test::poisoned<std::uint8_t>(ref.absmax.size());
-    gpu::fragment_order(d_words.get(), d_codes.get(), tiled.geo.k_tiles() * tiled.geo.n_tiles(),
-                        d_out.get(), d_out_codes.get(), nullptr);
-    REQUIRE(d_out.download() == ref.packed);
-    REQUIRE(d_out_codes.download() == ref.absmax);
-  }
+  for (int k : {2, 3, 4})
+    for (auto s : shapes) {
+      INFO("K=" << k << " N=" << s.N << " K_dim=" << s.K_dim);
+      const auto q =
+          quantize(random_normal(s.N * s.K_dim, std::uint64_t(s.N * 7 + k)), codebook_nf(k), k);
+      const auto tiled = repack(q.packed.data(), q.absmax_e4m4.data(), s.N, s.K_dim, k, {64, 128});
+      const auto ref = fragment_order(tiled);
+      DeviceBuffer<std::uint32_t> d_words(tiled.packed);
+      DeviceBuffer<std::uint8_t> d_codes(tiled.absmax);
+      auto d_out = test::poisoned<std::uint32_t>(ref.packed.size());
+      auto d_out_codes = test::poisoned<std::uint8_t>(ref.absmax.size());
+      gpu::fragment_order(k, d_words.get(), d_codes.get(),
+                          tiled.geo.k_tiles() * tiled.geo.n_tiles(), d_out.get(), d_out_codes.get(),
+                          nullptr);
+      REQUIRE(d_out.download() == ref.packed);
+      REQUIRE(d_out_codes.download() == ref.absmax);
+    }
 }

@@ -45,10 +45,12 @@ void check_refused(std::int64_t M, const VariantOptions& o,
 
 TEST_CASE("fragment_mma refuses other widths and shapes before any GPU work", "[variants]") {
   using variants::fragment_mma_setup;
-  for (int k : {2, 3, 5})
+  for (int k : {1, 5, 8})
     CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, k), {}),
                       Catch::Contains("K = " + std::to_string(k)) &&
-                          Catch::Contains("fragment-order layout is K = 4"));
+                          Catch::Contains("fragment-order layout is K = 2, 3 or 4"));
+  for (int k : {2, 3, 4})  // the choice itself (the setup then needs a GPU)
+    CHECK(variants::fragment_mma_choose(dense(16, 256, 256, k), {}, 132).k_bits == k);
   CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 100, 4), {}),
                     Catch::Contains("K_dim = 100") && Catch::Contains("multiple of 32"));
   GemmDims moe = dense(16, 256, 256, 4);
@@ -179,11 +181,19 @@ TEST_CASE("fragment_mma's group_in_flight runs a kernel of its own wherever it i
   }
 }
 
-TEST_CASE("the fragment tile repack refuses a grid past its limit, and does nothing for none",
-          "[variants]") {
-  CHECK_NOTHROW(gpu::fragment_order(nullptr, nullptr, 0, nullptr, nullptr, nullptr));
-  CHECK_THROWS_WITH(gpu::fragment_order(nullptr, nullptr, 1ll << 31, nullptr, nullptr, nullptr),
-                    Catch::Contains("2147483648 tiles") && Catch::Contains("2^31"));
+TEST_CASE(
+    "the fragment tile repack refuses a grid past its limit and another K, and does nothing for "
+    "none",
+    "[variants]") {
+  for (int k : {2, 3, 4}) {
+    CHECK_NOTHROW(gpu::fragment_order(k, nullptr, nullptr, 0, nullptr, nullptr, nullptr));
+    CHECK_THROWS_WITH(
+        gpu::fragment_order(k, nullptr, nullptr, 1ll << 31, nullptr, nullptr, nullptr),
+        Catch::Contains("2147483648 tiles") && Catch::Contains("2^31"));
+  }
+  for (int k : {1, 5})  // before any launch: one tile would reach the GPU
+    CHECK_THROWS_WITH(gpu::fragment_order(k, nullptr, nullptr, 1, nullptr, nullptr, nullptr),
+                      Catch::Contains("K = 2, 3 or 4, not K = " + std::to_string(k)));
 }
 
 TEST_CASE(
@@ -252,55 +262,57 @@ TEST_CASE(
   using variants::fragment_mma_choose;
   using variants::fragment_mma_kernel_shape;
   int accepted = 0, refused = 0;
-  for (int sms : {132, 8})  // N = 5120, K_dim 2048: short walks on 132 SMs, not on 8
-    for (std::int64_t m : {1, 8, 16, 24, 32, 48, 64, 100, 128, 256})
-      for (int tt : {0, 8, 16, 32, 64, 128, 256})
-        for (int mma : {0, 1, 2})
-          for (int kernel : {0, 1})
-            for (int kt : {0, 1, 2})
-              for (int pipes : {0, 1, 2, 3, 4})
-                for (int rb : {0, 1, 2, 4})
-                  for (int after : {0, 1, 2})
-                    for (int gif : {0, 1}) {
-                      const VariantOptions o = with({{"token_tile", tt},
-                                                     {"mma", mma},
-                                                     {"kernel", kernel},
-                                                     {"stage_k_tiles", kt},
-                                                     {"pipelines", pipes},
-                                                     {"row_blocks", rb},
-                                                     {"scale_after_mma", after},
-                                                     {"group_in_flight", gif}});
-                      variants::FragmentMmaChoice c;
-                      try {
-                        c = fragment_mma_choose(dense(m, 5120, 2048, 4), o, sms);
-                      } catch (const Error& e) {
-                        ++refused;
-                        REQUIRE(std::string(e.what()).rfind("fragment_mma: ", 0) == 0);
-                        continue;
+  for (int k_bits : {2, 3, 4})
+    for (int sms : {132, 8})  // N = 5120, K_dim 2048: short walks on 132 SMs, not on 8
+      for (std::int64_t m : {1, 8, 16, 24, 32, 48, 64, 100, 128, 256})
+        for (int tt : {0, 8, 16, 32, 64, 128, 256})
+          for (int mma : {0, 1, 2})
+            for (int kernel : {0, 1})
+              for (int kt : {0, 1, 2})
+                for (int pipes : {0, 1, 2, 3, 4})
+                  for (int rb : {0, 1, 2, 4})
+                    for (int after : {0, 1, 2})
+                      for (int gif : {0, 1}) {
+                        const VariantOptions o = with({{"token_tile", tt},
+                                                       {"mma", mma},
+                                                       {"kernel", kernel},
+                                                       {"stage_k_tiles", kt},
+                                                       {"pipelines", pipes},
+                                                       {"row_blocks", rb},
+                                                       {"scale_after_mma", after},
+                                                       {"group_in_flight", gif}});
+                        variants::FragmentMmaChoice c;
+                        try {
+                          c = fragment_mma_choose(dense(m, 5120, 2048, k_bits), o, sms);
+                        } catch (const Error& e) {
+                          ++refused;
+                          REQUIRE(std::string(e.what()).rfind("fragment_mma: ", 0) == 0);
+                          continue;
+                        }
+                        ++accepted;
+                        for (DType t : {DType::f16, DType::bf16}) {
+                          INFO("K " << k_bits << " SMs " << sms << " M " << m << " token_tile "
+                                    << tt << " mma " << mma << " kernel " << kernel
+                                    << " stage_k_tiles " << kt << " pipelines " << pipes
+                                    << " row_blocks " << rb << " scale_after_mma " << after
+                                    << " group_in_flight " << gif);
+                          const auto k = fragment_mma_kernel_shape(c, t);  // throws if none
+                          REQUIRE(k.found);
+                          if (!c.own) continue;
+                          REQUIRE(k.sync == !c.wgmma);
+                          REQUIRE(k.k_tiles == c.k_tiles);
+                          REQUIRE(k.pipelines == c.pipelines);
+                          // A pipeline: 8 / row_blocks consumer warps and a producer warp, or
+                          // (wgmma, two row blocks, or 2 pipelines at 128 tokens) its consumers
+                          // beside a producer warpgroup's.
+                          const bool producer_warpgroup =
+                              c.wgmma &&
+                              (c.row_blocks == 2 || (c.pipelines == 2 && c.token_tile == 128));
+                          REQUIRE(k.threads == c.pipelines * 32 * 8 / c.row_blocks +
+                                                   (producer_warpgroup ? 128 : 32 * c.pipelines));
+                          REQUIRE(k.stages >= 2);
+                        }
                       }
-                      ++accepted;
-                      for (DType t : {DType::f16, DType::bf16}) {
-                        INFO("SMs " << sms << " M " << m << " token_tile " << tt << " mma " << mma
-                                    << " kernel " << kernel << " stage_k_tiles " << kt
-                                    << " pipelines " << pipes << " row_blocks " << rb
-                                    << " scale_after_mma " << after << " group_in_flight " << gif);
-                        const auto k = fragment_mma_kernel_shape(c, t);  // throws if none
-                        REQUIRE(k.found);
-                        if (!c.own) continue;
-                        REQUIRE(k.sync == !c.wgmma);
-                        REQUIRE(k.k_tiles == c.k_tiles);
-                        REQUIRE(k.pipelines == c.pipelines);
-                        // A pipeline: 8 / row_blocks consumer warps and a producer warp, or (wgmma,
-                        // two row blocks, or 2 pipelines at 128 tokens) its consumers beside a
-                        // producer warpgroup's.
-                        const bool producer_warpgroup =
-                            c.wgmma &&
-                            (c.row_blocks == 2 || (c.pipelines == 2 && c.token_tile == 128));
-                        REQUIRE(k.threads == c.pipelines * 32 * 8 / c.row_blocks +
-                                                 (producer_warpgroup ? 128 : 32 * c.pipelines));
-                        REQUIRE(k.stages >= 2);
-                      }
-                    }
   CHECK(accepted > 1000);
   CHECK(refused > 1000);
 }

@@ -1,0 +1,9 @@
+// fragment_mma's K = 2 kernels (fragment_kernels.cuh).
+#include "variants/07_fragment_mma/fragment_kernels_impl.cuh"
+
+namespace kbit::variants::fragment {
+
+template ws::Kernel fragment_mma_kernel_k<2>(const FragmentMmaChoice&, DType);
+template bool fragment_four_pipelines_fit<2>(int, int, const char*);
+
+}  // namespace kbit::variants::fragment
