@@ -22,7 +22,7 @@
 # one file, so that a runner that returns few files returns all of it; unpack it in the repo root.
 # A tree copied to a remote GPU machine is best kept small (results/ grows with every run):
 # carry the header libraries as one archive (tar czf deps-carry.tgz .deps; ~2 MB, ignored by
-# git), which is unpacked here when .deps/ is missing (docs/harness.md, "A GPU machine without
+# git), which is unpacked here when .deps/ is missing (docs/gpu_machines.md, "A GPU machine without
 # our packages").
 set -u
 LOGS=${LOGS:-/tmp/gpu-logs}

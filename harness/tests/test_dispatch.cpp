@@ -29,6 +29,7 @@
 #include "harness/dispatch.hpp"
 #include "harness/options.hpp"
 #include "harness/tests/temp_dir.hpp"
+#include "harness/weight_format.hpp"
 #include "reference/error.hpp"
 #include "variants/05_grouped_mma/grouped_mma.hpp"
 
@@ -679,4 +680,100 @@ TEST_CASE("dispatch rows: awq_auto runs AWQ problems in its chosen row's layout"
              Catch::StartsWith("awq_auto -> awq_fragment_mma (exact: test.big M = 16, 50.00 us): "
                                "[token_tile=0 ") &&
                  Catch::EndsWith("] tile 1"));
+}
+
+TEST_CASE("dispatch rows: auto_run refuses weights not in the chosen row's layout, naming both",
+          "[dispatch]") {
+  // auto's lookup on table H picks fragment_mma at M = 16 and warp_specialized at M = 64, and the
+  // harness builds each problem's chosen layout (row_layout): weights built for one problem are
+  // refused by the state set up for the other, before the chosen row's run is reached.
+  TempDir tmp;
+  write_table_h(tmp.path);
+  std::ostringstream notes;
+  DispatchTables tables(tmp.path, notes);
+  const VariantRow& a = find_variant("auto");
+  CHECK(a.run == &auto_run);
+  CHECK(find_variant("grouped_auto").run == &auto_run);
+  CHECK(find_variant("awq_auto").run == &auto_run);
+  for (const auto& [m, other] : {std::pair<std::int64_t, std::int64_t>{16, 64}, {64, 16}}) {
+    const GemmDims d = gemm(m);
+    const DispatchChoice c = tables.choose(dispatch_problem(d), kGpuH, 90);
+    const VariantRow& chosen = find_variant(c.variant);
+    INFO("M = " << m << " -> " << c.variant);
+    REQUIRE(row_layout(a, d, tables, kGpuH, 90) == chosen.layout);
+    const WeightLayout built = row_layout(a, gemm(other), tables, kGpuH, 90);
+    REQUIRE_FALSE(built == chosen.layout);
+    AutoState s("auto", chosen, c, resolve_options(chosen, {}), std::make_unique<FakeState>());
+    GemmArgs args;
+    args.w.layout = built;
+    CHECK_THROWS_AS(a.run(&s, d, args, nullptr), Error);
+    CHECK_THROWS_WITH(a.run(&s, d, args, nullptr),
+                      "auto_run: the weights are in layout '" + layout_name(built) + "'; " +
+                          c.variant + " reads '" + layout_name(chosen.layout) +
+                          "' (build the layout row_layout names for the problem)");
+  }
+  CHECK(notes.str().empty());
+
+  // Every auto row, the same check: another kind of layout, or the tiled one at other tiles.
+  struct Want {
+    const char* auto_row;
+    const char* chosen;
+    WeightLayout given;
+    const char* given_name;
+    const char* chosen_name;
+  };
+  GemmDims moe = gemm(64 * 8);
+  moe.num_experts = 8;
+  for (const Want& w : {Want{"auto",
+                             "warp_specialized",
+                             {LayoutKind::tiled, {128, 128}},
+                             "tiled 128x128",
+                             "tiled 64x128"},
+                        Want{"auto", "scalar_gemv", {LayoutKind::flat, {}}, "flat", "tiled 64x128"},
+                        Want{"grouped_auto", "grouped_mma", kFragment, "fragment", "tiled 64x128"},
+                        Want{"awq_auto", "awq_gemv", kAwqTiled, "awq tiled", "awq"},
+                        Want{"awq_auto", "awq_gemm", kAwq, "awq", "awq tiled"}}) {
+    INFO(w.auto_row << " -> " << w.chosen << " on " << w.given_name);
+    const VariantRow& chosen = find_variant(w.chosen);
+    REQUIRE(layout_name(chosen.layout) == w.chosen_name);
+    AutoState s(w.auto_row, chosen, {w.chosen, "exact: x"}, resolve_options(chosen, {}),
+                std::make_unique<FakeState>());
+    GemmArgs args;
+    args.w.layout = w.given;
+    const GemmDims d = std::string(w.auto_row) == "grouped_auto" ? moe
+                       : std::string(w.auto_row) == "awq_auto"   ? awq_gemm_dims(16)
+                                                                 : gemm(16);
+    CHECK_THROWS_WITH(find_variant(w.auto_row).run(&s, d, args, nullptr),
+                      std::string("auto_run: the weights are in layout '") + w.given_name + "'; " +
+                          w.chosen + " reads '" + w.chosen_name +
+                          "' (build the layout row_layout names for the problem)");
+  }
+  // A state that is not an auto row's is refused too, before anything runs.
+  FakeState plain;
+  GemmArgs args;
+  args.w.layout = kTiled;
+  CHECK_THROWS_WITH(auto_run(&plain, gemm(16), args, nullptr),
+                    "auto_run: the state was not made by an auto row's setup");
+}
+
+TEST_CASE("dispatch rows: grouped_auto refuses AWQ problems before looking anything up",
+          "[dispatch][awq]") {
+  const VariantRow& g = find_variant("grouped_auto");
+  CHECK(g.support.awq_groups.empty());
+  for (int group : {32, 64, 128}) {
+    INFO("group " << group);
+    GemmDims d = awq_gemm_dims(64 * 8, group);
+    d.num_experts = 8;
+    for (int e = 0; e <= 8; ++e) d.expert_offsets.push_back(64 * e);
+    const std::string format = weight_format_name(group);
+    // The registry's check (what run and validate ask before any GPU work) ...
+    CHECK(unsupported_reason(g, d, 90) ==
+          "weights are " + format + "; this row reads kbit weights");
+    CHECK(unsupported_reason(g, d, 0) == "weights are " + format + "; this row reads kbit weights");
+    // ... and the setup's own, before the lookup (which asks the device its name): exactly this
+    // message, not a lookup's or a device query's.
+    CHECK_THROWS_WITH(grouped_auto_setup(d, {}),
+                      "grouped_auto runs kbit problems; the weights are " + format);
+    CHECK_THROWS_WITH(g.setup(d, {}), "grouped_auto runs kbit problems; the weights are " + format);
+  }
 }

@@ -64,8 +64,7 @@ RunFolder read_run_folder(const std::string& run) {
   f.gpu = j.at("device").at("name").get<std::string>();
   const std::string cc = j.at("device").at("compute_capability").get<std::string>();
   if (cc.size() == 3 && cc[1] == '.') f.sm = (cc[0] - '0') * 10 + (cc[2] - '0');
-  std::istringstream csv(
-      read_text_file(dir + "/results.csv", "results.csv", kMaxResultsCsvBytes));
+  std::istringstream csv(read_text_file(dir + "/results.csv", "results.csv", kMaxResultsCsvBytes));
   for (std::string line; std::getline(csv, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();
     f.lines.push_back(line);

@@ -4,7 +4,7 @@ config and build, into one run folder:
 
     python3 harness/tools/merge_runs.py results/envelope/<part 1> results/envelope/<part 2> ...
 
-`kbit-harness run --devices` joins the parts its devices wrote with it (docs/harness.md, "Sweeps
+`kbit-harness run --devices` joins the parts its devices wrote with it (docs/gpu_machines.md, "Sweeps
 over several GPUs"). The parts must be different folders of the same experiment, config hash, git
 SHA and GPU model (run.json's device.name: a mix is refused, naming each part's GPU) with the same
 CSV header, and no problem row (shape, M, K, dtype, weight format (the codebook column), variant,
