@@ -682,7 +682,7 @@ TEST_CASE("dispatch rows: awq_auto runs AWQ problems in its chosen row's layout"
                  Catch::EndsWith("] tile 1"));
 }
 
-TEST_CASE("dispatch rows: auto_run refuses weights not in the chosen row's layout, naming both",
+TEST_CASE("dispatch rows: auto_run refuses weights not in the chosen row's layout and names both",
           "[dispatch]") {
   // auto's lookup on table H picks fragment_mma at M = 16 and warp_specialized at M = 64, and the
   // harness builds each problem's chosen layout (row_layout): weights built for one problem are
