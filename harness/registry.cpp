@@ -332,11 +332,10 @@ const std::vector<VariantRow>& registry() {
         variants::kAwqFragmentMmaPipelines, variants::kAwqFragmentMmaRowBlocks,
         variants::kFragmentMmaWalkOrder, variants::kAwqFragmentMmaScaleAfter}},
       {"fragment_mma",
-       "variant 07 (sm_90a): the fragment-order layout (K = 2..4: each thread's k-tile one 16-byte "
-       "load of ready pair codes at K = 4, no plane merge) on an own kernel of pipelines over one "
-       "table: "
-       "mma.sync to 16 tokens (ldmatrix of the swizzled activation boxes), wgmma at 32..128; "
-       "the shared mainloop's wgmma above",
+       "variant 07 (sm_90a): the fragment-order layout (K = 2..4: a thread's k-tile one load of "
+       "ready pair codes, no plane merge; K = 2 through a quad table) on an own kernel of "
+       "pipelines over one table: mma.sync to 16 tokens (ldmatrix of the swizzled activation "
+       "boxes), wgmma at 32..128; the shared mainloop's wgmma above",
        Family::gemm,
        fragment_mma_support(),
        {LayoutKind::fragment, {}},

@@ -1,6 +1,6 @@
 // kbit-harness run --devices all|0,1: the problems of one experiment sharded over GPUs of one host
-// (docs/gpu_machines.md, "Sweeps over several GPUs"). The parent re-executes itself once per device,
-// `run CONFIG --shard I/N --device-index D --out-root <scratch>/dD --no-plot` with
+// (docs/gpu_machines.md, "Sweeps over several GPUs"). The parent re-executes itself once per
+// device, `run CONFIG --shard I/N --device-index D --out-root <scratch>/dD --no-plot` with
 // CUDA_VISIBLE_DEVICES set to the device's UUID (the child, its peers' Python included, sees that
 // device alone), prints each child's lines prefixed with its device, and joins the children's run
 // folders with harness/tools/merge_runs.py into one folder under the results root.

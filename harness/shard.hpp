@@ -1,6 +1,6 @@
-// Sweeps over several GPUs of one host (`kbit-harness run --devices`, docs/gpu_machines.md, "Sweeps over
-// several GPUs"): the --devices list, the problems of a config in the order `run` times them, and
-// their partition into one shard per device. No CUDA here: the CPU tests cover all of it.
+// Sweeps over several GPUs of one host (`kbit-harness run --devices`, docs/gpu_machines.md, "Sweeps
+// over several GPUs"): the --devices list, the problems of a config in the order `run` times them,
+// and their partition into one shard per device. No CUDA here: the CPU tests cover all of it.
 #pragma once
 #include <cstdint>
 #include <string>

@@ -4,16 +4,15 @@ config and build, into one run folder:
 
     python3 harness/tools/merge_runs.py results/envelope/<part 1> results/envelope/<part 2> ...
 
-`kbit-harness run --devices` joins the parts its devices wrote with it (docs/gpu_machines.md, "Sweeps
-over several GPUs"). The parts must be different folders of the same experiment, config hash, git
-SHA and GPU model (run.json's device.name: a mix is refused, naming each part's GPU) with the same
-CSV header, and no problem row (shape, M, K, dtype, weight format (the codebook column), variant,
-PDL) may appear in two of them; else it refuses before writing anything. The joined folder takes
-the first part's name: results.csv holds every part's rows; run.json is the first part's with
+`kbit-harness run --devices` joins the parts its devices wrote with it (docs/gpu_machines.md,
+"Sweeps over several GPUs"). The parts must be different folders of the same experiment, config
+hash, git SHA and GPU model (run.json's device.name: a mix is refused, naming each part's GPU) with
+the same CSV header, and no problem row (shape, M, K, dtype, weight format (the codebook column),
+variant, PDL) may appear in two of them; else it refuses before writing anything. The joined folder
+takes the first part's name: results.csv holds every part's rows; run.json is the first part's with
 `merged_from` (each part's argv, start, end, status and device), the summary counts and the peers'
 counts summed, and `overrides.shapes` the union; each part's own run.json and peer files are kept
-under parts/<part name>/. The parts' folders are removed only once the joined one is in place.
-"""
+under parts/<part name>/. The parts' folders are removed only once the joined one is in place. """
 import csv
 import json
 import os

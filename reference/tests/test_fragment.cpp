@@ -40,7 +40,7 @@ TEST_CASE("fragment_pos: the hand-worked positions of docs/format.md", "[fragmen
   // byte 4 * (8 + 3) + 3 = 47.
   // K = 4: word 4 * 46 + 3 = 187, bit 8 + 2p + 1.
   check_pos(4, 27, 45, 47, {{187, 9}, {187, 11}, {187, 13}, {187, 15}});
-  // K = 2: word 2 * 46 + (3 >> 1) = 93, bit 8 + 4 * (3 & 1) + 2p + 1 = 13 + 2p.
+  // K = 2: word 2 * 46 + (3 & 1) = 93, bit 8 + 4 * (3 >> 1) + 2p + 1 = 13 + 2p.
   check_pos(2, 27, 45, 47, {{93, 13}, {93, 15}});
   // K = 3, i = 3: plane p in word j = p of chunk 1 (words 96 .. 191): j = 0 is 96 + 2 * 14 = 124,
   // j = 1 is 125, j = 2 is 96 + 64 + 14 = 174; bit 8 + 6 + 1 = 15 in each.

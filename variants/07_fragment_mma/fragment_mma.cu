@@ -1,11 +1,12 @@
 // Variant 07: the fragment-order layout (reference/fragment.hpp), K = 2..4. The layout moves the
 // tiled layout's plane merge (2K + 1 instructions per block-row a thread decodes) into a one-off
-// repack, so a consumer's k-tile is one LDS.128, one LDS.32 of codes and per pair one PRMT + LDS
-// + HMUL2. Dense problems only, with the shared dense tile order and plan
-// (variants/hopper/dense_tiles.cuh, launcher.cuh), on the own kernel (pipelines.cuh: mma.sync
-// consumers to 16 tokens, sync_kernel.cuh; wgmma at 32..128, wgmma_kernel.cuh) or the shared
-// mainloop (variants/hopper/mainloop.cuh: 256 tokens, and `kernel = 1`). README.md beside this
-// file.
+// repack, so a consumer's k-tile at K = 4 is one LDS.128, one LDS.32 of codes and per pair one
+// PRMT + LDS + HMUL2 (K = 3: an LDS.64 and an LDS.32 of words; K = 2: one LDS.64, two pairs a
+// PRMT + LDS.64 of the quad table; fragment_weights.cuh). Dense problems only, with the shared
+// dense tile order and plan (variants/hopper/dense_tiles.cuh, launcher.cuh), on the own kernel
+// (pipelines.cuh: mma.sync consumers to 16 tokens, sync_kernel.cuh; wgmma at 32..128,
+// wgmma_kernel.cuh) or the shared mainloop (variants/hopper/mainloop.cuh: 256 tokens, and `kernel =
+// 1`). README.md beside this file.
 #include <cuda_runtime.h>
 
 #include <string>

@@ -17,9 +17,10 @@ namespace kbit::variants::fragment {
 // K: 2, 3, 4 bits a weight. kTwoTiles: 2 k-tiles a stage also at two blocks per SM (8..32
 // tokens), which halves the per-stage instructions a weight (barrier waits, the walk, the
 // ldmatrix addresses) and leaves room for 3-4 stages beside the 64 KB table. The tiles' sizes and
-// their copies are the tiled layout's (ws::KbitWeights<K>); the table is K = 4's row shape with
-// its 256 rows repeating the 2^2K pair entries (fragment_lut::build's kRepeat), so that one PRMT
-// of a code byte whose bits above 2K hold anything is a pair's address.
+// their copies are the tiled layout's (ws::KbitWeights<K>). The table: at K = 3, 4 K = 4's pair
+// table, its 256 rows at K = 3 repeating the 64 pair entries (fragment_lut::build's kRepeat), so
+// that one PRMT of a code byte whose two high bits hold anything is a pair's address; at K = 2
+// the quad table (kQuads below).
 // The tiled layout's K = 4 decoder: its pair lookups (one PRMT + LDS a pair) and scales.
 template <typename T>
 using KbitDecoder = ws::KbitWeights<4>::Decoder<T>;

@@ -63,7 +63,7 @@ __host__ __device__ constexpr int second_index(int r) {
 // Lut: unsigned char* or the table's shared-window address (smem_access.cuh).
 // kRepeat (K < 4): every one of the 256 rows holds a pair entry, row r that of code r mod 2^2K
 // (first_index / second_index read only the code's 2K low bits), so that a code byte whose high
-// bits hold anything reads its pair (the fragment-order layout at K = 2, 3:
+// bits hold anything reads its pair (the fragment-order layout at K = 3:
 // reference/fragment.hpp).
 template <int K, typename T, bool kRepeat = false, typename Lut>
 __device__ void build(Lut lut, const float* cb, int tid, int nthreads) {

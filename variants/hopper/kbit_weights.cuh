@@ -1,8 +1,8 @@
 // The kbit tiled layout (docs/format.md) as a weight format of the shared mainloop
 // (mainloop.cuh's F, the contract in config.cuh): K bit planes and one E4M4 code per block of 32,
 // decoded through the fragment table (fragment_lut.cuh). Variants 03 and 05 run it; variant 07's
-// fragment-order layout reuses its tiles, copies and table with a decode of its own. kernel_for
-// maps a runtime K to its kernel.
+// fragment-order layout reuses its tiles and copies with a decode of its own (and its table at
+// K = 3, 4; K = 2 has a quad table). kernel_for maps a runtime K to its kernel.
 #pragma once
 #include <cstdint>
 
