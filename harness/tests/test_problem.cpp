@@ -10,6 +10,7 @@
 #include "reference/error.hpp"
 #include "reference/gemm_ref.hpp"
 #include "reference/random.hpp"
+#include "variants/format/awq_repack.hpp"
 
 using namespace kbit;
 
@@ -189,6 +190,8 @@ TEST_CASE("AWQ layouts hold the tensors and awq_tile's words and meta, and no kb
       CHECK(DeviceWeights::expert_bytes(hw, DType::f16, {LayoutKind::awq_tiled, {}}) ==
             std::int64_t(t.words.size() + t.meta.size()) * 4);
       CHECK(awq_tiled_bytes(N, K, g) == std::int64_t(t.words.size() + t.meta.size()) * 4);
+      const gpu::AwqTileShape shape = gpu::awq_tile_shape(K, N, g);  // what the device build takes
+      CHECK(awq_tiled_bytes(N, K, g) == (shape.tile_words() + shape.meta_words()) * 4);
       CHECK(DeviceWeights::expert_bytes(hw, DType::f16, {LayoutKind::awq, {}}) ==
             std::int64_t(hw.awq.qweight.size() * 4 + hw.awq.qzeros.size() * 4 +
                          hw.awq.scales.size() * 2));

@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstring>
 
+#include <chrono>
+
+#include "reference/awq.hpp"
 #include "reference/codebook.hpp"
 #include "reference/e4m4.hpp"
 #include "reference/error.hpp"
@@ -12,7 +15,9 @@
 #include "reference/quantize.hpp"
 #include "reference/random.hpp"
 #include "reference/tiled.hpp"
+#include "variants/format/awq_repack.hpp"
 #include "variants/format/format_kernels.hpp"
+#include "variants/tests/awq_random.hpp"
 #include "variants/tests/gpu_test_util.hpp"
 
 using namespace kbit;
@@ -238,4 +243,96 @@ TEST_CASE("GPU fragment order is bit-exact with the reference, padding included"
       REQUIRE(d_out.download() == ref.packed);
       REQUIRE(d_out_codes.download() == ref.absmax);
     }
+}
+
+namespace {
+
+// gpu::awq_tile of `a` into poisoned outputs, downloaded.
+AwqTiled gpu_awq_tile(const AwqTensor& a) {
+  const gpu::AwqTileShape s = gpu::awq_tile_shape(a.k_in, a.n_out, a.group);
+  DeviceBuffer<std::int32_t> d_qweight(a.qweight), d_qzeros(a.qzeros);
+  DeviceBuffer<std::uint16_t> d_scales(a.scales);
+  auto d_words = test::poisoned<std::uint32_t>(std::size_t(s.tile_words()));
+  auto d_meta = test::poisoned<std::uint32_t>(std::size_t(s.meta_words()));
+  gpu::awq_tile(d_qweight.get(), d_qzeros.get(), d_scales.get(), a.k_in, a.n_out, a.group,
+                d_words.get(), d_meta.get(), nullptr);
+  AwqTiled o;
+  o.words = d_words.download();
+  o.meta = d_meta.download();
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("GPU AWQ tile repack is bit-exact with awq_tile, padding included",
+          "[gpu][format][awq]") {
+  KBIT_REQUIRE_GPU();
+  // Tile multiples (128 columns x 64 k: {128, 64}) and shapes that are not, nor at G = 32 of the
+  // two-group meta tile.
+  const struct {
+    std::int64_t n_out, k_in;
+  } shapes[] = {{200, 96}, {264, 160}, {8, 2176}, {264, 2176}, {200, 640}, {128, 64}, {136, 384}};
+  for (int g : {32, 64, 128})
+    for (auto sh : shapes) {
+      if (sh.k_in % g) continue;
+      INFO("G = " << g << " N_out = " << sh.n_out << " K_in = " << sh.k_in);
+      // Random words (every nibble, every fp16 pattern), and at one shape a quantized weight.
+      const AwqTensor random = test::random_awq_tensor(sh.k_in, sh.n_out, g, std::uint64_t(g));
+      const AwqTiled ref = awq_tile(random), got = gpu_awq_tile(random);
+      REQUIRE(got.words == ref.words);
+      REQUIRE(got.meta == ref.meta);
+      if (sh.n_out == 264 && sh.k_in == 2176) {
+        const AwqTensor q =
+            awq_quantize(random_normal(sh.n_out * sh.k_in, 5), sh.n_out, sh.k_in, g);
+        const AwqTiled qref = awq_tile(q), qgot = gpu_awq_tile(q);
+        REQUIRE(qgot.words == qref.words);
+        REQUIRE(qgot.meta == qref.meta);
+      }
+    }
+}
+
+TEST_CASE("GPU AWQ tile repack of a 28672 x 8192 layer: bit-exact, its time and GB/s",
+          "[gpu][format][awq]") {
+  KBIT_REQUIRE_GPU();
+  const std::int64_t n_out = 28672, k_in = 8192;
+  const int g = 128;
+  const AwqTensor a = test::random_awq_tensor(k_in, n_out, g, 11);
+  const gpu::AwqTileShape s = gpu::awq_tile_shape(k_in, n_out, g);
+  DeviceBuffer<std::int32_t> d_qweight(a.qweight), d_qzeros(a.qzeros);
+  DeviceBuffer<std::uint16_t> d_scales(a.scales);
+  auto d_words = test::poisoned<std::uint32_t>(std::size_t(s.tile_words()));
+  auto d_meta = test::poisoned<std::uint32_t>(std::size_t(s.meta_words()));
+  auto repack = [&] {
+    gpu::awq_tile(d_qweight.get(), d_qzeros.get(), d_scales.get(), k_in, n_out, g, d_words.get(),
+                  d_meta.get(), nullptr);
+  };
+  repack();  // the checked run, and the warm-up
+  KBIT_CUDA_CHECK(cudaDeviceSynchronize());
+  const auto cpu_start = std::chrono::steady_clock::now();
+  const AwqTiled ref = awq_tile(a);
+  const double cpu_s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - cpu_start).count();
+  REQUIRE(d_words.download() == ref.words);
+  REQUIRE(d_meta.download() == ref.meta);
+
+  constexpr int kReps = 20;
+  cudaEvent_t start, stop;
+  KBIT_CUDA_CHECK(cudaEventCreate(&start));
+  KBIT_CUDA_CHECK(cudaEventCreate(&stop));
+  KBIT_CUDA_CHECK(cudaEventRecord(start, nullptr));
+  for (int r = 0; r < kReps; ++r) repack();
+  KBIT_CUDA_CHECK(cudaEventRecord(stop, nullptr));
+  KBIT_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0.0f;
+  KBIT_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  KBIT_CUDA_CHECK(cudaEventDestroy(start));
+  KBIT_CUDA_CHECK(cudaEventDestroy(stop));
+  const double us = 1e3 * ms / kReps;
+  const double bytes = double(d_qweight.bytes() + d_qzeros.bytes() + d_scales.bytes() +
+                              d_words.bytes() + d_meta.bytes());  // read + written
+  WARN("gpu::awq_tile N_out = " << n_out << ", K_in = " << k_in << ", G = " << g << ": " << us
+                                << " us a repack (mean of " << kReps << "), " << bytes / 1e6
+                                << " MB read + written, " << bytes / (us * 1e3)
+                                << " GB/s; the CPU awq_tile: " << cpu_s << " s");
+  CHECK(us > 0.0);
 }
