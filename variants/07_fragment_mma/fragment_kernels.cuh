@@ -11,16 +11,9 @@ namespace kbit::variants::fragment {
 // The kernel of a choice at K (no GPU call: its address and shape); throws where none exists.
 template <int K>
 ws::Kernel fragment_mma_kernel_k(const FragmentMmaChoice& c, DType t);
-// Whether 4 mma.sync pipelines leave room for a ring of two stages at K, token tile tt (8..64)
-// and kt k-tiles a stage.
-template <int K>
-bool fragment_four_pipelines_fit(int tt, int kt, const char* who);
 
 extern template ws::Kernel fragment_mma_kernel_k<2>(const FragmentMmaChoice&, DType);
 extern template ws::Kernel fragment_mma_kernel_k<3>(const FragmentMmaChoice&, DType);
 extern template ws::Kernel fragment_mma_kernel_k<4>(const FragmentMmaChoice&, DType);
-extern template bool fragment_four_pipelines_fit<2>(int, int, const char*);
-extern template bool fragment_four_pipelines_fit<3>(int, int, const char*);
-extern template bool fragment_four_pipelines_fit<4>(int, int, const char*);
 
 }  // namespace kbit::variants::fragment

@@ -28,9 +28,4 @@ ws::Kernel fragment_mma_kernel_k(const FragmentMmaChoice& c, DType t) {
                         : kernel(FragmentWeightsT<K, false>{});
 }
 
-template <int K>
-bool fragment_four_pipelines_fit(int tt, int kt, const char* who) {
-  return four_pipelines_fit<FragmentWeightsT<K, true>>(tt, kt, who);
-}
-
 }  // namespace kbit::variants::fragment

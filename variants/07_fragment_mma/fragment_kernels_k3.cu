@@ -4,6 +4,5 @@
 namespace kbit::variants::fragment {
 
 template ws::Kernel fragment_mma_kernel_k<3>(const FragmentMmaChoice&, DType);
-template bool fragment_four_pipelines_fit<3>(int, int, const char*);
 
 }  // namespace kbit::variants::fragment

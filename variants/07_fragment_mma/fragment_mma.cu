@@ -167,11 +167,12 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
                 std::to_string(tt) +
                 " tokens (1 with 2 pipelines, 2 with 3 or 4, 4 with 4 at 8 "
                 "and 16 tokens)");
-  const bool four_fit =
-      awq           ? fragment::four_pipelines_fit<fragment::AwqFragmentWeights>(tt, kt, who)
-      : k_bits == 2 ? fragment::fragment_four_pipelines_fit<2>(tt, kt, who)
-      : k_bits == 3 ? fragment::fragment_four_pipelines_fit<3>(tt, kt, who)
-                    : fragment::fragment_four_pipelines_fit<4>(tt, kt, who);
+  using fragment::four_pipelines_fit;
+  using fragment::FragmentWeightsT;
+  const bool four_fit = awq ? four_pipelines_fit<fragment::AwqFragmentWeights>(tt, kt, who)
+                        : k_bits == 2 ? four_pipelines_fit<FragmentWeightsT<2, true>>(tt, kt, who)
+                        : k_bits == 3 ? four_pipelines_fit<FragmentWeightsT<3, true>>(tt, kt, who)
+                                      : four_pipelines_fit<FragmentWeightsT<4, true>>(tt, kt, who);
   if (own_sync && pipes == 4 && !four_fit)
     throw Error(std::string(who) + ": pipelines = 4 leaves no room for two ring stages at " +
                 std::to_string(tt) + " tokens and stage_k_tiles = " + std::to_string(kt) +

@@ -89,6 +89,20 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
     __device__ static void build_table(unsigned char* smem, const float* cb, int tid) {
       build_table_at<T>(smem, cb, tid, ws::Config::kConsumers);
     }
+    // fp16: block kb's scales (rows row0, row0 + 8) as an fp16 pair: codes kb and 2 + kb by a
+    // shift and a mask as the E4M4 value / 16 (exact, subnormal codes included), times 16 (exact).
+    static __device__ __forceinline__ __half2 scales16(uint32_t codes, int kb) {
+      const uint32_t div16 = dev::decode_e4m4_pair_div16(codes, kb != 0);
+      return __hmul2(*reinterpret_cast<const __half2*>(&div16), __float2half2_rn(16.f));
+    }
+    // fp16: 4 pairs times one row's scale (a broadcast half of scales16's pair).
+    static __device__ __forceinline__ void mul_pairs16(uint32_t (&out)[4], __half2 scale2) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const __half2 p = __hmul2(*reinterpret_cast<const __half2*>(&out[q]), scale2);
+        out[q] = *reinterpret_cast<const uint32_t*>(&p);
+      }
+    }
     // K = 2: word kb's pairs Q of block kb, rows row0 (lo) and row0 + 8 (hi), by one PRMT (the
     // code byte beside the lane's column byte, 8 lane) and one LDS.64 of the quad table each.
     template <typename Lut>
@@ -133,8 +147,7 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
         if constexpr (std::is_same_v<T, __half>) {
 #pragma unroll
           for (int kb = 0; kb < 2; ++kb) {
-            const uint32_t div16 = dev::decode_e4m4_pair_div16(codes, kb != 0);
-            sc16[kb] = __hmul2(*reinterpret_cast<const __half2*>(&div16), __float2half2_rn(16.f));
+            sc16[kb] = scales16(codes, kb);
           }
         }
 #pragma unroll
@@ -145,11 +158,7 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
           for (int rr = 0; rr < 2; ++rr) {
             if constexpr (std::is_same_v<T, __half>) {
               const __half2 scale2 = rr == 0 ? __low2half2(sc16[kb]) : __high2half2(sc16[kb]);
-#pragma unroll
-              for (int q = 0; q < 4; ++q) {
-                const __half2 p = __hmul2(*reinterpret_cast<const __half2*>(&out[rr][q]), scale2);
-                out[rr][q] = *reinterpret_cast<const uint32_t*>(&p);
-              }
+              mul_pairs16(out[rr], scale2);
             } else {
               const float sf = dev::decode_e4m4((codes >> (8 * (2 * rr + kb))) & 0xFFu);
               const uint32_t scale2 = dev::pack2<T>(sf, sf);
@@ -172,21 +181,15 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
         // pair's HMUL2 takes its row's half as a broadcast operand (.H0_H0 / .H1_H1). 6
         // instructions for 4 scales where PRMT + LDS a scale took 8, 4 of them table loads.
         // (__half2 here, not dev::mul2's words: a word's broadcast stays a PRMT, +8 a k-tile.)
-        const __half2 sixteen = __float2half2_rn(16.f);
 #pragma unroll
         for (int kb = 0; kb < 2; ++kb) {
-          const uint32_t div16 = dev::decode_e4m4_pair_div16(codes, kb != 0);
-          const __half2 sc = __hmul2(*reinterpret_cast<const __half2*>(&div16), sixteen);
+          const __half2 sc = scales16(codes, kb);
 #pragma unroll
           for (int rr = 0; rr < 2; ++rr) {
             const __half2 scale2 = rr == 0 ? __low2half2(sc) : __high2half2(sc);
             uint32_t out[4];
             dec.pairs(smem, words[2 * rr + kb], out);
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              const __half2 p = __hmul2(*reinterpret_cast<const __half2*>(&out[q]), scale2);
-              out[q] = *reinterpret_cast<const uint32_t*>(&p);
-            }
+            mul_pairs16(out, scale2);
             place(out, rr, kb, f);
           }
         }
