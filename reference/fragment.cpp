@@ -16,7 +16,7 @@ bool fragment_width(int k_bits) {
 void check_width(int k_bits, const char* who) {
   if (!fragment_width(k_bits))
     throw Error(std::string(who) +
-                ": the fragment-order layout is K = 2, 3 or 4, not K = " + std::to_string(k_bits));
+                ": the fragment-order layout is K = 2..5, not K = " + std::to_string(k_bits));
 }
 
 }  // namespace
@@ -41,6 +41,15 @@ FragmentPos fragment_pos(int k_bits, int r, int kk, int plane) {
       const int j = i < 3 ? i : plane;
       const int word = 96 * w + (j < 2 ? 2 * lane + j : 64 + lane);
       return {word, i < 3 ? 8 * q + 2 * plane + s : 8 * q + 6 + s, code_byte};
+    }
+    case 5: {
+      // Planes 0..3 as at K = 4 in the first 128 words of the row block's 160-word chunk; plane 4
+      // in the chunk's last 32 words, at the bits the decoder's rotation by 2i lines up under
+      // its LOP3 masks (fragment.hpp).
+      if (plane < 4) return {160 * w + 4 * lane + i, 8 * q + 2 * plane + s, code_byte};
+      const int bit = q < 2 ? (s == 0 ? 16 : 7) + 8 * q + 2 * i
+                            : ((s == 0 ? 0 : 23) + 8 * (q - 2) + 2 * i) % 32;
+      return {160 * w + 128 + lane, bit, code_byte};
     }
     default:
       return {4 * t + i, 8 * q + 2 * plane + s, code_byte};
@@ -91,7 +100,7 @@ void check_fragment_geometry(const TiledGeometry& g, const char* who) {
   if (!fragment_width(g.k_bits) || g.tiles.tile_k != FragmentTile::kTileK ||
       g.tiles.tile_n != FragmentTile::kTileN)
     throw Error(std::string(who) +
-                ": the fragment-order layout is K = 2, 3 or 4 with 64 x 128 tiles, not K = " +
+                ": the fragment-order layout is K = 2..5 with 64 x 128 tiles, not K = " +
                 std::to_string(g.k_bits) + " with " + std::to_string(g.tiles.tile_k) + " x " +
                 std::to_string(g.tiles.tile_n));
 }

@@ -371,7 +371,8 @@ namespace {
 // One block a tile, 256 threads (t = 32 w + 4 g + c, lane = t mod 32: rows 16w + g and + 8,
 // blocks 0, 1), each writing its own words of the fragment order and, for c = 0, its code word:
 // reference/fragment.hpp. K = 4: words 4t .. 4t + 3 (one uint4); K = 2: words 2t, 2t + 1 (one
-// uint2); K = 3: words 96w + 2 lane, + 1 (one uint2) and 96w + 64 + lane.
+// uint2); K = 3: words 96w + 2 lane, + 1 (one uint2) and 96w + 64 + lane; K = 5: words
+// 160w + 4 lane .. + 3 (one uint4) and the fifth word 160w + 128 + lane.
 template <int K>
 __global__ void fragment_order_kernel(const uint32_t* __restrict__ tiled,
                                       const uint8_t* __restrict__ codes, uint32_t* __restrict__ out,
@@ -382,9 +383,11 @@ __global__ void fragment_order_kernel(const uint32_t* __restrict__ tiled,
   const uint32_t* in = tiled + tile * kTileWords;
   uint32_t* dst = out + tile * kTileWords;
   // pairs[i], i = 2 rr + kb: byte Q = the interleaved code of pair Q (bit 2p + s = plane p of
-  // element 8Q + 2c + s), bits 2K .. 7 zero.
+  // element 8Q + 2c + s), bits 2K .. 7 zero; K = 5: planes 0..3 there, plane 4 in `fifth` at the
+  // bits the decoder's rotation by 2i and LOP3 masks expect (reference/fragment.cpp).
+  constexpr int kPairPlanes = K < 4 ? K : 4;
   uint32_t pairs[4];
-  uint32_t code_word = 0;
+  uint32_t fifth = 0, code_word = 0;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int rr = i >> 1, kb = i & 1, r = 16 * w + g + 8 * rr;
@@ -395,13 +398,27 @@ __global__ void fragment_order_kernel(const uint32_t* __restrict__ tiled,
 #pragma unroll
       for (int s = 0; s < 2; ++s)
 #pragma unroll
-        for (int p = 0; p < K; ++p)
+        for (int p = 0; p < kPairPlanes; ++p)
           v |= ((planes[p] >> (8 * q + 2 * c + s)) & 1u) << (8 * q + 2 * p + s);
     pairs[i] = v;
+    if constexpr (K == 5) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+#pragma unroll
+        for (int s = 0; s < 2; ++s) {
+          const int bit = q < 2 ? (s == 0 ? 16 : 7) + 8 * q + 2 * i
+                                : ((s == 0 ? 0 : 23) + 8 * (q - 2) + 2 * i) % 32;
+          fifth |= ((planes[4] >> (8 * q + 2 * c + s)) & 1u) << bit;
+        }
+    }
     code_word |= uint32_t(codes[tile * FragmentTile::kCodes + r * 2 + kb]) << (8 * i);
   }
   if constexpr (K == 4) {
     reinterpret_cast<uint4*>(dst)[t] = make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+  } else if constexpr (K == 5) {  // K = 4's words in the row block's 160-word chunk, then plane 4
+    reinterpret_cast<uint4*>(dst + 160 * w)[lane] =
+        make_uint4(pairs[0], pairs[1], pairs[2], pairs[3]);
+    dst[160 * w + 128 + lane] = fifth;
   } else if constexpr (K == 2) {  // word kb: row r0's pairs low, row r0 + 8's high
     reinterpret_cast<uint2*>(dst)[t] =
         make_uint2(pairs[0] | (pairs[2] << 4), pairs[1] | (pairs[3] << 4));
@@ -423,7 +440,7 @@ void fragment_order(int k_bits, const std::uint32_t* tiled, const std::uint8_t* 
                     std::int64_t tiles, std::uint32_t* out, std::uint8_t* out_codes,
                     cudaStream_t stream) {
   if (k_bits < FragmentTile::kMinBits || k_bits > FragmentTile::kMaxBits)
-    throw Error("fragment_order: the fragment-order layout is K = 2, 3 or 4, not K = " +
+    throw Error("fragment_order: the fragment-order layout is K = 2..5, not K = " +
                 std::to_string(k_bits));
   if (tiles <= 0) return;
   if (tiles >= (1ll << 31))
@@ -436,8 +453,11 @@ void fragment_order(int k_bits, const std::uint32_t* tiled, const std::uint8_t* 
     case 3:
       fragment_order_kernel<3><<<grid, 256, 0, stream>>>(tiled, codes, out, out_codes);
       break;
-    default:
+    case 4:
       fragment_order_kernel<4><<<grid, 256, 0, stream>>>(tiled, codes, out, out_codes);
+      break;
+    default:
+      fragment_order_kernel<5><<<grid, 256, 0, stream>>>(tiled, codes, out, out_codes);
       break;
   }
   KBIT_CHECK_LAUNCH();

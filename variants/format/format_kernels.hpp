@@ -52,7 +52,7 @@ void unrepack(const std::uint32_t* packed_tiled, const std::uint8_t* absmax_tile
               const TiledGeometry& geo, std::uint32_t* packed_flat, std::uint8_t* absmax_flat,
               cudaStream_t stream);
 
-// The tiled layout (K = k_bits = 2, 3 or 4, 64 x 128 tiles) to the fragment order, tile by tile:
+// The tiled layout (K = k_bits = 2..5, 64 x 128 tiles) to the fragment order, tile by tile:
 // bit-exact with kbit::fragment_order (reference/fragment.hpp). `tiles` tiles of 256 K words and
 // 256 code bytes; in and out must not overlap. Throws before any launch for another K (naming
 // it) or for 2^31 tiles and more; does nothing for none.

@@ -226,7 +226,7 @@ TEST_CASE("GPU repack and unrepack are bit-exact, padding included", "[gpu][form
 TEST_CASE("GPU fragment order is bit-exact with the reference, padding included", "[gpu][format]") {
   KBIT_REQUIRE_GPU();
   const struct { std::int64_t N, K_dim; } shapes[] = {{200, 96}, {1, 32}, {513, 4096}, {128, 64}};
-  for (int k : {2, 3, 4})
+  for (int k : {2, 3, 4, 5})
     for (auto s : shapes) {
       INFO("K=" << k << " N=" << s.N << " K_dim=" << s.K_dim);
       const auto q =
