@@ -133,11 +133,10 @@ Support hopper_gemm_support() {
   return s;
 }
 
-// Variant 07: variant 03's support at K = 2, 3, 4 (the fragment-order layout: one byte a pair
-// code).
+// Variant 07: variant 03's support (the fragment-order layout at K = 2..5).
 Support fragment_mma_support() {
   Support s = hopper_gemm_support();
-  s.k_bits = {2, 3, 4};
+  s.k_bits = {2, 3, 4, 5};
   return s;
 }
 

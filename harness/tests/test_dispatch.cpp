@@ -408,13 +408,13 @@ DispatchEntry entry(const char* variant, std::int64_t m, int k_bits = 4) {
 }
 
 // A table of "Test GPU H" in `dir`: at K = 4 fragment_mma at M = 16 and warp_specialized at
-// M = 256; at K = 5 fragment_mma (which runs K = 2..4: an entry its row no longer covers) at
-// M = 16 and warp_specialized at M = 64.
+// M = 256; at K = 5 scalar_gemv (which runs M = 1..4: an entry its row does not cover) at M = 16
+// and warp_specialized at M = 64.
 void write_table_h(const std::string& dir) {
   DispatchTable t;
   t.gpu = kGpuH;
   t.runs = {"exp/run"};
-  t.entries = {entry("fragment_mma", 16, 5), entry("warp_specialized", 64, 5),
+  t.entries = {entry("scalar_gemv", 16, 5), entry("warp_specialized", 64, 5),
                entry("fragment_mma", 16), entry("warp_specialized", 256)};
   write_dispatch_table(t, dir + "/" + dispatch_file_name(kGpuH));
 }
@@ -481,8 +481,8 @@ TEST_CASE(
   std::ostringstream notes;
   DispatchTables tables(tmp.path, notes);
   const VariantRow& a = find_variant("auto");
-  // K = 5: the exact entry names fragment_mma (K = 2..4): passed over for the same shape's
-  // nearest M, warp_specialized at 64, and its layout.
+  // K = 5: the exact entry names scalar_gemv (M = 1..4): passed over for the same shape's nearest
+  // M, warp_specialized at 64, and its layout.
   const DispatchChoice c = tables.choose(dispatch_problem(gemm(16, 5)), kGpuH, 90);
   CHECK(c.variant == "warp_specialized");
   CHECK_THAT(c.reason, Catch::StartsWith("nearest M: x M = 64 for M = 16"));

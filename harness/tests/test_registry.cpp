@@ -119,8 +119,8 @@ TEST_CASE("weight formats of the registry rows follow their layouts", "[registry
     // kbit layouts hold no AWQ weights and AWQ layouts no kbit ones; only dense problems are AWQ.
     if (k == LayoutKind::flat || k == LayoutKind::tiled || k == LayoutKind::fragment)
       CHECK(r.support.awq_groups.empty());
-    // The fragment-order layout exists at K = 2, 3, 4 (reference/fragment.hpp).
-    if (k == LayoutKind::fragment) CHECK(r.support.k_bits == std::vector<int>{2, 3, 4});
+    // The fragment-order layout exists at K = 2..5 (reference/fragment.hpp).
+    if (k == LayoutKind::fragment) CHECK(r.support.k_bits == std::vector<int>{2, 3, 4, 5});
     if (k == LayoutKind::awq || k == LayoutKind::awq_tiled) {
       CHECK_FALSE(r.support.kbit);
       CHECK(r.support.dense);

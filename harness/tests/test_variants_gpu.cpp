@@ -152,15 +152,17 @@ TEST_CASE("fragment_mma's own wgmma configurations pass a dense sweep", "[gpu][v
       {64, {{"pipelines", 3}, {"row_blocks", 2}}},
       {64, {{"pipelines", 2}, {"row_blocks", 2}}},
       {128, {{"pipelines", 2}, {"row_blocks", 2}}},
-      {32, {{"pipelines", 2}, {"row_blocks", 2}, {"group_in_flight", 1}}},
-      {64, {{"pipelines", 1}, {"group_in_flight", 1}}},
-      {128, {{"pipelines", 1}, {"group_in_flight", 1}}},
+      // A group in flight holds a stage's two k-tiles: asked for, since by default K = 5 takes 1
+      // where 2 leave fewer than 3 ring stages.
+      {32, {{"pipelines", 2}, {"row_blocks", 2}, {"group_in_flight", 1}, {"stage_k_tiles", 2}}},
+      {64, {{"pipelines", 1}, {"group_in_flight", 1}, {"stage_k_tiles", 2}}},
+      {128, {{"pipelines", 1}, {"group_in_flight", 1}, {"stage_k_tiles", 2}}},
       {128, {{"pipelines", 2}, {"row_blocks", 1}}},
   };
   for (const Set& set : sets) {
     std::vector<GivenOption> given{{"token_tile", set.token_tile, "test"}};
     for (const auto& [name, value] : set.options) given.push_back({name, value, "test"});
-    for (int k : {2, 3, 4})  // the layout's three widths (K = 3: two loads, a rebuilt word)
+    for (int k : {2, 3, 4, 5})  // the layout's widths (K = 3: a rebuilt word; K = 5: 128 KB table)
       for (DType t : {DType::f16, DType::bf16})
         for (std::int64_t M : {17, 64, 100}) {
           INFO("K " << k << ", token_tile " << set.token_tile << ", " << set.options.size()

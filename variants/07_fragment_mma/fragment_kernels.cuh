@@ -1,6 +1,6 @@
-// fragment_mma's compiled kernels of one K (2, 3, 4): the own kernel (own_kernel.cuh) or the
+// fragment_mma's compiled kernels of one K (2..5): the own kernel (own_kernel.cuh) or the
 // shared mainloop (variants/hopper/mainloop.cuh) over FragmentWeightsT<K, .>. Each K's kernels
-// are instantiated in a translation unit of their own (fragment_kernels_k2/3/4.cu), so that a
+// are instantiated in a translation unit of their own (fragment_kernels_k{2,3,4,5}.cu), so that a
 // build compiles them in parallel.
 #pragma once
 #include "variants/07_fragment_mma/fragment_mma.hpp"
@@ -15,5 +15,6 @@ ws::Kernel fragment_mma_kernel_k(const FragmentMmaChoice& c, DType t);
 extern template ws::Kernel fragment_mma_kernel_k<2>(const FragmentMmaChoice&, DType);
 extern template ws::Kernel fragment_mma_kernel_k<3>(const FragmentMmaChoice&, DType);
 extern template ws::Kernel fragment_mma_kernel_k<4>(const FragmentMmaChoice&, DType);
+extern template ws::Kernel fragment_mma_kernel_k<5>(const FragmentMmaChoice&, DType);
 
 }  // namespace kbit::variants::fragment

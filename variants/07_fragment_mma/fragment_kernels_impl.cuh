@@ -1,4 +1,4 @@
-// The definitions behind fragment_kernels.cuh, for fragment_kernels_k2/3/4.cu alone.
+// The definitions behind fragment_kernels.cuh, for fragment_kernels_k{2,3,4,5}.cu alone.
 #pragma once
 #include "variants/07_fragment_mma/fragment_kernels.cuh"
 #include "variants/07_fragment_mma/fragment_weights.cuh"

@@ -1,12 +1,13 @@
-// Variant 07: the fragment-order layout (reference/fragment.hpp), K = 2..4. The layout moves the
+// Variant 07: the fragment-order layout (reference/fragment.hpp), K = 2..5. The layout moves the
 // tiled layout's plane merge (2K + 1 instructions per block-row a thread decodes) into a one-off
 // repack, so a consumer's k-tile at K = 4 is one LDS.128, one LDS.32 of codes and per pair one
 // PRMT + LDS + HMUL2 (K = 3: an LDS.64 and an LDS.32 of words; K = 2: one LDS.64, two pairs a
-// PRMT + LDS.64 of the quad table; fragment_weights.cuh). Dense problems only, with the shared
-// dense tile order and plan (variants/hopper/dense_tiles.cuh, launcher.cuh), on the own kernel
-// (pipelines.cuh: mma.sync consumers to 16 tokens, sync_kernel.cuh; wgmma at 32..128,
-// wgmma_kernel.cuh) or the shared mainloop (variants/hopper/mainloop.cuh: 256 tokens, and `kernel =
-// 1`). README.md beside this file.
+// PRMT + LDS.64 of the quad table; K = 5: K = 4's loads and a fifth word, a pair's address one
+// PRMT from a register of two pairs' plane-4 bits, 128 KB table; fragment_weights.cuh). Dense
+// problems only, with the shared dense tile order and plan (variants/hopper/dense_tiles.cuh,
+// launcher.cuh), on the own kernel (pipelines.cuh: mma.sync consumers to 16 tokens,
+// sync_kernel.cuh; wgmma at 32..128, wgmma_kernel.cuh) or the shared mainloop
+// (variants/hopper/mainloop.cuh: 256 tokens, and `kernel = 1`). README.md beside this file.
 #include <cuda_runtime.h>
 
 #include <string>
@@ -45,9 +46,9 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     require_awq_dims(d, who);
   } else {
     require_dense_gemm_dims(d, who);
-    if (d.k_bits < 2 || d.k_bits > 4)
+    if (d.k_bits < 2 || d.k_bits > 5)
       throw Error(std::string(who) + ": K = " + std::to_string(d.k_bits) +
-                  "; the fragment-order layout is K = 2, 3 or 4 (one byte a pair code)");
+                  "; the fragment-order layout is K = 2..5");
   }
   const std::int64_t tt_opt = o.get(awq ? kAwqFragmentMmaTokenTile : kFragmentMmaTokenTile);
   const int tt = tt_opt == 0 ? ws::token_tile_for(d.M) : int(tt_opt);
@@ -76,10 +77,22 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   // weights a walk for each byte of the walk's split-K partial (TT x 128 fp32 sums), the split-K
   // traffic outweighs what the pipelines hide: one pipeline of two warpgroups a block (measured
   // on Qwen3 dense and the Llama3 down projections, README.md's ladder, build I).
+  const int k_bits = awq ? 4 : d.k_bits;
+  // The ring stages each of `p` pipelines of kt_ k-tiles a stage gets beside the format's table
+  // (64 KB; 128 KB at K = 5; none on AWQ weights); a kernel needs 2.
+  const auto ring_stages = [&](int kt_, int p) {
+    using fragment::FragmentWeightsT;
+    using fragment::ring_stages;
+    return awq           ? ring_stages<fragment::AwqFragmentWeights>(tt, kt_, p, who)
+           : k_bits == 2 ? ring_stages<FragmentWeightsT<2, true>>(tt, kt_, p, who)
+           : k_bits == 3 ? ring_stages<FragmentWeightsT<3, true>>(tt, kt_, p, who)
+           : k_bits == 4 ? ring_stages<FragmentWeightsT<4, true>>(tt, kt_, p, who)
+                         : ring_stages<FragmentWeightsT<5, true>>(tt, kt_, p, who);
+  };
+  const auto ring_fits = [&](int kt_, int p) { return ring_stages(kt_, p) >= 2; };
   const std::int64_t tiles =
       (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN * ((d.M + tt - 1) / tt);
   const std::int64_t walks3 = 3 * std::int64_t(sms > 0 ? sms : 132);
-  const int k_bits = awq ? 4 : d.k_bits;
   const std::int64_t weight_bytes = tiles * d.K_dim * ws::Config::kTileN * k_bits / 8;
   // AWQ weights: one pipeline of two warpgroups ran 1.3-2x slower than 3 pipelines of one
   // warpgroup at 32 and 64 tokens and than 2 at 128 on every layer but the smallest, its
@@ -97,10 +110,16 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
                                       : wgmma_p3                          ? 3
                                       : tt <= 64 || rb_opt == 2 || awq_p2 ? 2
                                                                           : 1)
-                    : tt <= 16     ? 4
+                    : tt <= 16     ? (ring_fits(2, 4) ? 4 : 3)  // K = 5: 3
                                    : 3;
   const int wgmma_rb = rb_opt != 0 ? int(rb_opt) : pipes == 3 || awq_p2 ? 2 : 1;
-  const int wgmma_kt = (wgmma_rb == 2 && pipes == 2 && tt <= 64) || pipes == 1 || tt == 32 ? 2 : 1;
+  // 2 k-tiles only where they leave 3 ring stages a pipeline: K = 5 at 128 tokens ran 120.4 us
+  // on 1 k-tile (4 stages) against 131.8 on 2 (2 stages) (README.md, "K = 5"); every K = 2..4
+  // choice keeps 3 or more.
+  const int wgmma_kt = ((wgmma_rb == 2 && pipes == 2 && tt <= 64) || pipes == 1 || tt == 32) &&
+                               ring_stages(2, pipes) >= 3
+                           ? 2
+                           : 1;
   const int kt = kt_opt != 0 ? int(kt_opt) : own_wgmma ? wgmma_kt : tt <= 16 ? 2 : 1;
   if (own_sync && pipes_opt == 1)
     throw Error(std::string(who) +
@@ -167,16 +186,12 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
                 std::to_string(tt) +
                 " tokens (1 with 2 pipelines, 2 with 3 or 4, 4 with 4 at 8 "
                 "and 16 tokens)");
-  using fragment::four_pipelines_fit;
-  using fragment::FragmentWeightsT;
-  const bool four_fit = awq ? four_pipelines_fit<fragment::AwqFragmentWeights>(tt, kt, who)
-                        : k_bits == 2 ? four_pipelines_fit<FragmentWeightsT<2, true>>(tt, kt, who)
-                        : k_bits == 3 ? four_pipelines_fit<FragmentWeightsT<3, true>>(tt, kt, who)
-                                      : four_pipelines_fit<FragmentWeightsT<4, true>>(tt, kt, who);
-  if (own_sync && pipes == 4 && !four_fit)
-    throw Error(std::string(who) + ": pipelines = 4 leaves no room for two ring stages at " +
-                std::to_string(tt) + " tokens and stage_k_tiles = " + std::to_string(kt) +
-                " (at most 3 there)");
+  if (own && pipes >= 1 && pipes <= 4 && !ring_fits(kt, pipes))
+    throw Error(std::string(who) + ": pipelines = " + std::to_string(pipes) +
+                " leaves no room for two ring stages a pipeline at " + std::to_string(tt) +
+                " tokens, stage_k_tiles = " + std::to_string(kt) +
+                (awq ? std::string() : " and K = " + std::to_string(k_bits)) +
+                " (fewer pipelines or k-tiles a stage fit)");
   FragmentMmaChoice c;
   c.token_tile = tt;
   c.k_bits = k_bits;
@@ -223,7 +238,8 @@ namespace {
 ws::Kernel fragment_mma_kernel(const FragmentMmaChoice& c, DType t) {
   return c.k_bits == 2   ? fragment::fragment_mma_kernel_k<2>(c, t)
          : c.k_bits == 3 ? fragment::fragment_mma_kernel_k<3>(c, t)
-                         : fragment::fragment_mma_kernel_k<4>(c, t);
+         : c.k_bits == 4 ? fragment::fragment_mma_kernel_k<4>(c, t)
+                         : fragment::fragment_mma_kernel_k<5>(c, t);
 }
 
 }  // namespace
@@ -246,8 +262,13 @@ int fragment_mma_visible_sms() {
 std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const VariantOptions& o) {
   const char* who = "fragment_mma";
   const FragmentMmaChoice c = fragment_mma_choose(d, o, fragment_mma_visible_sms());
+  const ws::Kernel kernel = fragment_mma_kernel(c, d.dtype);
+  if (kernel.fn == nullptr)  // the choice refuses what is not compiled; this guards the two
+    throw Error(std::string(who) + ": no compiled kernel for K = " + std::to_string(c.k_bits) +
+                " at " + std::to_string(c.token_tile) + " tokens with " +
+                std::to_string(c.pipelines) + " pipelines");
   ws::require_wgmma_device(who);
-  return fragment::plan_choice(c, fragment_mma_kernel(c, d.dtype), d, o, who);
+  return fragment::plan_choice(c, kernel, d, o, who);
 }
 
 void fragment_mma_run(VariantState* state, const GemmDims& d, const GemmArgs& g,

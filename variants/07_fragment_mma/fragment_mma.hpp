@@ -1,4 +1,4 @@
-// Variant 07 (fragment_mma.cu): the fragment-order layout (reference/fragment.hpp), K = 2..4, on
+// Variant 07 (fragment_mma.cu): the fragment-order layout (reference/fragment.hpp), K = 2..5, on
 // its own kernel (mma.sync to 16 tokens, wgmma at 32..128) and the shared mainloop
 // (variants/hopper/mainloop.cuh). Host entry points and options (the layout's GPU repack:
 // variants/format/).
@@ -133,7 +133,7 @@ struct FragmentMmaChoice {
   bool own = false;    // the own kernel (pipelines.cuh); false: the shared mainloop
   bool wgmma = false;  // the own kernel's consumers: wgmma (wgmma_kernel.cuh), else mma.sync
   int mma = 0;         // the `mma` option (the shared mainloop's path)
-  int k_bits = 4;      // the weights' K (2, 3, 4; AWQ: 4)
+  int k_bits = 4;      // the weights' K (2..5; AWQ: 4)
   // Own kernel: k-tiles a ring stage. Shared mainloop: 2 asks for two at two blocks an SM
   // (FragmentWeightsT<K, true>), 1 for the mainloop's own rule.
   int k_tiles = 1;

@@ -1,26 +1,28 @@
 // The fragment-order layout (reference/fragment.hpp, docs/format.md "Fragment-order layout") as
-// a weight format of the shared mainloop (variants/hopper/config.cuh's F), K = 2, 3, 4.
+// a weight format of the shared mainloop (variants/hopper/config.cuh's F), K = 2..5.
 // A consumer thread's k-tile is one 16-byte load of four words whose bytes are its pairs'
 // interleaved codes (K = 4; K = 2: one 8-byte load of nibble codes, K = 3: an 8- and a 4-byte
-// load of 6-bit codes) and one 32-bit load of its four E4M4 codes: the plane merge of the tiled
-// layout's decode (2K + 1 instructions a block-row, about 1 a weight) is done once by the repack.
+// load of 6-bit codes; K = 5: K = 4's 16 bytes and a fifth word of plane-4 bits) and one 32-bit
+// load of its four E4M4 codes: the plane merge of the tiled layout's decode (2K + 1 instructions
+// a block-row, about 1 a weight) is done once by the repack.
 #pragma once
 #include <cstdint>
 #include <type_traits>
 
+#include "variants/common/bits.cuh"
 #include "variants/common/dtype.cuh"
 #include "variants/common/e4m4.cuh"
 #include "variants/hopper/kbit_weights.cuh"
 
 namespace kbit::variants::fragment {
 
-// K: 2, 3, 4 bits a weight. kTwoTiles: 2 k-tiles a stage also at two blocks per SM (8..32
+// K: 2..5 bits a weight. kTwoTiles: 2 k-tiles a stage also at two blocks per SM (8..32
 // tokens), which halves the per-stage instructions a weight (barrier waits, the walk, the
 // ldmatrix addresses) and leaves room for 3-4 stages beside the 64 KB table. The tiles' sizes and
 // their copies are the tiled layout's (ws::KbitWeights<K>). The table: at K = 3, 4 K = 4's pair
 // table, its 256 rows at K = 3 repeating the 64 pair entries (fragment_lut::build's kRepeat), so
 // that one PRMT of a code byte whose two high bits hold anything is a pair's address; at K = 2
-// the quad table (kQuads below).
+// the quad table (kQuads below); at K = 5 the fifth-plane table (kFifthWord below, 128 KB).
 // The tiled layout's K = 4 decoder: its pair lookups (one PRMT + LDS a pair) and scales.
 template <typename T>
 using KbitDecoder = ws::KbitWeights<4>::Decoder<T>;
@@ -33,7 +35,7 @@ using KbitDecoder = ws::KbitWeights<4>::Decoder<T>;
 // shared-window address) and a Decoder<T>(a, lane, tid) whose decode takes stage addresses.
 template <int K, bool kTwoTiles>
 struct FragmentWeightsT : ws::KbitWeights<K> {
-  static_assert(K >= 2 && K <= 4, "the fragment-order layout: K = 2, 3, 4 (one byte a pair)");
+  static_assert(K >= 2 && K <= 5, "the fragment-order layout: K = 2..5");
   static constexpr bool kTwoTilesAtTwoBlocks = kTwoTiles;
   static constexpr float kUnscaledFactor = 16.f;  // decode_unscaled's scales: E4M4 value / 16
   static constexpr bool kZeroRing = false;        // stale codes index the table: finite
@@ -46,9 +48,30 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
   // PRMT and one LDS.64 give an MMA's registers a0, a1 (or a2, a3) as one aligned pair, where the
   // pair table takes two of each. No scale half: the scales come by arithmetic.
   static constexpr bool kQuads = K == 2;
+  // K = 5: a thread's k-tile is K = 4's four pair words (planes 0..3: byte Q of word i is pair
+  // Q's 8-bit code l8) and a fifth word of the 16 pairs' plane-4 bits (ha of element 0, hb of
+  // element 1), placed so that the word rotated right by 2i and one LOP3 (mask 0x01018080 for
+  // pairs 0, 1; 0x80800101 for 2, 3) merged with the lane's column bytes is a register whose
+  // bytes beside the code byte form, by one PRMT, the address ha * 64 KB + l8 * 256 + hb * 128 +
+  // 4 lane: per pair PRMT + LDS as at K = 4, plus 3 SHF and 8 LOP3 a k-tile (+0.375 a weight).
+  // The table: 1024 rows of 128 bytes (32 lane copies of one pair), row (ha, l8, hb), 128 KB;
+  // no scale half (the scales come by arithmetic).
+  static constexpr bool kFifthWord = K == 5;
   template <typename T, typename Lut>
   static __device__ void build_table_at(Lut lut, const float* cb, int tid, int nthreads) {
-    if constexpr (kQuads) {
+    if constexpr (kFifthWord) {
+      using dev::fragment_lut::first_index;
+      using dev::fragment_lut::second_index;
+      for (int e = tid; e < 1024; e += nthreads) {
+        // Row e = ha * 512 + l8 * 2 + hb: variant 03's 10-bit code l8 | ha << 8 | hb << 9.
+        const int code = ((e >> 1) & 255) | (e >> 9) << 8 | (e & 1) << 9;
+        const uint32_t p = dev::pack2<T>(cb[first_index<5>(code)], cb[second_index<5>(code)]);
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          dev::smem::store128(lut, uint32_t(e * 128 + 16 * ((j + tid) % 8)),
+                              make_uint4(p, p, p, p));
+      }
+    } else if constexpr (kQuads) {
       using dev::fragment_lut::first_index;
       using dev::fragment_lut::second_index;
       for (int r = tid; r < 256; r += nthreads) {
@@ -72,18 +95,25 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
   template <typename T>
   struct Decoder : KbitDecoder<T> {
     // This thread's bytes of a weight tile (K = 3: its 8 bytes; high_at: its fourth word's 2-bit
-    // fields' word) and its 4 of a code tile.
+    // fields' word, K = 5: its fifth word) and its 4 of a code tile.
     uint32_t words_at, high_at, codes_at;
+    // K = 5: the lane's column byte (4 lane) in bytes 0, 1 (pairs 0, 1) and 2, 3 (pairs 2, 3).
+    uint32_t column_lo, column_hi;
     __device__ Decoder(const ws::MainloopArgs& a, int lane) : Decoder(a, lane, int(threadIdx.x)) {}
     // tid: the thread's index among its tile's 256 consumers (the layout's t = 32 w + 4 g + c).
     // A 16-row block's bytes are kRowBlockWeightBytes from the next; K = 3's hold the 32 threads'
-    // 8-byte parts, then their 4-byte words.
+    // 8-byte parts, then their 4-byte words; K = 5's their 16-byte parts, then their fifth words.
+    static constexpr uint32_t kPartBytes = K == 3 ? 8 : 16;
     __device__ Decoder(const ws::MainloopArgs& a, int lane, int tid)
         : KbitDecoder<T>(a, lane),
-          words_at(K == 3 ? uint32_t(tid >> 5) * kRowBlockWeightBytes + uint32_t(tid & 31) * 8
-                          : uint32_t(tid) * 4 * K),
-          high_at(uint32_t(tid >> 5) * kRowBlockWeightBytes + 256 + uint32_t(tid & 31) * 4),
-          codes_at((uint32_t(tid) >> 2) * 4) {}
+          words_at(K == 3 || K == 5
+                       ? uint32_t(tid >> 5) * kRowBlockWeightBytes + uint32_t(tid & 31) * kPartBytes
+                       : uint32_t(tid) * 4 * K),
+          high_at(uint32_t(tid >> 5) * kRowBlockWeightBytes + 32 * kPartBytes +
+                  uint32_t(tid & 31) * 4),
+          codes_at((uint32_t(tid) >> 2) * 4),
+          column_lo(uint32_t(lane) * 4 * 0x0101u),
+          column_hi(uint32_t(lane) * 4 * 0x01010000u) {}
     // Build_table for the shared mainloop: this format's table (K = 4's build at K < 4 would
     // leave rows 2^2K.. empty).
     __device__ static void build_table(unsigned char* smem, const float* cb, int tid) {
@@ -116,15 +146,17 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
         hi[q] = e.y;
       }
     }
-    // K = 3, 4: the thread's four pair words: byte Q of word 2 rr + kb is pair Q of row row0 +
-    // 8 rr, block kb, its code in the low 2K bits (the rest anything: the table's rows repeat).
+    // K = 3..5: the thread's four pair words: byte Q of word 2 rr + kb is pair Q of row row0 +
+    // 8 rr, block kb, its code in the low 2K bits (the rest anything: the table's rows repeat;
+    // K = 5: its planes 0..3, and `fifth` the 16 pairs' plane 4).
     // K = 3: words 0..2 as loaded; word 3's 2-bit fields sit at bits 6, 7 of each byte of words 0,
     // 1, 2 (3 SHF + 2 LOP3, each LOP3 a select under a constant mask).
     template <typename Ptr>
-    __device__ __forceinline__ void load_words(Ptr w, uint32_t (&words)[4]) const {
-      if constexpr (K == 4) {
+    __device__ __forceinline__ void load_words(Ptr w, uint32_t (&words)[4], uint32_t& fifth) const {
+      if constexpr (K == 4 || K == 5) {
         const uint4 v = dev::smem::load128(w, words_at);
         words[0] = v.x, words[1] = v.y, words[2] = v.z, words[3] = v.w;
+        if constexpr (K == 5) fifth = dev::smem::load32(w, high_at);
       } else {
         const uint2 v = dev::smem::load64(w, words_at);
         const uint32_t c = dev::smem::load32(w, high_at);
@@ -132,6 +164,30 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
         words[0] = v.x, words[1] = v.y, words[2] = c;
         words[3] = (lo & 0x0F0F0F0Fu) | ((c >> 2) & ~0x0F0F0F0Fu);
       }
+    }
+    // K = 5: pairs Q = 0..3 of pair word v (word i), x = the fifth word rotated right by 2i.
+    // (x & 0x01018080) | column_lo holds pairs 0, 1's hb at bits 7, 15 (in the column bytes) and
+    // ha at bits 16, 24; (x & 0x80800101) | column_hi pairs 2, 3's ha at bits 0, 8 and hb at 23,
+    // 31. One PRMT a pair: address byte 0 the column byte with hb in bit 7, byte 1 the code byte,
+    // byte 2 the ha byte, byte 3 that byte's sign (selector bit 3 replicates it: 0).
+    template <typename Lut>
+    __device__ __forceinline__ void fifth_pairs(Lut lut, uint32_t v, uint32_t x,
+                                                uint32_t (&out)[4]) const {
+      const uint32_t lo = (x & 0x01018080u) | column_lo;
+      const uint32_t hi = (x & 0x80800101u) | column_hi;
+      out[0] = dev::smem::load32_fixed(lut, dev::byte_perm(v, lo, 0xE604));
+      out[1] = dev::smem::load32_fixed(lut, dev::byte_perm(v, lo, 0xF715));
+      out[2] = dev::smem::load32_fixed(lut, dev::byte_perm(v, hi, 0xC426));
+      out[3] = dev::smem::load32_fixed(lut, dev::byte_perm(v, hi, 0xD537));
+    }
+    // The four pairs of word i, unscaled (K = 3..5).
+    template <typename Lut>
+    __device__ __forceinline__ void word_pairs(Lut lut, const uint32_t (&words)[4], uint32_t fifth,
+                                               int i, uint32_t (&out)[4]) const {
+      if constexpr (kFifthWord)
+        fifth_pairs(lut, words[i], __funnelshift_r(fifth, fifth, 2 * i), out);
+      else
+        this->dec.pairs(lut, words[i], out);
     }
     // Word 2rr + kb: rows row0 + 8 rr, block kb; k16 step 2kb + h takes pairs 2h and 2h + 1.
     // Lut: the table as a generic pointer or its shared-window address (fragment_lut's lds).
@@ -170,8 +226,8 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
         }
         return;
       }
-      uint32_t words[4];
-      load_words(w, words);
+      uint32_t words[4], fifth = 0;
+      load_words(w, words, fifth);
       const uint32_t codes = dev::smem::load32(s, codes_at);
       const auto& dec = this->dec;
       if constexpr (std::is_same_v<T, __half>) {
@@ -188,22 +244,31 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
           for (int rr = 0; rr < 2; ++rr) {
             const __half2 scale2 = rr == 0 ? __low2half2(sc) : __high2half2(sc);
             uint32_t out[4];
-            dec.pairs(smem, words[2 * rr + kb], out);
+            word_pairs(smem, words, fifth, 2 * rr + kb, out);
             mul_pairs16(out, scale2);
             place(out, rr, kb, f);
           }
         }
       } else {
-        // bf16: the scales from the table's scale half (PRMT + LDS a scale).
+        // bf16: the scales from the table's scale half (PRMT + LDS a scale; K = 5's table has
+        // none: by arithmetic).
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
           const int rr = i >> 1, kb = i & 1;
           uint32_t out[4];
-          const uint32_t scale2 = i == 0   ? dec.template scale<0>(smem, codes)
-                                  : i == 1 ? dec.template scale<1>(smem, codes)
-                                  : i == 2 ? dec.template scale<2>(smem, codes)
-                                           : dec.template scale<3>(smem, codes);
-          dec.decode_codes(smem, words[i], scale2, out);
+          uint32_t scale2;
+          if constexpr (kFifthWord) {
+            const float sf = dev::decode_e4m4((codes >> (8 * i)) & 0xFFu);
+            scale2 = dev::pack2<T>(sf, sf);
+          } else {
+            scale2 = i == 0   ? dec.template scale<0>(smem, codes)
+                     : i == 1 ? dec.template scale<1>(smem, codes)
+                     : i == 2 ? dec.template scale<2>(smem, codes)
+                              : dec.template scale<3>(smem, codes);
+          }
+          word_pairs(smem, words, fifth, i, out);
+#pragma unroll
+          for (int q = 0; q < 4; ++q) out[q] = dev::mul2<T>(out[q], scale2);
           place(out, rr, kb, f);
         }
       }
@@ -235,13 +300,12 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
         }
         return;
       }
-      uint32_t words[4];
-      load_words(w, words);
-      const auto& dec = this->dec;
+      uint32_t words[4], fifth = 0;
+      load_words(w, words, fifth);
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         uint32_t out[4];
-        dec.pairs(smem, words[i], out);
+        word_pairs(smem, words, fifth, i, out);
         place(out, i >> 1, i & 1, f);
       }
     }

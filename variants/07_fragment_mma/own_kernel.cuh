@@ -105,17 +105,35 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
   });
 }
 
-// Whether 4 pipelines leave room for a ring of two stages at token tile tt (8..64) and kt
-// k-tiles a stage (not at 64 tokens with 2 beside the kbit table).
+// The ring stages a pipeline gets with `pipelines` pipelines (1..4) at token tile tt (8..128) and
+// kt k-tiles a stage beside W's table (0 for another count; fewer than 2: the configuration is not
+// compiled). Beside the 64 KB table 4 pipelines at 64 tokens with 2 k-tiles have 1; beside K = 5's
+// 128 KB table 4 have 1 at every token tile, 3 with 2 k-tiles 1 from 32 tokens. Only the pipeline
+// count sizes the ring (PipelineLayout), so any row-block count answers.
 template <typename W>
-bool four_pipelines_fit(int tt, int kt, const char* who) {
+int ring_stages(int tt, int kt, int pipelines, const char* who) {
   return ws::with_token_tile(tt, who, [&](auto tt_const) {
     constexpr int TT = decltype(tt_const)::value;
-    if constexpr (TT > 64) {
-      return false;
+    if constexpr (TT > 128) {
+      return 0;
     } else {
-      using C = PipelineConfig<4, 2>;
-      return kt == 1 ? PipelineLayout<TT, 1, C, W>::kFits : PipelineLayout<TT, 2, C, W>::kFits;
+      const auto stages = [&](auto kt_const) {
+        constexpr int KT = decltype(kt_const)::value;
+        switch (pipelines) {
+          case 1:
+            return PipelineLayout<TT, KT, PipelineConfig<1, 1>, W>::kStages;
+          case 2:
+            return PipelineLayout<TT, KT, PipelineConfig<2, 1>, W>::kStages;
+          case 3:
+            return PipelineLayout<TT, KT, PipelineConfig<3, 1>, W>::kStages;
+          case 4:
+            return PipelineLayout<TT, KT, PipelineConfig<4, 1>, W>::kStages;
+          default:
+            return 0;
+        }
+      };
+      return kt == 1 ? stages(std::integral_constant<int, 1>{})
+                     : stages(std::integral_constant<int, 2>{});
     }
   });
 }

@@ -157,14 +157,18 @@ template <int TT, int KT, bool kScaleAfter, typename T, typename C,
 ws::Kernel sync_kernel() {
   using L = PipelineLayout<TT, KT, C, W>;
   ws::Kernel k{};
-  k.fn = reinterpret_cast<const void*>(fragment_sync_kernel<TT, KT, kScaleAfter, T, C, W>);
-  k.smem_bytes = L::kBytes + ws::Config::kAlignSlack;
-  k.stages = L::kStages;
-  k.k_tiles_per_stage = KT;
-  k.register_pool = 0;  // no setmaxnreg
-  k.sync = true;
-  k.threads = C::kThreads;
-  k.pipelines = C::kPipelines;
+  // A configuration without two ring stages beside the format's table (K = 5's is 128 KB) is
+  // not compiled: no kernel (fn null), which the setup refuses by name.
+  if constexpr (L::kFits) {
+    k.fn = reinterpret_cast<const void*>(fragment_sync_kernel<TT, KT, kScaleAfter, T, C, W>);
+    k.smem_bytes = L::kBytes + ws::Config::kAlignSlack;
+    k.stages = L::kStages;
+    k.k_tiles_per_stage = KT;
+    k.register_pool = 0;  // no setmaxnreg
+    k.sync = true;
+    k.threads = C::kThreads;
+    k.pipelines = C::kPipelines;
+  }
   return k;
 }
 

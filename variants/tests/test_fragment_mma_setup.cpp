@@ -45,11 +45,11 @@ void check_refused(std::int64_t M, const VariantOptions& o,
 
 TEST_CASE("fragment_mma refuses other widths and shapes before any GPU work", "[variants]") {
   using variants::fragment_mma_setup;
-  for (int k : {1, 5, 8})
+  for (int k : {1, 6, 8})
     CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, k), {}),
                       Catch::Contains("K = " + std::to_string(k)) &&
-                          Catch::Contains("fragment-order layout is K = 2, 3 or 4"));
-  for (int k : {2, 3, 4})  // the choice itself (the setup then needs a GPU)
+                          Catch::Contains("fragment-order layout is K = 2..5"));
+  for (int k : {2, 3, 4, 5})  // the choice itself (the setup then needs a GPU)
     CHECK(variants::fragment_mma_choose(dense(16, 256, 256, k), {}, 132).k_bits == k);
   CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 100, 4), {}),
                     Catch::Contains("K_dim = 100") && Catch::Contains("multiple of 32"));
@@ -57,6 +57,48 @@ TEST_CASE("fragment_mma refuses other widths and shapes before any GPU work", "[
   moe.num_experts = 2;
   moe.expert_offsets = {0, 8, 16};
   CHECK_THROWS(fragment_mma_setup(moe, {}));
+}
+
+TEST_CASE("fragment_mma at K = 5 chooses what fits beside its 128 KB table and refuses the rest",
+          "[variants]") {
+  using variants::fragment_mma_choose;
+  const auto llama = [](std::int64_t m) { return dense(m, 28672, 8192, 5); };
+  // mma.sync at 8 and 16 tokens: 3 pipelines (4 leave no two stages each), two row blocks a warp.
+  for (std::int64_t m : {1, 8, 16}) {
+    const auto c = fragment_mma_choose(llama(m), {}, 132);
+    CHECK(c.k_bits == 5);
+    CHECK(c.pipelines == 3);
+    CHECK(c.row_blocks == 2);
+    CHECK(c.k_tiles == 2);
+    CHECK(variants::fragment_mma_kernel_shape(c, DType::f16).stages == 2);
+  }
+  // 32 tokens: 3 pipelines of one warpgroup with 1 k-tile a stage (2 leave one stage each).
+  const auto c32 = fragment_mma_choose(llama(32), {}, 132);
+  CHECK(c32.wgmma);
+  CHECK(c32.pipelines == 3);
+  CHECK(c32.k_tiles == 1);
+  // 128 tokens: one pipeline of 1 k-tile a stage (4 stages; 2 k-tiles would leave 2), where K = 4
+  // keeps 2 (3 stages).
+  const auto c128 = fragment_mma_choose(llama(128), {}, 132);
+  CHECK(c128.pipelines == 1);
+  CHECK(c128.k_tiles == 1);
+  CHECK(variants::fragment_mma_kernel_shape(c128, DType::f16).stages == 4);
+  const auto c128_k4 = fragment_mma_choose(dense(128, 28672, 8192, 4), {}, 132);
+  CHECK(c128_k4.k_tiles == 2);
+  CHECK(variants::fragment_mma_kernel_shape(c128_k4, DType::f16).stages == 3);
+  CHECK_THROWS_WITH(fragment_mma_choose(llama(16), with({{"pipelines", 4}}), 132),
+                    Catch::Contains("pipelines = 4") && Catch::Contains("two ring stages") &&
+                        Catch::Contains("K = 5"));
+  CHECK_THROWS_WITH(
+      fragment_mma_choose(llama(32), with({{"pipelines", 3}, {"stage_k_tiles", 2}}), 132),
+      Catch::Contains("pipelines = 3") && Catch::Contains("stage_k_tiles = 2") &&
+          Catch::Contains("K = 5"));
+  // The same options at K = 4 fit beside the 64 KB table.
+  CHECK(fragment_mma_choose(dense(16, 28672, 8192, 4), with({{"pipelines", 4}}), 132).pipelines ==
+        4);
+  CHECK(fragment_mma_choose(dense(32, 28672, 8192, 4),
+                            with({{"pipelines", 3}, {"stage_k_tiles", 2}}), 132)
+            .k_tiles == 2);
 }
 
 TEST_CASE("fragment_mma refuses pipeline counts its own kernel cannot run, naming the value",
@@ -185,15 +227,15 @@ TEST_CASE(
     "the fragment tile repack refuses a grid past its limit and another K, and does nothing for "
     "none",
     "[variants]") {
-  for (int k : {2, 3, 4}) {
+  for (int k : {2, 3, 4, 5}) {
     CHECK_NOTHROW(gpu::fragment_order(k, nullptr, nullptr, 0, nullptr, nullptr, nullptr));
     CHECK_THROWS_WITH(
         gpu::fragment_order(k, nullptr, nullptr, 1ll << 31, nullptr, nullptr, nullptr),
         Catch::Contains("2147483648 tiles") && Catch::Contains("2^31"));
   }
-  for (int k : {1, 5})  // before any launch: one tile would reach the GPU
+  for (int k : {1, 6})  // before any launch: one tile would reach the GPU
     CHECK_THROWS_WITH(gpu::fragment_order(k, nullptr, nullptr, 1, nullptr, nullptr, nullptr),
-                      Catch::Contains("K = 2, 3 or 4, not K = " + std::to_string(k)));
+                      Catch::Contains("K = 2..5, not K = " + std::to_string(k)));
 }
 
 TEST_CASE(
@@ -262,7 +304,7 @@ TEST_CASE(
   using variants::fragment_mma_choose;
   using variants::fragment_mma_kernel_shape;
   int accepted = 0, refused = 0;
-  for (int k_bits : {2, 3, 4})
+  for (int k_bits : {2, 3, 4, 5})
     for (int sms : {132, 8})  // N = 5120, K_dim 2048: short walks on 132 SMs, not on 8
       for (std::int64_t m : {1, 8, 16, 24, 32, 48, 64, 100, 128, 256})
         for (int tt : {0, 8, 16, 32, 64, 128, 256})
