@@ -7,6 +7,7 @@
 #include "reference/error.hpp"
 #include "reference/fragment.hpp"
 #include "variants/common/cuda_check.hpp"
+#include "variants/format/awq_repack.hpp"
 #include "variants/format/format_kernels.hpp"
 
 namespace kbit {
@@ -99,7 +100,7 @@ DeviceWeights::Stored DeviceWeights::build(const HostWeights& hw, DType dtype,
       break;
     case LayoutKind::fragment: {  // the tiled 64x128 layout, then its tiles permuted
       if (hw.k_bits < FragmentTile::kMinBits || hw.k_bits > FragmentTile::kMaxBits)
-        throw Error("DeviceWeights: the fragment layout is K = 2, 3 or 4; these weights are K = " +
+        throw Error("DeviceWeights: the fragment layout is K = 2..5; these weights are K = " +
                     std::to_string(hw.k_bits));
       const Stored tiled = build(hw, dtype, {LayoutKind::tiled, {64, 128}}, flat, stream);
       s.geo = tiled.geo;
@@ -131,10 +132,16 @@ DeviceWeights::Stored DeviceWeights::build(const HostWeights& hw, DType dtype,
       s.awq_qzeros = DeviceBuffer<std::int32_t>(hw.awq.qzeros);
       s.awq_scales = DeviceBuffer<std::uint16_t>(hw.awq.scales);
       break;
-    case LayoutKind::awq_tiled: {
-      const AwqTiled t = awq_tile(hw.awq);
-      s.awq_tiles = DeviceBuffer<std::uint32_t>(t.words);
-      s.awq_meta = DeviceBuffer<std::uint32_t>(t.meta);
+    case LayoutKind::awq_tiled: {  // the AutoAWQ tensors as they are, repacked on the device
+      const AwqTensor& t = hw.awq;
+      const gpu::AwqTileShape shape = gpu::awq_tile_shape(t.k_in, t.n_out, t.group);
+      const DeviceBuffer<std::int32_t> qweight(t.qweight), qzeros(t.qzeros);
+      const DeviceBuffer<std::uint16_t> scales(t.scales);
+      s.awq_tiles = DeviceBuffer<std::uint32_t>(std::size_t(shape.tile_words()));
+      s.awq_meta = DeviceBuffer<std::uint32_t>(std::size_t(shape.meta_words()));
+      gpu::awq_tile(qweight.get(), qzeros.get(), scales.get(), t.k_in, t.n_out, t.group,
+                    s.awq_tiles.get(), s.awq_meta.get(), stream);
+      KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));  // before the inputs free their buffers
       break;
     }
   }
