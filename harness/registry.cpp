@@ -344,7 +344,8 @@ const std::vector<VariantRow>& registry() {
         variants::kFragmentMmaStageKTiles, variants::kFragmentMmaKernel,
         variants::kFragmentMmaScaleAfter, variants::kFragmentMmaPipelines,
         variants::kFragmentMmaWalkOrder, variants::kFragmentMmaRowBlocks,
-        variants::kFragmentMmaWaitHint, variants::kFragmentMmaGroupInFlight}},
+        variants::kFragmentMmaWaitHint, variants::kFragmentMmaGroupInFlight,
+        variants::kFragmentMmaSplitStore}},
 
       // Each problem runs the row the committed results measured fastest on this GPU
       // (results/dispatch/, harness/dispatch.hpp). Before their setup the harness builds the

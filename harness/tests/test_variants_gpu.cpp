@@ -133,9 +133,9 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
 // fragment_mma's own wgmma configurations that its defaults do not reach on the sweep's small
 // problems (their short stream-K walks run one pipeline): one consumer warpgroup a pipeline beside
 // a producer warpgroup (setmaxnreg) on 2 and 3 pipelines, 2 pipelines of two warpgroups beside one
-// at 128 tokens, and a commit group left in flight, on shapes whose stream-K stripes cut tiles,
-// at K = 2, 3, 4.
-TEST_CASE("fragment_mma's own wgmma configurations pass a dense sweep", "[gpu][variants]") {
+// at 128 tokens, a commit group left in flight, and the split tiles' store by their last arrival
+// (the default is a fixed owner), on shapes whose stream-K stripes cut tiles, at K = 2..5.
+TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;
   const VariantRow* row = nullptr;
@@ -158,6 +158,10 @@ TEST_CASE("fragment_mma's own wgmma configurations pass a dense sweep", "[gpu][v
       {64, {{"pipelines", 1}, {"group_in_flight", 1}, {"stage_k_tiles", 2}}},
       {128, {{"pipelines", 1}, {"group_in_flight", 1}, {"stage_k_tiles", 2}}},
       {128, {{"pipelines", 2}, {"row_blocks", 1}}},
+      // The split tiles' two stores where they are not the default: a fixed owner on mma.sync,
+      // the last arrival on wgmma.
+      {16, {{"split_store", 2}}},
+      {64, {{"split_store", 1}}},
   };
   for (const Set& set : sets) {
     std::vector<GivenOption> given{{"token_tile", set.token_tile, "test"}};

@@ -137,7 +137,7 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   if (!own) {
     for (const OptionSpec* spec :
          {&kFragmentMmaPipelines, &kFragmentMmaWalkOrder, &kFragmentMmaRowBlocks,
-          &kFragmentMmaWaitHint, &kFragmentMmaGroupInFlight})
+          &kFragmentMmaWaitHint, &kFragmentMmaGroupInFlight, &kFragmentMmaSplitStore})
       if (const std::int64_t v = o.get(*spec); v != spec->default_value)
         refuse(std::string(spec->name) + " = " + std::to_string(v) + " is the own kernel's");
   }
@@ -216,7 +216,13 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     c.walk_order = int(o.get(kFragmentMmaWalkOrder));
     c.wait_hint_ns = int(wait_hint);
     c.group_in_flight = group_in_flight;
+    // A split tile's store: its fixed owner on wgmma (8 consumer warps a pipeline, 7 of which no
+    // longer wait: 13-17% on Qwen3 dense at 32..128 tokens, 1.5-5% on Llama3), its last
+    // arrival on mma.sync (Qwen3 dense 3-4% slower there with the owner) (README.md).
+    const std::int64_t split_store = o.get(kFragmentMmaSplitStore);
+    c.split_owner = split_store == 2 || (split_store == 0 && own_wgmma);
   } else {
+    c.split_owner = false;  // the shared mainloop: its last arrival
     c.k_tiles = kt_opt == 2 || (kt_opt == 0 && tt <= 16) ? 2 : 1;
   }
   return c;

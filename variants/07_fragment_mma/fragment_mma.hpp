@@ -126,6 +126,19 @@ inline constexpr OptionSpec kFragmentMmaWaitHint{
     "producer's only): asleep until the stage is ready or the time passes; 0 = re-poll "
     "(try_wait's own short limit)"};
 
+// Who stores a split tile on the own kernel.
+inline constexpr OptionSpec kFragmentMmaSplitStore{
+    "split_store",
+    0,
+    0,
+    2,
+    false,
+    "own kernel: who stores a tile that several walks share. 1 = its last arrival (every "
+    "contributor's consumer warps wait for the counter's answer); 2 = its fixed owner, the walk "
+    "with its first k-steps (the others add their sums and release a count, one warp waiting); "
+    "0 = the owner on wgmma (32..128 tokens), the last arrival on mma.sync (2 consumer warps a "
+    "pipeline spare little waiting, and the owner's poll costs)"};
+
 // What fragment_mma runs for a problem and options, decided on the host with every refusal
 // before any GPU work (fragment_mma_setup: this, then the dense plan).
 struct FragmentMmaChoice {
@@ -141,6 +154,7 @@ struct FragmentMmaChoice {
   bool scale_after = false;              // own mma.sync at 8 and 16 tokens: FFMA after the MMA
   int walk_order = 0, wait_hint_ns = 0;  // own kernel
   bool group_in_flight = false;          // own wgmma: a k-tile's commit group under the next decode
+  bool split_owner = true;               // own kernel: a split tile stored by its fixed owner
 };
 // sms: the device's SM count (0: none visible, taken as 132, the H100's and H200's).
 FragmentMmaChoice fragment_mma_choose(const GemmDims& dims, const VariantOptions& opts, int sms);

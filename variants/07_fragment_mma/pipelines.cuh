@@ -75,8 +75,10 @@ struct PipelineConfig {
       kProducerWarpgroup ? 32 * kProducerWarps * kProducerRegs + kConsumers * kConsumerRegs : 0;
   static constexpr int kTableBarrier = 1;  // named barrier over all consumers (the table)
   static constexpr int kStoreBarrier = 2;  // + pipeline: its consumers (the split-K arrival)
+  // + pipeline: a split tile's contribution under a fixed owner (bar.arrive, one warp syncs)
+  static constexpr int kReleaseBarrier = kStoreBarrier + kPipelines;
   static_assert(kRowBlocks == 1 || kRowBlocks == 2 || kRowBlocks == 4, "1, 2 or 4 row blocks");
-  static_assert(kStoreBarrier + kPipelines <= 16, "named barriers 0..15");
+  static_assert(kReleaseBarrier + kPipelines <= 16, "named barriers 0..15");
   static_assert(!kProducerWarpgroup || (kPipelines <= 4 && kConsumers % 128 == 0),
                 "the producer warpgroup starts on a warpgroup's boundary and holds the pipelines");
   static_assert(!kProducerWarpgroup || (kProducerRegs >= 24 && kProducerRegs % 8 == 0 &&

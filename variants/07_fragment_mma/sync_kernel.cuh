@@ -142,10 +142,14 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         for (int set = 1; set < kSets; ++set) sum[rb][r] += acc[rb][set][r];
         if constexpr (kScaleAfter) sum[rb][r] *= W::kUnscaledFactor;  // the scales were / 16
       }
-    ws::store_tile_sums<TT, T, P, RB>(a, t, row0, lane, sum, [&](int* counter, int contributors) {
-      return dev::splitk::group_arrive_is_last<C::kPipeConsumers>(
-          counter, contributors, C::kStoreBarrier + pipe, tid == 0, &s_last[pipe]);
-    });
+    if (a.split_owner)
+      ws::store_tile_sums_owned<TT, T, P, RB, 16, C::kPipeConsumers>(
+          a, t, ks0 == 0, row0, lane, sum, C::kReleaseBarrier + pipe, C::kStoreBarrier + pipe, tid);
+    else
+      ws::store_tile_sums<TT, T, P, RB>(a, t, row0, lane, sum, [&](int* counter, int contributors) {
+        return dev::splitk::group_arrive_is_last<C::kPipeConsumers>(
+            counter, contributors, C::kStoreBarrier + pipe, tid == 0, &s_last[pipe]);
+      });
     zero_acc();
   }
 }

@@ -110,12 +110,17 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       phase ^= 1u;
     }
   };
-  auto store = [&](int t) {  // the accumulators are the sums (one set)
-    ws::store_tile_sums<TT, T, P, RB, kRbRows>(
-        a, t, row0, pl.lane, acc, [&](int* counter, int contributors) {
-          return dev::splitk::group_arrive_is_last<C::kPipeConsumers>(
-              counter, contributors, C::kStoreBarrier + pl.pipe, tid == 0, &s_last[pl.pipe]);
-        });
+  auto store = [&](int t, bool owner) {  // the accumulators are the sums (one set)
+    if (a.split_owner)
+      ws::store_tile_sums_owned<TT, T, P, RB, kRbRows, C::kPipeConsumers>(
+          a, t, owner, row0, pl.lane, acc, C::kReleaseBarrier + pl.pipe, C::kStoreBarrier + pl.pipe,
+          tid);
+    else
+      ws::store_tile_sums<TT, T, P, RB, kRbRows>(
+          a, t, row0, pl.lane, acc, [&](int* counter, int contributors) {
+            return dev::splitk::group_arrive_is_last<C::kPipeConsumers>(
+                counter, contributors, C::kStoreBarrier + pl.pipe, tid == 0, &s_last[pl.pipe]);
+          });
   };
   auto fence_tile = [](Frag& f, int j) {
 #pragma unroll
@@ -179,7 +184,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       fence_tile(f, 1);
       dev::mbar_arrive(pl.empty(last));
     }
-    store(t);
+    store(t, ks0 == 0);
   }
 }
 

@@ -24,4 +24,12 @@ __device__ __forceinline__ void sync_named(int id) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "n"(Threads) : "memory");
 }
 
+// Arrival at barrier `id` over `Threads` threads without waiting (bar.arrive): the thread's prior
+// memory accesses are performed, for the group's threads that sync on it, once it completes.
+template <int Threads>
+__device__ __forceinline__ void arrive_named(int id) {
+  static_assert(Threads % 32 == 0, "named barriers count whole warps");
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "n"(Threads) : "memory");
+}
+
 }  // namespace kbit::dev

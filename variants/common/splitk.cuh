@@ -62,6 +62,26 @@ __device__ __forceinline__ bool group_arrive_is_last(int* counter, int contribut
   return *flag;
 }
 
+// A fixed owner's protocol (variant 07's own kernel: ws::store_tile_sums_owned): each other
+// contributor releases one count once its reductions are performed (after a barrier that
+// gathers its group's), and the owner acquires contributors - 1 of them before it reads the sums.
+__device__ __forceinline__ void release_count(int* counter) {
+  asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(counter) : "memory");
+}
+// Waits until `count` contributions are released into the counter, then resets it for the next
+// call (every contributor has arrived). The wait polls with a short sleep between reads: the
+// contributions are their walks' first pieces, normally done long before (the owner's piece is
+// its walk's last), so it rarely waits; the grid is resident (one block an SM), so they come.
+__device__ __forceinline__ void acquire_counts(int* counter, int count) {
+  for (;;) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+    if (v == count) break;
+    __nanosleep(64);
+  }
+  *counter = 0;
+}
+
 // Four contributions to four consecutive sums (16-byte aligned), one vector reduction at L2
 // (sm_90's red.v4.f32): a quarter of the scalar reductions' instructions and requests.
 __device__ __forceinline__ void add4(float* p, float a, float b, float c, float d) {

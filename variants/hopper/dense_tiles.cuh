@@ -21,6 +21,8 @@ struct DenseTiles {
                          // block w % grid (else pipeline w % P of block w / P)
     int wait_hint_ns;    // variant 07's own kernel: the suspend-time hint of its ring waits
                          // (producer and consumers; 0: poll)
+    int split_owner;     // variant 07's own kernel: a split tile stored by its fixed owner
+                         // (epilogue.cuh's store_tile_sums_owned), else by its last arrival
   };
   __device__ static int whole_tiles(const Args& a) { return a.dp_tiles; }
   __device__ static TileInfo tile(const Args& a, int t) {

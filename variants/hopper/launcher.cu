@@ -145,6 +145,7 @@ void launch_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g, cons
   a.token_tile = s.token_tile;
   a.pipeline_major = s.pipeline_major;
   a.wait_hint_ns = s.wait_hint_ns;
+  a.split_owner = s.split_owner ? 1 : 0;
   a.dp_tiles = s.dp_tiles;
   a.units = s.units;
   a.per = s.per;

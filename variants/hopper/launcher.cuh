@@ -93,6 +93,7 @@ struct DensePlan : VariantState {
   WalkOrder walk_order = WalkOrder::block_major;  // set before plan_dense (several pipelines)
   bool pipeline_major = false;                    // DenseTiles::Args::pipeline_major
   int wait_hint_ns = 0;                           // DenseTiles::Args::wait_hint_ns
+  bool split_owner = false;                       // DenseTiles::Args::split_owner
   Kernel kernel{};
   SplitKWorkspace split;  // its split tiles; allocated when a tile is split
   std::string describe() const override;

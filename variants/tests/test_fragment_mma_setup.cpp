@@ -127,9 +127,10 @@ TEST_CASE("fragment_mma refuses an option that would change nothing where it is 
   CHECK_THROWS_WITH(
       fragment_mma_setup(dense(16, 256, 256, 4), with({{"kernel", 1}, {"row_blocks", 4}})),
       Catch::Contains("row_blocks = 4") && Catch::Contains("the shared mainloop"));
-  CHECK_THROWS_WITH(fragment_mma_setup(dense(256, 256, 256, 4), with({{"group_in_flight", 1}})),
-                    Catch::Contains("group_in_flight = 1 is the own kernel's") &&
-                        Catch::Contains("256 tokens run the shared mainloop"));
+  for (const char* name : {"group_in_flight", "split_store"})
+    CHECK_THROWS_WITH(fragment_mma_setup(dense(256, 256, 256, 4), with({{name, 1}})),
+                      Catch::Contains(std::string(name) + " = 1 is the own kernel's") &&
+                          Catch::Contains("256 tokens run the shared mainloop"));
   CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, 4), with({{"group_in_flight", 1}})),
                     Catch::Contains("group_in_flight = 1") && Catch::Contains("mma.sync"));
   // Values the own kernel does not take where it runs.
@@ -489,4 +490,21 @@ TEST_CASE("every option set awq_fragment_mma accepts has its compiled kernel", "
               }
   CHECK(accepted > 300);
   CHECK(refused > 300);
+}
+
+TEST_CASE("fragment_mma's own kernel stores a split tile by its fixed owner on wgmma",
+          "[variants]") {
+  using variants::fragment_mma_choose;
+  for (std::int64_t m : {8, 16, 64, 128}) {
+    const bool wgmma = m > 16;
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 132).split_owner == wgmma);
+    CHECK_FALSE(
+        fragment_mma_choose(dense(m, 5120, 2048, 4), with({{"split_store", 1}}), 132).split_owner);
+    CHECK(
+        fragment_mma_choose(dense(m, 5120, 2048, 4), with({{"split_store", 2}}), 132).split_owner);
+    CHECK(variants::awq_fragment_mma_choose(awq_dense(m, 5120, 2048, 128), {}, 132).split_owner ==
+          wgmma);
+  }
+  // The shared mainloop keeps its last arrival.
+  CHECK_FALSE(fragment_mma_choose(dense(256, 5120, 2048, 4), {}, 132).split_owner);
 }
