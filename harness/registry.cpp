@@ -329,10 +329,12 @@ const std::vector<VariantRow>& registry() {
        variants::awq_fragment_mma_run,
        {variants::kAwqFragmentMmaTokenTile, variants::kAwqFragmentMmaStageKTiles,
         variants::kAwqFragmentMmaPipelines, variants::kAwqFragmentMmaRowBlocks,
-        variants::kFragmentMmaWalkOrder, variants::kAwqFragmentMmaScaleAfter}},
+        variants::kFragmentMmaWalkOrder, variants::kAwqFragmentMmaScaleAfter,
+        variants::kFragmentMmaSplitStore}},
       {"fragment_mma",
-       "variant 07 (sm_90a): the fragment-order layout (K = 2..4: a thread's k-tile one load of "
-       "ready pair codes, no plane merge; K = 2 through a quad table) on an own kernel of "
+       "variant 07 (sm_90a): the fragment-order layout (K = 2..5: a thread's k-tile one load of "
+       "ready pair codes, no plane merge; K = 2 through a quad table, K = 5 a fifth word of "
+       "plane-4 bits and a 128 KB table) on an own kernel of "
        "pipelines over one table: mma.sync to 16 tokens (ldmatrix of the swizzled activation "
        "boxes), wgmma at 32..128; the shared mainloop's wgmma above",
        Family::gemm,

@@ -25,7 +25,7 @@ enum class LayoutKind {
   dequantized,  // W[N, K_dim] in the problem's dtype (what cuBLAS multiplies)
   awq,          // the AutoAWQ checkpoint tensors as they are (docs/awq_format.md)
   awq_tiled,    // the tiled repack of the AWQ tensors for the wgmma kernel (kbit::awq_tile)
-  fragment,     // the tiled 64x128 layout at K = 2..4 in fragment order (reference/fragment.hpp)
+  fragment,     // the tiled 64x128 layout at K = 2..5 in fragment order (reference/fragment.hpp)
 };
 const char* layout_kind_name(LayoutKind k);
 

@@ -186,12 +186,17 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
                 std::to_string(tt) +
                 " tokens (1 with 2 pipelines, 2 with 3 or 4, 4 with 4 at 8 "
                 "and 16 tokens)");
-  if (own && pipes >= 1 && pipes <= 4 && !ring_fits(kt, pipes))
-    throw Error(std::string(who) + ": pipelines = " + std::to_string(pipes) +
-                " leaves no room for two ring stages a pipeline at " + std::to_string(tt) +
+  if (own && pipes >= 1 && pipes <= 4 && !ring_fits(kt, pipes)) {
+    int most = 0;  // the most pipelines that fit there
+    for (int p = 1; p <= 4; ++p)
+      if (ring_fits(kt, p)) most = p;
+    throw Error(std::string(who) + ": pipelines = " + std::to_string(pipes) + " leaves " +
+                std::to_string(ring_stages(kt, pipes)) +
+                " ring stage(s) a pipeline, 2 needed, at " + std::to_string(tt) +
                 " tokens, stage_k_tiles = " + std::to_string(kt) +
-                (awq ? std::string() : " and K = " + std::to_string(k_bits)) +
-                " (fewer pipelines or k-tiles a stage fit)");
+                (awq ? std::string() : " and K = " + std::to_string(k_bits)) + " (at most " +
+                std::to_string(most) + " pipelines fit there)");
+  }
   FragmentMmaChoice c;
   c.token_tile = tt;
   c.k_bits = k_bits;
@@ -216,9 +221,10 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     c.walk_order = int(o.get(kFragmentMmaWalkOrder));
     c.wait_hint_ns = int(wait_hint);
     c.group_in_flight = group_in_flight;
-    // A split tile's store: its fixed owner on wgmma (8 consumer warps a pipeline, 7 of which no
-    // longer wait: 13-17% on Qwen3 dense at 32..128 tokens, 1.5-5% on Llama3), its last
-    // arrival on mma.sync (Qwen3 dense 3-4% slower there with the owner) (README.md).
+    // A split tile's store: its fixed owner on wgmma (all but one of a pipeline's 4 or 8 consumer
+    // warps walk on: -11% to -14% of the time on Qwen3 dense at 32..128 tokens, -1.5% to -5% on
+    // Llama3), its last arrival on mma.sync (Qwen3 dense 3-4% slower there with the owner)
+    // (README.md).
     const std::int64_t split_store = o.get(kFragmentMmaSplitStore);
     c.split_owner = split_store == 2 || (split_store == 0 && own_wgmma);
   } else {
@@ -269,10 +275,6 @@ std::unique_ptr<VariantState> fragment_mma_setup(const GemmDims& d, const Varian
   const char* who = "fragment_mma";
   const FragmentMmaChoice c = fragment_mma_choose(d, o, fragment_mma_visible_sms());
   const ws::Kernel kernel = fragment_mma_kernel(c, d.dtype);
-  if (kernel.fn == nullptr)  // the choice refuses what is not compiled; this guards the two
-    throw Error(std::string(who) + ": no compiled kernel for K = " + std::to_string(c.k_bits) +
-                " at " + std::to_string(c.token_tile) + " tokens with " +
-                std::to_string(c.pipelines) + " pipelines");
   ws::require_wgmma_device(who);
   return fragment::plan_choice(c, kernel, d, o, who);
 }

@@ -136,8 +136,8 @@ inline constexpr OptionSpec kFragmentMmaSplitStore{
     "own kernel: who stores a tile that several walks share. 1 = its last arrival (every "
     "contributor's consumer warps wait for the counter's answer); 2 = its fixed owner, the walk "
     "with its first k-steps (the others add their sums and release a count, one warp waiting); "
-    "0 = the owner on wgmma (32..128 tokens), the last arrival on mma.sync (2 consumer warps a "
-    "pipeline spare little waiting, and the owner's poll costs)"};
+    "0 = the owner on wgmma (32..128 tokens), the last arrival on mma.sync (2 or 4 consumer warps "
+    "a pipeline spare little waiting, and the owner's poll costs)"};
 
 // What fragment_mma runs for a problem and options, decided on the host with every refusal
 // before any GPU work (fragment_mma_setup: this, then the dense plan).

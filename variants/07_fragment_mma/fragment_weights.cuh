@@ -18,7 +18,8 @@ namespace kbit::variants::fragment {
 
 // K: 2..5 bits a weight. kTwoTiles: 2 k-tiles a stage also at two blocks per SM (8..32
 // tokens), which halves the per-stage instructions a weight (barrier waits, the walk, the
-// ldmatrix addresses) and leaves room for 3-4 stages beside the 64 KB table. The tiles' sizes and
+// ldmatrix addresses) and leaves room for 3-4 stages beside the 64 KB table (2-3 beside K = 5's
+// 128 KB one). The tiles' sizes and
 // their copies are the tiled layout's (ws::KbitWeights<K>). The table: at K = 3, 4 K = 4's pair
 // table, its 256 rows at K = 3 repeating the 64 pair entries (fragment_lut::build's kRepeat), so
 // that one PRMT of a code byte whose two high bits hold anything is a pair's address; at K = 2
@@ -53,7 +54,8 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
   // element 1), placed so that the word rotated right by 2i and one LOP3 (mask 0x01018080 for
   // pairs 0, 1; 0x80800101 for 2, 3) merged with the lane's column bytes is a register whose
   // bytes beside the code byte form, by one PRMT, the address ha * 64 KB + l8 * 256 + hb * 128 +
-  // 4 lane: per pair PRMT + LDS as at K = 4, plus 3 SHF and 8 LOP3 a k-tile (+0.375 a weight).
+  // 4 lane: per pair PRMT + LDS as at K = 4, plus 3 SHF, 8 LOP3 and the fifth word's LDS a k-tile
+  // (12 for 32 weights, +0.375 a weight).
   // The table: 1024 rows of 128 bytes (32 lane copies of one pair), row (ha, l8, hb), 128 KB;
   // no scale half (the scales come by arithmetic).
   static constexpr bool kFifthWord = K == 5;

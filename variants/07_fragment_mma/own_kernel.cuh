@@ -108,8 +108,9 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
 // The ring stages a pipeline gets with `pipelines` pipelines (1..4) at token tile tt (8..128) and
 // kt k-tiles a stage beside W's table (0 for another count; fewer than 2: the configuration is not
 // compiled). Beside the 64 KB table 4 pipelines at 64 tokens with 2 k-tiles have 1; beside K = 5's
-// 128 KB table 4 have 1 at every token tile, 3 with 2 k-tiles 1 from 32 tokens. Only the pipeline
-// count sizes the ring (PipelineLayout), so any row-block count answers.
+// 128 KB table 4 with 2 k-tiles have 1 (8..32 tokens) or none, 4 with 1 k-tile 1 from 64 tokens,
+// 3 with 2 k-tiles 1 or none from 32 tokens. Only the pipeline count sizes the ring (PipelineLayout), so
+// any row-block count answers.
 template <typename W>
 int ring_stages(int tt, int kt, int pipelines, const char* who) {
   return ws::with_token_tile(tt, who, [&](auto tt_const) {
@@ -143,6 +144,10 @@ int ring_stages(int tt, int kt, int pipelines, const char* who) {
 inline std::unique_ptr<VariantState> plan_choice(const FragmentMmaChoice& c, ws::Kernel kernel,
                                                  const GemmDims& d, const VariantOptions& o,
                                                  const char* who) {
+  if (kernel.fn == nullptr)  // the choice refuses what is not compiled; this guards the two
+    throw Error(std::string(who) + ": no compiled kernel for K = " + std::to_string(c.k_bits) +
+                " at " + std::to_string(c.token_tile) + " tokens with " +
+                std::to_string(c.pipelines) + " pipelines");
   auto s = std::make_unique<ws::DensePlan>();
   s->token_tile = c.token_tile;
   s->kernel = kernel;

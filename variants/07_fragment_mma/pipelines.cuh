@@ -4,8 +4,9 @@
 // * A block runs kPipelines pipelines (PipelineConfig), each what a block of the shared mainloop
 //   is: one producer warp (one thread works) filling a ring of stages with
 //   variants/hopper/producer.cuh's fill_stage, and consumer warps over the tile's 128 rows, over
-//   its own walk of the dense problem's tiles. All read one 64 KB decode table: a block's pipelines
-//   share ~160 KB of ring where two blocks of the shared mainloop have 2 x 48 KB.
+//   its own walk of the dense problem's tiles. All read one decode table (64 KB; 128 KB at K = 5;
+//   none on AWQ weights): beside 64 KB a block's pipelines share ~160 KB of ring where two blocks
+//   of the shared mainloop have 2 x 48 KB.
 // * A walk is a list of pieces (tile, k-steps [ks0, ks1)): whole tiles round-robin, then one
 //   stream-K stripe cut at tile boundaries (pieces.hpp). The consumers' k-step loop has one
 //   barrier wait, the decode and MMAs of its k-tiles and one arrival: the tile's end is the loop's
@@ -74,7 +75,8 @@ struct PipelineConfig {
   static constexpr int kRegisterPool =
       kProducerWarpgroup ? 32 * kProducerWarps * kProducerRegs + kConsumers * kConsumerRegs : 0;
   static constexpr int kTableBarrier = 1;  // named barrier over all consumers (the table)
-  static constexpr int kStoreBarrier = 2;  // + pipeline: its consumers (the split-K arrival)
+  // + pipeline: its consumers (a split tile's last-arrival test, or its fixed owner's group)
+  static constexpr int kStoreBarrier = 2;
   // + pipeline: a split tile's contribution under a fixed owner (bar.arrive, one warp syncs)
   static constexpr int kReleaseBarrier = kStoreBarrier + kPipelines;
   static_assert(kRowBlocks == 1 || kRowBlocks == 2 || kRowBlocks == 4, "1, 2 or 4 row blocks");

@@ -1,6 +1,7 @@
 // Split-K across blocks: every contributor adds its partial tile into a zeroed fp32
 // workspace; a per-tile counter tells the last contributor, which converts the sums to the
-// output type, writes C and zeroes the workspace and the counter again for the next call.
+// output type, writes C and zeroes the workspace and the counter again for the next call (or,
+// on variant 07's own kernel, a fixed owner waits for the others' counts: release_count below).
 //
 // (The seeds' scheme, "the first contributor overwrites the workspace, later ones add", races
 // when a later contributor adds before the first one has written; a workspace that is zero

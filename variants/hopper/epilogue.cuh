@@ -147,7 +147,8 @@ struct TileSums {
 
 // The same with a fixed owner (variant 07's own kernel, a group of Threads consumer threads a
 // walk): the piece that covers a split tile's first k-steps (`owner`: ks0 = 0, always the last
-// piece of its walk) stores the tile; every other contributor's piece is the first of its walk.
+// piece of its walk) stores the tile; every other contributor's piece is the first of its walk's
+// stripe (after whole tiles, which never wait: variants/tests/test_fragment_pieces.cpp).
 // A contributor adds its sums into the workspace and releases one count without waiting: its
 // leader's warp syncs on `release_bar` (the group's reductions issued) and the leader releases
 // (red.release); the other warps arrive and go on with their walk. The owner's leader acquires

@@ -2,7 +2,8 @@
 // (mainloop.cuh's F, the contract in config.cuh): K bit planes and one E4M4 code per block of 32,
 // decoded through the fragment table (fragment_lut.cuh). Variants 03 and 05 run it; variant 07's
 // fragment-order layout reuses its tiles and copies with a decode of its own (and its table at
-// K = 3, 4; K = 2 has a quad table). kernel_for maps a runtime K to its kernel.
+// K = 3, 4; K = 2 has a quad table, K = 5 a table of its own). kernel_for maps a runtime K to its
+// kernel.
 #pragma once
 #include <cstdint>
 

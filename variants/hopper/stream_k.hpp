@@ -54,7 +54,8 @@ struct WalkGrid {
 };
 WalkGrid walk_grid(const StreamK& w, int pipelines, int resident_blocks, WalkOrder order);
 
-// Walks that add into tile t (what split-K's last-arriver test counts): 1 for a whole tile, else
+// Walks that add into tile t (what split-K's last-arriver test, or a fixed owner, counts): 1 for
+// a whole tile, else
 // the stripes that meet it. `a`: the plan's dp_tiles, k_steps and per (a StreamK, or the kernel's
 // MainloopArgs, read where the kernel reads them).
 template <typename Args>

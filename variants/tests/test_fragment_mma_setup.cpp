@@ -87,8 +87,8 @@ TEST_CASE("fragment_mma at K = 5 chooses what fits beside its 128 KB table and r
   CHECK(c128_k4.k_tiles == 2);
   CHECK(variants::fragment_mma_kernel_shape(c128_k4, DType::f16).stages == 3);
   CHECK_THROWS_WITH(fragment_mma_choose(llama(16), with({{"pipelines", 4}}), 132),
-                    Catch::Contains("pipelines = 4") && Catch::Contains("two ring stages") &&
-                        Catch::Contains("K = 5"));
+                    Catch::Contains("pipelines = 4 leaves 1 ring stage(s) a pipeline, 2 needed") &&
+                        Catch::Contains("K = 5") && Catch::Contains("at most 3 pipelines fit"));
   CHECK_THROWS_WITH(
       fragment_mma_choose(llama(32), with({{"pipelines", 3}, {"stage_k_tiles", 2}}), 132),
       Catch::Contains("pipelines = 3") && Catch::Contains("stage_k_tiles = 2") &&

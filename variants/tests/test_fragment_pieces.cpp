@@ -1,8 +1,11 @@
 // CPU: variant 07's walks (variants/07_fragment_mma/pieces.hpp) over the dense plan's stream-K
 // arithmetic (variants/hopper/stream_k.hpp, what plan_dense runs after the kernel's
 // slot count). Over many plans: every (tile, k-step) unit is in exactly one walk, a walk's
-// pieces go up in tile order (one piece a tile), and the walks that add into a tile are exactly
-// the contributors that split-K's last-arriver test counts (DenseTiles::contributors).
+// pieces go up in tile order (one piece a tile), the walks that add into a tile are exactly
+// the contributors that split-K's last-arriver test counts (DenseTiles::contributors), and a
+// split tile's fixed owner (epilogue.cuh's store_tile_sums_owned) exists: its piece with k-step
+// 0 is the last of its walk, every other contributor's piece the first of its walk's stripe, in
+// a later walk (the owner waits only on walks that never wait).
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -47,10 +50,18 @@ std::string check_walks(int tiles, int k_steps, const StreamK& w, int pipelines,
   const int sk0 = w.dp_tiles * k_steps;  // the first stripe unit
   std::vector<int> seen(std::size_t(units), 0);
   std::vector<int> walks_of_tile(std::size_t(tiles), 0);
+  // A split tile's pieces: walk, first k-step, first piece of the walk's stripe, last of the walk.
+  struct Piece {
+    int walk, ks0;
+    bool first_stripe, last;
+  };
+  std::vector<std::vector<Piece>> pieces_of(static_cast<std::size_t>(tiles));
   int busy = 0;  // walks with a piece, which must be walks 0 .. busy - 1
   for (int b = 0; b < grid; ++b) {
     Pieces p(w, b, grid);  // the plan's fields, as the kernel reads them from its Args
     int prev = -1, n = 0, stripe_units = 0;
+    const std::size_t mine = std::size_t(-1);
+    std::size_t last_tile = mine;  // the tile of this walk's latest piece
     for (int t, ks0, ks1; p.next(t, ks0, ks1);) {
       if (++n > tiles) return err.str() + "walk " + std::to_string(b) + " never ends";
       if (t <= prev || t >= tiles || ks0 < 0 || ks0 >= ks1 || ks1 > k_steps) {
@@ -73,8 +84,12 @@ std::string check_walks(int tiles, int k_steps, const StreamK& w, int pipelines,
       }
       for (int u = t * k_steps + ks0; u < t * k_steps + ks1; ++u) ++seen[std::size_t(u)];
       ++walks_of_tile[std::size_t(t)];
+      pieces_of[std::size_t(t)].push_back(
+          {b, ks0, t >= w.dp_tiles && stripe_units == ks1 - ks0, false});
+      last_tile = std::size_t(t);
       prev = t;
     }
+    if (last_tile != mine) pieces_of[last_tile].back().last = true;
     if (stripe_units > w.per) return err.str() + "a stripe longer than per";
     if (n > 0) {
       if (busy != b) return err.str() + "walk " + std::to_string(b) + " busy after an idle one";
@@ -102,6 +117,21 @@ std::string check_walks(int tiles, int k_steps, const StreamK& w, int pipelines,
     }
     split += c > 1;
     most = std::max(most, c);
+    if (c == 1) continue;
+    const auto& ps = pieces_of[std::size_t(t)];
+    const auto owner =
+        std::find_if(ps.begin(), ps.end(), [](const Piece& q) { return q.ks0 == 0; });
+    if (owner == ps.end() || !owner->last) {
+      err << "split tile " << t << ": no piece with k-step 0, or it is not its walk's last";
+      return err.str();
+    }
+    for (const Piece& q : ps)
+      if (&q != &*owner && (q.ks0 == 0 || !q.first_stripe || q.walk <= owner->walk)) {
+        err << "split tile " << t << ": walk " << q.walk << "'s piece from k-step " << q.ks0
+            << " is not the first of its stripe in a walk after the owner's (" << owner->walk
+            << ")";
+        return err.str();
+      }
   }
   if (split != w.split_tiles || most != w.max_contributors) {
     err << "split_tiles " << w.split_tiles << " max_contributors " << w.max_contributors
