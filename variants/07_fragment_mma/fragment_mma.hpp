@@ -154,7 +154,7 @@ struct FragmentMmaChoice {
   bool scale_after = false;              // own mma.sync at 8 and 16 tokens: FFMA after the MMA
   int walk_order = 0, wait_hint_ns = 0;  // own kernel
   bool group_in_flight = false;          // own wgmma: a k-tile's commit group under the next decode
-  bool split_owner = true;               // own kernel: a split tile stored by its fixed owner
+  bool split_owner = false;              // own kernel: a split tile stored by its fixed owner
 };
 // sms: the device's SM count (0: none visible, taken as 132, the H100's and H200's).
 FragmentMmaChoice fragment_mma_choose(const GemmDims& dims, const VariantOptions& opts, int sms);

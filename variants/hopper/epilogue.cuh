@@ -2,6 +2,8 @@
 // workspace (variants/common/splitk.cuh) when several blocks contribute to the tile. The mainloop
 // (mainloop.cuh) and variant 07's own kernel store through it.
 #pragma once
+#include <type_traits>
+
 #include "variants/common/barrier.cuh"
 #include "variants/common/dtype.cuh"
 #include "variants/common/splitk.cuh"
@@ -13,13 +15,14 @@ namespace kbit::variants::ws {
 // each of its RB 16-row blocks, kRbRows rows apart (16: adjacent; 64: the two halves of a
 // warpgroup's 128 rows), sum[rb][4 n8 + i] holding weight row row0 + kRbRows rb + 8 (i / 2) of
 // the tile and token 8 n8 + 2 (lane % 4) + i % 2. Straight to C when the block is the tile's only
-// contributor, else added into the split-K workspace (tile-local, 16-byte reductions: below), whose
-// last contributor (is_last(counter, contributors): the consumers' arrival, which syncs them)
-// converts them up to 16 at a time (a row block's, one L2 round trip each).
-template <int TT, typename T, typename P, int RB, int kRbRows = 16, typename IsLast>
-__device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t, int row0,
-                                                int lane, const float (&sum)[RB][TT / 2],
-                                                IsLast&& is_last) {
+// contributor, else through the split-K workspace (tile-local, 16-byte reductions: below) as the
+// split policy says: which contributors add their sums (adds()), which one stores the tile
+// (stores(counter, contributors): it also syncs the storing group), and whether the storer adds
+// its own sums to the workspace's (kOwn): LastArrival and FixedOwner below.
+template <int TT, typename T, typename P, int RB, int kRbRows, typename Split>
+__device__ __forceinline__ void store_tile_sums_split(const typename P::Args& a, int t, int row0,
+                                                      int lane, const float (&sum)[RB][TT / 2],
+                                                      Split&& split) {
   constexpr int kAccRegs = TT / 2, kRegs = RB * kAccRegs;
   const TileInfo tile = P::tile(a, t);
   const int f0 = tile.nt * Config::kTileN + row0, m0 = tile.a_row + 2 * (lane & 3);
@@ -47,14 +50,16 @@ __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t
   auto slot = [&](int rb, int j) {
     return tile_ws + (((row0 / 16 + kRbRows / 16 * rb) * (kAccRegs / 4) + j / 4) * 32 + lane) * 4;
   };
+  if (split.adds()) {
 #pragma unroll
-  for (int rb = 0; rb < RB; ++rb)
+    for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
-    for (int j = 0; j < kAccRegs; j += 4)
-      dev::splitk::add4(slot(rb, j), sum[rb][j], sum[rb][j + 1], sum[rb][j + 2], sum[rb][j + 3]);
-  if (!is_last(a.counters + t, contributors)) return;
-  // The last contributor: a row block's sums, up to 16 at a time, loaded (one L2 round trip),
-  // stored to C where inside it, and zeroed for the next call.
+      for (int j = 0; j < kAccRegs; j += 4)
+        dev::splitk::add4(slot(rb, j), sum[rb][j], sum[rb][j + 1], sum[rb][j + 2], sum[rb][j + 3]);
+  }
+  if (!split.stores(a.counters + t, contributors)) return;
+  // The storer: a row block's sums, up to 16 at a time, loaded (one L2 round trip), stored to C
+  // where inside it (with its own added where kOwn), and zeroed for the next call.
   constexpr int kChunk = kAccRegs < 16 ? kAccRegs : 16;
 #pragma unroll
   for (int rb = 0; rb < RB; ++rb) {
@@ -69,114 +74,72 @@ __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t
 #pragma unroll
         for (int e = 0; e < 4; ++e)
           if (const int i = index(rb * kAccRegs + j0 + 4 * j + e); i >= 0)
-            C[i] = dev::from_float<T>(f[e]);
+            C[i] = dev::from_float<T>(std::decay_t<Split>::kOwn ? f[e] + sum[rb][j0 + 4 * j + e]
+                                                                : f[e]);
         dev::splitk::clear4(slot(rb, j0 + 4 * j));
       }
     }
   }
 }
 
-// Where a consumer thread's sums of tile t go, for store_tile_sums_owned: the math of
-// store_tile_sums's lambdas above (which stay as they are: the shared mainloop's SASS is
-// unchanged). index(r): accumulator r's index into C, -1 outside the tile's rows or N. slot(rb, j):
-// the 16-byte workspace slot of accumulators 4 j .. 4 j + 3 of row block rb.
-template <int TT, typename P, int RB, int kRbRows>
-struct TileSums {
-  static constexpr int kAccRegs = TT / 2, kRegs = RB * kAccRegs;
-  const typename P::Args& a;
-  const TileInfo tile;
-  const int t, f0, m0, row0, lane;
-  __device__ __forceinline__ TileSums(const typename P::Args& a_, int t_, int row0_, int lane_)
-      : a(a_),
-        tile(P::tile(a_, t_)),
-        t(t_),
-        f0(tile.nt * Config::kTileN + row0_),
-        m0(tile.a_row + 2 * (lane_ & 3)),
-        row0(row0_),
-        lane(lane_) {}
-  __device__ __forceinline__ int index(int r) const {
-    const int rb = r / kAccRegs, ra = r % kAccRegs;
-    const int fe = f0 + kRbRows * rb + 8 * ((ra >> 1) & 1), m = m0 + 8 * (ra >> 2) + (ra & 1);
-    return m < P::row_end(a, tile) && fe < a.N ? m * a.N + fe : -1;
-  }
-  __device__ __forceinline__ float* slot(int rb, int j) const {
-    float* const tile_ws = a.ws + std::size_t(t) * TT * Config::kTileN;
-    return tile_ws + (((row0 / 16 + kRbRows / 16 * rb) * (kAccRegs / 4) + j / 4) * 32 + lane) * 4;
-  }
-  // Every sum straight to C (the tile's only contributor).
-  template <typename T>
-  __device__ __forceinline__ void store(T* C, const float (&sum)[RB][kAccRegs]) const {
-#pragma unroll
-    for (int r = 0; r < kRegs; ++r)
-      if (const int i = index(r); i >= 0)
-        C[i] = dev::from_float<T>(sum[r / kAccRegs][r % kAccRegs]);
-  }
-  // Every sum added into the workspace (16-byte reductions).
-  __device__ __forceinline__ void add(const float (&sum)[RB][kAccRegs]) const {
-#pragma unroll
-    for (int rb = 0; rb < RB; ++rb)
-#pragma unroll
-      for (int j = 0; j < kAccRegs; j += 4)
-        dev::splitk::add4(slot(rb, j), sum[rb][j], sum[rb][j + 1], sum[rb][j + 2], sum[rb][j + 3]);
-  }
-  // The workspace's sums plus `own` (the owner's) to C, a row block's up to 16 at a time (one L2
-  // round trip each), and zeroed for the next call.
-  template <typename T>
-  __device__ __forceinline__ void take_plus(T* C, const float (&own)[RB][kAccRegs]) const {
-    constexpr int kChunk = kAccRegs < 16 ? kAccRegs : 16;
-#pragma unroll
-    for (int rb = 0; rb < RB; ++rb) {
-#pragma unroll
-      for (int j0 = 0; j0 < kAccRegs; j0 += kChunk) {
-        float4 v[kChunk / 4];
-#pragma unroll
-        for (int j = 0; j < kChunk / 4; ++j) v[j] = dev::splitk::load_sums4(slot(rb, j0 + 4 * j));
-#pragma unroll
-        for (int j = 0; j < kChunk / 4; ++j) {
-          const float f[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
-#pragma unroll
-          for (int e = 0; e < 4; ++e)
-            if (const int i = index(rb * kAccRegs + j0 + 4 * j + e); i >= 0)
-              C[i] = dev::from_float<T>(f[e] + own[rb][j0 + 4 * j + e]);
-          dev::splitk::clear4(slot(rb, j0 + 4 * j));
-        }
-      }
-    }
+// Every contributor adds; the last to arrive (is_last(counter, contributors): the consumers'
+// arrival, which syncs them) stores.
+template <typename IsLast>
+struct LastArrival {
+  static constexpr bool kOwn = false;
+  IsLast& is_last;
+  __device__ __forceinline__ bool adds() const { return true; }
+  __device__ __forceinline__ bool stores(int* counter, int contributors) const {
+    return is_last(counter, contributors);
   }
 };
 
-// The same with a fixed owner (variant 07's own kernel, a group of Threads consumer threads a
-// walk): the piece that covers a split tile's first k-steps (`owner`: ks0 = 0, always the last
-// piece of its walk) stores the tile; every other contributor's piece is the first of its walk's
-// stripe (after whole tiles, which never wait: variants/tests/test_fragment_pieces.cpp).
-// A contributor adds its sums into the workspace and releases one count without waiting: its
-// leader's warp syncs on `release_bar` (the group's reductions issued) and the leader releases
-// (red.release); the other warps arrive and go on with their walk. The owner's leader acquires
-// contributors - 1 counts, the group syncs on `owner_bar`, and each thread adds the workspace's
-// sums to its own (no reduction of the owner's), stores C and clears. Each barrier is used once
-// a walk at most (a walk has one piece of either kind at most), so arrivals never mix phases.
+template <int TT, typename T, typename P, int RB, int kRbRows = 16, typename IsLast>
+__device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t, int row0,
+                                                int lane, const float (&sum)[RB][TT / 2],
+                                                IsLast&& is_last) {
+  store_tile_sums_split<TT, T, P, RB, kRbRows>(a, t, row0, lane, sum, LastArrival<IsLast>{is_last});
+}
+
+// A fixed owner (variant 07's own kernel, a group of Threads consumer threads a walk): the piece
+// that covers a split tile's first k-steps (`owner`: ks0 = 0, always the last piece of its walk)
+// stores the tile; every other contributor's piece is the first of its walk's stripe (after whole
+// tiles, which never wait: variants/tests/test_fragment_pieces.cpp). A contributor adds its sums
+// into the workspace and releases one count without waiting: its leader's warp syncs on
+// `release_bar` (the group's reductions issued) and the leader releases (red.release); the other
+// warps arrive and go on with their walk. The owner's leader acquires contributors - 1 counts,
+// the group syncs on `owner_bar`, and each thread adds the workspace's sums to its own (no
+// reduction of the owner's), stores C and clears. Each barrier is used once a walk at most (a
+// walk has one piece of either kind at most), so arrivals never mix phases.
+template <int Threads>
+struct FixedOwner {
+  static constexpr bool kOwn = true;
+  bool owner;
+  int release_bar, owner_bar, tid;
+  __device__ __forceinline__ bool adds() const { return !owner; }
+  __device__ __forceinline__ bool stores(int* counter, int contributors) const {
+    if (!owner) {
+      if (tid < 32) {
+        dev::sync_named<Threads>(release_bar);
+        if (tid == 0) dev::splitk::release_count(counter);
+      } else {
+        dev::arrive_named<Threads>(release_bar);
+      }
+      return false;
+    }
+    if (tid == 0) dev::splitk::acquire_counts(counter, contributors - 1);
+    dev::sync_named<Threads>(owner_bar);
+    return true;
+  }
+};
+
 template <int TT, typename T, typename P, int RB, int kRbRows, int Threads>
 __device__ __forceinline__ void store_tile_sums_owned(const typename P::Args& a, int t, bool owner,
                                                       int row0, int lane,
                                                       const float (&sum)[RB][TT / 2],
                                                       int release_bar, int owner_bar, int tid) {
-  const TileSums<TT, P, RB, kRbRows> ts(a, t, row0, lane);
-  T* C = static_cast<T*>(a.C);
-  const int contributors = P::contributors(a, t);
-  if (contributors == 1) return ts.store(C, sum);
-  if (!owner) {
-    ts.add(sum);
-    if (tid < 32) {
-      dev::sync_named<Threads>(release_bar);
-      if (tid == 0) dev::splitk::release_count(a.counters + t);
-    } else {
-      dev::arrive_named<Threads>(release_bar);
-    }
-    return;
-  }
-  if (tid == 0) dev::splitk::acquire_counts(a.counters + t, contributors - 1);
-  dev::sync_named<Threads>(owner_bar);
-  ts.take_plus(C, sum);
+  store_tile_sums_split<TT, T, P, RB, kRbRows>(
+      a, t, row0, lane, sum, FixedOwner<Threads>{owner, release_bar, owner_bar, tid});
 }
 
 }  // namespace kbit::variants::ws
