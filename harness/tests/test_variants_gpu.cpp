@@ -133,7 +133,7 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
 // fragment_mma's own wgmma configurations that its defaults do not reach on the sweep's small
 // problems (their short stream-K walks run one pipeline): one consumer warpgroup a pipeline beside
 // a producer warpgroup (setmaxnreg) on 2 and 3 pipelines, 2 pipelines of two warpgroups beside one
-// at 128 tokens, a commit group left in flight, and the split tiles' store where it is not the
+// at 128 tokens, a commit group left in flight, 256-row tiles, and the split tiles' store where it is not the
 // default (the fixed owner on mma.sync, the last arrival on wgmma), on shapes whose stream-K
 // stripes cut tiles, at K = 2..5.
 TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][variants]") {
@@ -159,6 +159,10 @@ TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][
       {64, {{"pipelines", 1}, {"group_in_flight", 1}, {"stage_k_tiles", 2}}},
       {128, {{"pipelines", 1}, {"group_in_flight", 1}, {"stage_k_tiles", 2}}},
       {128, {{"pipelines", 2}, {"row_blocks", 1}}},
+      // 256-row tiles (two n-tiles a tile; N = 257: an odd n-tile count, the last tile one).
+      {64, {{"tile_rows", 256}}},
+      {128, {{"tile_rows", 256}}},
+      {128, {{"tile_rows", 256}, {"row_blocks", 2}}},
       // The split tiles' two stores where they are not the default: a fixed owner on mma.sync,
       // the last arrival on wgmma.
       {16, {{"split_store", 2}}},

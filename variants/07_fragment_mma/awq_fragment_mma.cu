@@ -20,14 +20,15 @@ namespace {
 ws::Kernel awq_fragment_mma_kernel(const FragmentMmaChoice& c) {
   return fragment::own_kernel<__half, fragment::AwqFragmentWeights>(
       c.token_tile, c.k_tiles, c.wgmma, c.scale_after, c.pipelines, c.row_blocks, c.group_in_flight,
-      "awq_fragment_mma");
+      c.tile_rows, "awq_fragment_mma");
 }
 
 }  // namespace
 
 FragmentMmaKernelShape awq_fragment_mma_kernel_shape(const FragmentMmaChoice& c) {
   const ws::Kernel k = awq_fragment_mma_kernel(c);
-  return {k.fn != nullptr, k.threads, k.stages, k.k_tiles_per_stage, k.pipelines, k.sync, k.fn};
+  return {k.fn != nullptr, k.threads,  k.stages, k.k_tiles_per_stage,
+          k.pipelines,       k.sync,     k.fn,     k.tile_rows};
 }
 
 std::unique_ptr<VariantState> awq_fragment_mma_setup(const GemmDims& d, const VariantOptions& o) {

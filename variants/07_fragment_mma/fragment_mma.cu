@@ -78,16 +78,23 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   // traffic outweighs what the pipelines hide: one pipeline of two warpgroups a block (measured
   // on Qwen3 dense and the Llama3 down projections, README.md's ladder, build I).
   const int k_bits = awq ? 4 : d.k_bits;
+  // Weight rows a tile (kbit only: the AWQ row has no such option): 256 = two n-tiles on one
+  // pipeline of the own wgmma at 64 and 128 tokens.
+  const std::int64_t tile_rows_opt = awq ? 0 : o.get(kFragmentMmaTileRows);
+  if (tile_rows_opt != 0 && tile_rows_opt != 128 && tile_rows_opt != 256)
+    throw Error(std::string(who) + ": tile_rows = " + std::to_string(tile_rows_opt) +
+                " is not 128 or 256 (or 0: 128)");
+  const int tile_rows = tile_rows_opt == 256 ? 256 : 128;
   // The ring stages each of `p` pipelines of kt_ k-tiles a stage gets beside the format's table
   // (64 KB; 128 KB at K = 5; none on AWQ weights); a kernel needs 2.
   const auto ring_stages = [&](int kt_, int p) {
     using fragment::FragmentWeightsT;
     using fragment::ring_stages;
-    return awq           ? ring_stages<fragment::AwqFragmentWeights>(tt, kt_, p, who)
-           : k_bits == 2 ? ring_stages<FragmentWeightsT<2, true>>(tt, kt_, p, who)
-           : k_bits == 3 ? ring_stages<FragmentWeightsT<3, true>>(tt, kt_, p, who)
-           : k_bits == 4 ? ring_stages<FragmentWeightsT<4, true>>(tt, kt_, p, who)
-                         : ring_stages<FragmentWeightsT<5, true>>(tt, kt_, p, who);
+    return awq ? ring_stages<fragment::AwqFragmentWeights>(tt, kt_, p, who)
+           : k_bits == 2 ? ring_stages<FragmentWeightsT<2, true>>(tt, kt_, p, who, tile_rows)
+           : k_bits == 3 ? ring_stages<FragmentWeightsT<3, true>>(tt, kt_, p, who, tile_rows)
+           : k_bits == 4 ? ring_stages<FragmentWeightsT<4, true>>(tt, kt_, p, who, tile_rows)
+                         : ring_stages<FragmentWeightsT<5, true>>(tt, kt_, p, who, tile_rows);
   };
   const auto ring_fits = [&](int kt_, int p) { return ring_stages(kt_, p) >= 2; };
   const std::int64_t tiles =
@@ -105,14 +112,15 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   const bool wgmma_p3 =
       tt <= 64 && !short_walks && (rb_opt == 0 || rb_opt == 2);  // of one warpgroup
   const bool awq_p2 = awq && tt > 64 && !short_walks && rb_opt == 0 && pipes_opt == 0;
-  const int pipes = pipes_opt != 0 ? int(pipes_opt)
-                    : own_wgmma    ? (short_walks && rb_opt != 2          ? 1
+  const int pipes = pipes_opt != 0   ? int(pipes_opt)
+                    : tile_rows == 256 ? 1
+                    : own_wgmma        ? (short_walks && rb_opt != 2          ? 1
                                       : wgmma_p3                          ? 3
                                       : tt <= 64 || rb_opt == 2 || awq_p2 ? 2
                                                                           : 1)
                     : tt <= 16     ? (ring_fits(2, 4) ? 4 : 3)  // K = 5: 3
                                    : 3;
-  const int wgmma_rb = rb_opt != 0 ? int(rb_opt) : pipes == 3 || awq_p2 ? 2 : 1;
+  const int wgmma_rb = rb_opt != 0 ? int(rb_opt) : (pipes == 3 || awq_p2) && tile_rows == 128 ? 2 : 1;
   // 2 k-tiles only where they leave 3 ring stages a pipeline: K = 5 at 128 tokens ran 120.4 us
   // on 1 k-tile (4 stages) against 131.8 on 2 (2 stages) (README.md, "K = 5"); every K = 2..4
   // choice keeps 3 or more.
@@ -120,7 +128,12 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
                                ring_stages(2, pipes) >= 3
                            ? 2
                            : 1;
-  const int kt = kt_opt != 0 ? int(kt_opt) : own_wgmma ? wgmma_kt : tt <= 16 ? 2 : 1;
+  // 256-row tiles: 1 k-tile (2 spill in the consumers' 120 registers).
+  const int kt = kt_opt != 0         ? int(kt_opt)
+                 : tile_rows == 256 ? 1
+                 : own_wgmma        ? wgmma_kt
+                 : tt <= 16         ? 2
+                                    : 1;
   if (own_sync && pipes_opt == 1)
     throw Error(std::string(who) +
                 ": pipelines = 1: the own kernel's mma.sync runs 2, 3 or 4 (or 0: by token tile)");
@@ -137,7 +150,8 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   if (!own) {
     for (const OptionSpec* spec :
          {&kFragmentMmaPipelines, &kFragmentMmaWalkOrder, &kFragmentMmaRowBlocks,
-          &kFragmentMmaWaitHint, &kFragmentMmaGroupInFlight, &kFragmentMmaSplitStore})
+          &kFragmentMmaWaitHint, &kFragmentMmaGroupInFlight, &kFragmentMmaSplitStore,
+          &kFragmentMmaTileRows})
       if (const std::int64_t v = o.get(*spec); v != spec->default_value)
         refuse(std::string(spec->name) + " = " + std::to_string(v) + " is the own kernel's");
   }
@@ -145,7 +159,23 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
       after != 0 && !(own_sync && tt <= 16))
     refuse("scale_after_mma = " + std::to_string(after) +
            " is the own kernel's mma.sync's at 8 and 16 tokens (the rest scale before the MMA)");
-  if (own_wgmma) {
+  if (tile_rows_opt != 0 && !own_wgmma)
+    refuse("tile_rows = " + std::to_string(tile_rows_opt) + " is the own kernel's wgmma's");
+  if (tile_rows == 256) {
+    if (tt != 64 && tt != 128)
+      refuse("tile_rows = 256 is compiled at 64 and 128 tokens only");
+    if (pipes != 1)
+      refuse("tile_rows = 256 with pipelines = " + std::to_string(pipes) +
+             ": a 256-row tile runs 1 pipeline (its 16 row blocks take 8 or 16 warps)");
+    if (wgmma_rb == 2 && (tt != 128 || kt != 1))
+      refuse("tile_rows = 256 with row_blocks = 2 is compiled at 128 tokens with stage_k_tiles = "
+             "1 only");
+    if (kt != 1)
+      refuse("tile_rows = 256 with stage_k_tiles = " + std::to_string(kt) +
+             ": 2 k-tiles spill beside the 256-row tile's accumulators (1 only)");
+    if (wgmma_rb > 2) refuse("tile_rows = 256 with row_blocks = " + std::to_string(wgmma_rb));
+    if (group_in_flight) refuse("group_in_flight = 1 is not compiled with tile_rows = 256");
+  } else if (own_wgmma) {
     if (pipes > 3 || (pipes == 3 && wgmma_rb != 2))
       refuse("pipelines = " + std::to_string(pipes) +
              ": the own kernel's wgmma runs 1 or 2, or 3 of one warpgroup (row_blocks = 2)");
@@ -227,6 +257,7 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     // (README.md).
     const std::int64_t split_store = o.get(kFragmentMmaSplitStore);
     c.split_owner = split_store == 2 || (split_store == 0 && own_wgmma);
+    c.tile_rows = tile_rows;
   } else {
     c.split_owner = false;  // the shared mainloop: its last arrival
     c.k_tiles = kt_opt == 2 || (kt_opt == 0 && tt <= 16) ? 2 : 1;
@@ -258,7 +289,8 @@ ws::Kernel fragment_mma_kernel(const FragmentMmaChoice& c, DType t) {
 
 FragmentMmaKernelShape fragment_mma_kernel_shape(const FragmentMmaChoice& c, DType t) {
   const ws::Kernel k = fragment_mma_kernel(c, t);
-  return {k.fn != nullptr, k.threads, k.stages, k.k_tiles_per_stage, k.pipelines, k.sync, k.fn};
+  return {k.fn != nullptr, k.threads,  k.stages, k.k_tiles_per_stage,
+          k.pipelines,       k.sync,     k.fn,     k.tile_rows};
 }
 
 int fragment_mma_visible_sms() {

@@ -139,6 +139,20 @@ inline constexpr OptionSpec kFragmentMmaSplitStore{
     "0 = the owner on wgmma (32..128 tokens), the last arrival on mma.sync (2 or 4 consumer warps "
     "a pipeline spare little waiting, and the owner's poll costs)"};
 
+// Weight rows a tile of the own kernel's wgmma: the layout's n-tile, or two of them sharing each
+// stage's activation box (pipelines.cuh's kTileRows).
+inline constexpr OptionSpec kFragmentMmaTileRows{
+    "tile_rows",
+    0,
+    0,
+    256,
+    false,
+    "own kernel's wgmma, 64 and 128 tokens: weight rows a tile. 128 = the layout's n-tile; 256 = "
+    "two n-tiles on one pipeline (four consumer warpgroups, or two of two row blocks at 128 "
+    "tokens), each stage's activation box feeding both: half the activation copies a weight; "
+    "0 = 128",
+    /*multiple_of=*/128};
+
 // What fragment_mma runs for a problem and options, decided on the host with every refusal
 // before any GPU work (fragment_mma_setup: this, then the dense plan).
 struct FragmentMmaChoice {
@@ -155,6 +169,7 @@ struct FragmentMmaChoice {
   int walk_order = 0, wait_hint_ns = 0;  // own kernel
   bool group_in_flight = false;          // own wgmma: a k-tile's commit group under the next decode
   bool split_owner = false;              // own kernel: a split tile stored by its fixed owner
+  int tile_rows = 128;                   // own wgmma: weight rows a tile (128 or 256)
 };
 // sms: the device's SM count (0: none visible, taken as 132, the H100's and H200's).
 FragmentMmaChoice fragment_mma_choose(const GemmDims& dims, const VariantOptions& opts, int sms);
@@ -165,6 +180,7 @@ struct FragmentMmaKernelShape {
   int threads, stages, k_tiles, pipelines;
   bool sync;       // mma.sync consumers
   const void* fn;  // the kernel itself (choices that differ only in group_in_flight differ here)
+  int tile_rows;   // weight rows a tile (128, or 256: two n-tiles)
 };
 FragmentMmaKernelShape fragment_mma_kernel_shape(const FragmentMmaChoice& choice, DType dtype);
 

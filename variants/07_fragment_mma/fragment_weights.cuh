@@ -33,7 +33,8 @@ using KbitDecoder = ws::KbitWeights<4>::Decoder<T>;
 // mma.sync: the rest are not compiled), a decode_unscaled (the mma.sync kernel's scale after
 // the MMA, kUnscaledFactor), kRowBlockWeightBytes / kRowBlockScaleBytes (from one
 // 16-row block's bytes of a k-tile to the next), build_own_table (the table at its
-// shared-window address) and a Decoder<T>(a, lane, tid) whose decode takes stage addresses.
+// shared-window address), kTilePairs (256-row tiles compiled) and a Decoder<T>(a, lane, tid)
+// whose decode takes stage addresses.
 template <int K, bool kTwoTiles>
 struct FragmentWeightsT : ws::KbitWeights<K> {
   static_assert(K >= 2 && K <= 5, "the fragment-order layout: K = 2..5");
@@ -41,6 +42,10 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
   static constexpr float kUnscaledFactor = 16.f;  // decode_unscaled's scales: E4M4 value / 16
   static constexpr bool kZeroRing = false;        // stale codes index the table: finite
   static constexpr int kSyncMaxTokens = 64;       // mma.sync kernels to 64 tokens (option mma)
+  // 256-row tiles (two n-tiles, PipelineConfig's kTileRows): a thread's bytes of a k-tile are
+  // at offsets linear in its index, so n-tile nt + 1's (adjacent in memory) are those of
+  // threads 256..511.
+  static constexpr bool kTilePairs = true;
   static constexpr int kRowBlockWeightBytes = 32 * 4 * K;  // 32 threads x K words
   static constexpr int kRowBlockScaleBytes = 32;           // 16 rows x 2 codes
   // K = 2: the quad table. Byte Q of word kb of a K = 2 thread holds two pairs' codes (block

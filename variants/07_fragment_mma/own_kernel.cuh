@@ -29,9 +29,12 @@ namespace kbit::variants::fragment {
 // (sync_kernel.cuh, 8..64 tokens; W::kSyncMaxTokens): the scale after the MMA (8 and 16 tokens)
 // or before it, on `pipelines` pipelines a block (2: one 16-row block a warp; 3, 4: two; 4 with
 // row_blocks 4: four, at 8 and 16 tokens), kt = 2 only at 8 and 16 tokens.
+// Tiles of 256 rows (tile_rows, W::kTilePairs): 1 pipeline at 64 and 128 tokens, 1 k-tile a
+// stage, of four warpgroups (row_blocks 1, 120 registers a thread: 2 k-tiles spill) or, at 128
+// tokens, of two warpgroups of two row blocks, beside a producer warpgroup.
 template <typename T, typename W>
 ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int row_blocks,
-                      bool pending, const char* who) {
+                      bool pending, int tile_rows, const char* who) {
   return ws::with_token_tile(tt, who, [&](auto tt_const) {
     constexpr int TT = decltype(tt_const)::value;
     const auto none = [&](const char* path) {
@@ -39,6 +42,24 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
                   std::to_string(TT));
       return ws::Kernel{};
     };
+    if (tile_rows == 256) {
+      if constexpr (W::kTilePairs && (TT == 64 || TT == 128)) {
+        if (wgmma && pipelines == 1 && !pending) {
+          // Four warpgroups beside a producer warpgroup that keeps 32 registers: the consumers
+          // take 120 (17 warps without it get 96, five on one sub-partition, and spill).
+          using FourWarpgroups = PipelineConfig<1, 1, 32, 256>;
+          if (row_blocks == 1 && kt == 1) return wgmma_kernel<TT, 1, T, FourWarpgroups, false, W>();
+          if constexpr (TT == 128) {
+            if (row_blocks == 2 && kt == 1)
+              return wgmma_kernel<TT, 1, T, PipelineConfig<1, 2, 40, 256>, false, W>();
+          }
+        }
+      }
+      throw Error(std::string(who) + ": no 256-row tile kernel at " + std::to_string(TT) +
+                  " tokens with " + std::to_string(pipelines) + " pipelines, row_blocks = " +
+                  std::to_string(row_blocks) + ", stage_k_tiles = " + std::to_string(kt));
+      return ws::Kernel{};
+    }
     if (wgmma) {
       if constexpr (TT >= 32 && TT <= 128) {
         using TwoWarpgroups = PipelineConfig<1, 1>;
@@ -109,10 +130,10 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
 // kt k-tiles a stage beside W's table (0 for another count; fewer than 2: the configuration is not
 // compiled). Beside the 64 KB table 4 pipelines at 64 tokens with 2 k-tiles have 1; beside K = 5's
 // 128 KB table 4 with 2 k-tiles have 1 (8..32 tokens) or none, 4 with 1 k-tile 1 from 64 tokens,
-// 3 with 2 k-tiles 1 or none from 32 tokens. Only the pipeline count sizes the ring (PipelineLayout), so
-// any row-block count answers.
+// 3 with 2 k-tiles 1 or none from 32 tokens. Only the pipeline count and the tile's rows size the
+// ring (PipelineLayout), so any row-block count answers.
 template <typename W>
-int ring_stages(int tt, int kt, int pipelines, const char* who) {
+int ring_stages(int tt, int kt, int pipelines, const char* who, int tile_rows = 128) {
   return ws::with_token_tile(tt, who, [&](auto tt_const) {
     constexpr int TT = decltype(tt_const)::value;
     if constexpr (TT > 128) {
@@ -120,6 +141,9 @@ int ring_stages(int tt, int kt, int pipelines, const char* who) {
     } else {
       const auto stages = [&](auto kt_const) {
         constexpr int KT = decltype(kt_const)::value;
+        if (tile_rows == 256)  // 1 pipeline (own_kernel)
+          return pipelines == 1 ? PipelineLayout<TT, KT, PipelineConfig<1, 1, 32, 256>, W>::kStages
+                                : 0;
         switch (pipelines) {
           case 1:
             return PipelineLayout<TT, KT, PipelineConfig<1, 1>, W>::kStages;

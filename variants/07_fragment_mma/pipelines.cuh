@@ -21,6 +21,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 
 #include "variants/07_fragment_mma/fragment_weights.cuh"
 #include "variants/07_fragment_mma/pieces.hpp"
@@ -57,12 +58,17 @@ __device__ __forceinline__ uint32_t table_address() {
 // instruction) and gives the rest to the consumers: 2 pipelines of one consumer warpgroup take
 // 232 a thread where 10 warps share 65536 / 320 (200: build C's in-loop spill). The producer's
 // fill_stage holds 32 at 1 k-tile a stage and 40 at 2 without spilling.
-template <int kPipelines_, int kRowBlocks_, int kProducerRegs_ = 0>
+// kTileRows_ = 256 (wgmma only): a tile is two of the layout's n-tiles (ws::DenseTilePairs), its
+// 16 row blocks over twice the consumer warps, one activation box a stage feeding both.
+template <int kPipelines_, int kRowBlocks_, int kProducerRegs_ = 0, int kTileRows_ = 128>
 struct PipelineConfig {
   static constexpr int kPipelines = kPipelines_;
   static constexpr int kRowBlocks = kRowBlocks_;
   static constexpr bool kProducerWarpgroup = kProducerRegs_ > 0;
-  static constexpr int kConsumerWarps = 8 / kRowBlocks;  // a pipeline's
+  static constexpr int kTileRows = kTileRows_;
+  static constexpr int kRowTiles = kTileRows / ws::Config::kTileN;  // the layout's n-tiles a tile
+  using Tiles = std::conditional_t<kRowTiles == 2, ws::DenseTilePairs, ws::DenseTiles>;
+  static constexpr int kConsumerWarps = kTileRows / 16 / kRowBlocks;  // a pipeline's
   static constexpr int kPipeConsumers = 32 * kConsumerWarps;
   static constexpr int kConsumers = kPipelines * kPipeConsumers;
   static constexpr int kProducerWarps = kProducerWarpgroup ? 4 : kPipelines;
@@ -80,6 +86,7 @@ struct PipelineConfig {
   // + pipeline: a split tile's contribution under a fixed owner (bar.arrive, one warp syncs)
   static constexpr int kReleaseBarrier = kStoreBarrier + kPipelines;
   static_assert(kRowBlocks == 1 || kRowBlocks == 2 || kRowBlocks == 4, "1, 2 or 4 row blocks");
+  static_assert(kTileRows == 128 || kTileRows == 256, "tiles of one or two n-tiles");
   static_assert(kReleaseBarrier + kPipelines <= 16, "named barriers 0..15");
   static_assert(!kProducerWarpgroup || (kPipelines <= 4 && kConsumers % 128 == 0),
                 "the producer warpgroup starts on a warpgroup's boundary and holds the pipelines");
@@ -99,9 +106,12 @@ struct PipelineLayout {
   static_assert(TT >= 8 && TT <= 128 && KT >= 1 && KT <= 2, "8..128 tokens, 1 or 2 k-tiles");
   static constexpr int kTableBytes = W::kTableBytes;
   static constexpr int kABytes = TT * ws::Config::kTileK * 2;
+  // A k-tile's weight and code (or meta) bytes: C::kRowTiles n-tiles', side by side.
+  static constexpr int kTileWeightBytes = C::kRowTiles * W::kWeightBytes;
+  static constexpr int kTileScaleBytes = C::kRowTiles * W::kScaleBytes;
   static constexpr int kWeightsAt = KT * kABytes;
-  static constexpr int kScalesAt = kWeightsAt + KT * W::kWeightBytes;
-  static constexpr int kCopyBytes = kScalesAt + KT * W::kScaleBytes;
+  static constexpr int kScalesAt = kWeightsAt + KT * kTileWeightBytes;
+  static constexpr int kCopyBytes = kScalesAt + KT * kTileScaleBytes;
   static constexpr int kStageBytes = (kCopyBytes + 1023) / 1024 * 1024;  // boxes at 1024 B
   static constexpr int kBarrierBytes = 1024;
   static constexpr int kStages =
@@ -223,18 +233,46 @@ struct Pipeline {
     int s = 0;
     uint32_t phase = 0;
     for (int t, ks0, ks1; pieces.next(t, ks0, ks1);) {
-      const ws::TileInfo tile = ws::DenseTiles::tile(a, t);
+      const ws::TileInfo tile = C::Tiles::tile(a, t);
+      // The tile's n-tiles (the last tile of an odd count holds one: its other half of the stage
+      // keeps stale, finite tiles whose rows are never stored).
+      const int row_tiles = C::kRowTiles == 1 ? 1 : min(C::kRowTiles, a.n_tiles - tile.nt);
       for (int ks = ks0; ks < ks1; ++ks) {
         // Parity phase ^ 1 of a fresh barrier counts as completed: the first lap does not wait.
         wait(empty(s), phase ^ 1u);
         dev::fence_proxy_async_shared();  // the consumers' reads before the refill
-        ws::fill_stage<W, KT, L::kABytes, L::kWeightsAt, L::kScalesAt>(base + stage(s), full(s),
-                                                                       amap, a, tile, ks);
+        if constexpr (C::kRowTiles == 1)
+          ws::fill_stage<W, KT, L::kABytes, L::kWeightsAt, L::kScalesAt>(base + stage(s), full(s),
+                                                                         amap, a, tile, ks);
+        else
+          fill_stage_rows(base + stage(s), full(s), amap, a, tile, ks, row_tiles);
         if (++s == S) {
           s = 0;
           phase ^= 1u;
         }
       }
+    }
+  }
+
+  // fill_stage (variants/hopper/producer.cuh) for a tile of row_tiles n-tiles: KT activation
+  // boxes, and per k-tile one bulk copy of the n-tiles' weight tiles and one of their code tiles
+  // (adjacent in memory: tile (kt, nt) at kt * n_tiles + nt).
+  __device__ static void fill_stage_rows(uint32_t st, uint32_t full, const CUtensorMap* amap,
+                                         const ws::DenseTiles::Args& a, const ws::TileInfo& tile,
+                                         int ks, int row_tiles) {
+    using W = typename L::W;
+    const int kt0 = ks * KT, n_kt = min(KT, a.k_tiles - kt0);
+    const uint32_t weight_bytes = uint32_t(row_tiles * W::kWeightBytes);
+    const uint32_t scale_bytes = uint32_t(row_tiles * W::kScaleBytes);
+    dev::mbar_arrive_expect_tx(full, KT * L::kABytes + n_kt * (weight_bytes + scale_bytes));
+    for (int j = 0; j < KT; ++j)
+      dev::tma_load_2d(st + j * L::kABytes, amap, (kt0 + j) * ws::Config::kTileK, tile.a_row, full);
+    for (int j = 0; j < n_kt; ++j) {
+      const long long t = (long long)(kt0 + j) * a.n_tiles + tile.nt;
+      dev::bulk_copy_g2s(st + L::kWeightsAt + j * L::kTileWeightBytes,
+                         tile.weights + t * W::kWeightBytes, weight_bytes, full);
+      dev::bulk_copy_g2s(st + L::kScalesAt + j * L::kTileScaleBytes,
+                         tile.scales + t * W::kScaleBytes, scale_bytes, full);
     }
   }
 };

@@ -32,6 +32,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
                          const __grid_constant__ CUtensorMap amap) {
   using L = PipelineLayout<TT, KT, C, W_>;
   static_assert(L::kFits, "a ring of two stages at least");
+  static_assert(C::kRowTiles == 1, "tiles of 128 rows (the layout's n-tile)");
   using P = ws::DenseTiles;
   using W = typename L::W;
   constexpr int S = L::kStages, RB = C::kRowBlocks;

@@ -11,6 +11,10 @@
 //   wait, addresses and descriptors over twice the weights. One warpgroup a pipeline runs beside
 //   a producer warpgroup that gives it its registers (PipelineConfig's kProducerRegs: 232 a
 //   thread on 2 pipelines, 152-160 on 3, the default at 32 and 64 tokens).
+// * Tiles of 256 rows (C::kTileRows, option tile_rows): two of the layout's n-tiles, 16 row
+//   blocks over twice the warps (four warpgroups, or two of two row blocks), so that a stage's
+//   activation box (TT x 64, the stage's largest copy from 64 tokens) feeds 256 rows: half the
+//   TMA writes of activations and half their L2 reads a weight.
 // * A k-step (kPending = false): the barrier wait, the decode of its KT k-tiles (scales before the
 //   MMA: wgmma cannot scale a block's products apart), one commit group of 4 KT RB wgmmas, its
 //   wait, one arrival: while one warpgroup waits for its group, the SM's others decode. kPending
@@ -44,11 +48,11 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   using L = PipelineLayout<TT, KT, C, W_>;
   static_assert(L::kFits, "a ring of two stages at least");
   constexpr int RB = C::kRowBlocks;
-  static_assert(RB == 1 || RB == 2, "the tile's 128 rows: two consumer warpgroups or one");
+  static_assert(RB == 1 || RB == 2, "a warpgroup a 64-row half of the tile, or two halves");
   static_assert(!kPending || KT == 2,
                 "a k-tile's group in flight: the stage's two k-tiles' "
                 "fragments are the two buffers");
-  using P = ws::DenseTiles;
+  using P = typename C::Tiles;  // 128-row tiles, or 256 (two n-tiles, C::kTileRows)
   using W = typename L::W;
   using Mma = dev::wgmma::MmaRS<TT, T>;
   constexpr int S = L::kStages;
@@ -78,9 +82,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #pragma unroll
     for (int rb = 0; rb < RB; ++rb)
       dec.decode(base,
-                 base + st + L::kWeightsAt + j * W::kWeightBytes +
+                 base + st + L::kWeightsAt + j * L::kTileWeightBytes +
                      W::kRowBlockWeightBytes * kRbRows / 16 * rb,
-                 base + st + L::kScalesAt + j * W::kScaleBytes +
+                 base + st + L::kScalesAt + j * L::kTileScaleBytes +
                      W::kRowBlockScaleBytes * kRbRows / 16 * rb,
                  row0, f[rb][j]);
   };
@@ -206,6 +210,7 @@ ws::Kernel wgmma_kernel() {
     k.sync = false;                      // RS wgmma (describe())
     k.threads = C::kThreads;
     k.pipelines = C::kPipelines;
+    k.tile_rows = C::kTileRows;
   }
   return k;
 }

@@ -15,6 +15,7 @@ namespace kbit::variants::ws {
 // group, so that a wave shares its activations in L2; tiles from dp_tiles on are split into
 // stream-K stripes.
 struct DenseTiles {
+  static constexpr int kTileRows = Config::kTileN;  // weight rows a tile (the layout's n-tile)
   struct Args : MainloopArgs {
     int m_tiles, group_m, token_tile;
     int pipeline_major;  // a kernel of several pipelines a block: walk w is pipeline w / grid of
@@ -35,6 +36,24 @@ struct DenseTiles {
   }
   __device__ static int row_end(const Args& a, const TileInfo&) { return a.M; }
   __device__ static int contributors(const Args& a, int t) { return tile_contributors(a, t); }
+};
+
+// The dense tile order over tiles of 256 weight rows (variant 07's own wgmma kernel, option
+// tile_rows): n-tiles nt and nt + 1 of the layout as one tile, whose k-tiles are adjacent in
+// memory (weight tile (kt, nt) at kt * n_tiles + nt), so that one activation box a stage feeds
+// both. a.n_tiles stays the layout's; the last tile of an odd count holds one n-tile. TileInfo's
+// nt is the first n-tile's.
+struct DenseTilePairs : DenseTiles {
+  static constexpr int kTileRows = 2 * Config::kTileN;
+  __device__ static int pairs(const Args& a) { return (a.n_tiles + 1) >> 1; }
+  __device__ static TileInfo tile(const Args& a, int t) {
+    const int per_group = a.group_m * pairs(a);
+    const int g = t / per_group, r = t - g * per_group;
+    const int gm = min(a.group_m, a.m_tiles - g * a.group_m);
+    const int np = r / gm;
+    const int mt = g * a.group_m + (r - np * gm);
+    return {mt * a.token_tile, a.M, 2 * np, a.weights, a.scales};
+  }
 };
 
 }  // namespace kbit::variants::ws

@@ -11,6 +11,7 @@ namespace kbit::variants::ws {
 // The grouped problem's tiles: t = g x n_tiles + nt over the listed m-tiles g (entry g: expert,
 // first row, end row), all whole.
 struct GroupedTiles {
+  static constexpr int kTileRows = Config::kTileN;  // weight rows a tile (the layout's n-tile)
   struct Args : MainloopArgs {
     const int4* mtiles;                                 // list_mtiles's entries
     const int* count;                                   // and their number

@@ -82,7 +82,8 @@ int token_tile_for(std::int64_t m) {
 }
 
 std::string DensePlan::describe() const {
-  return "tile " + std::to_string(token_tile) + " tokens x 128 weight rows x " +
+  return "tile " + std::to_string(token_tile) + " tokens x " + std::to_string(kernel.tile_rows) +
+         " weight rows x " +
          std::to_string(64 * kernel.k_tiles_per_stage) + " k, " + std::to_string(kernel.stages) +
          "-stage TMA ring, " +
          (kernel.sync ? "mma.sync (weights from registers, activations by ldmatrix), "
@@ -103,7 +104,9 @@ void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const 
   s.n_tiles = int((d.N + Config::kTileN - 1) / Config::kTileN);
   s.k_tiles = int((d.K_dim + Config::kTileK - 1) / Config::kTileK);
   s.k_steps = (s.k_tiles + s.kernel.k_tiles_per_stage - 1) / s.kernel.k_tiles_per_stage;
-  const long long tiles = (long long)s.m_tiles * s.n_tiles;
+  // Tiles of two n-tiles (DenseTilePairs) where the kernel's are 256 rows.
+  const int row_tiles = s.kernel.tile_rows / Config::kTileN;
+  const long long tiles = (long long)s.m_tiles * ((s.n_tiles + row_tiles - 1) / row_tiles);
   if (tiles * s.k_steps >= (1ll << 31))
     throw Error(std::string(who) + ": " + std::to_string(tiles * s.k_steps) +
                 " (tile, k-step) units reach the 32-bit limit 2^31");
@@ -123,8 +126,8 @@ void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const 
   s.grid = g.blocks * s.kernel.pipelines;
   s.pipeline_major = g.pipeline_major;
   // The workspace and counters, zeroed once when a tile is split; each call leaves them so.
-  // store_tile_sums's workspace is tile-local: TT x 128 sums a tile (epilogue.cuh).
-  s.split.plan(std::int64_t(s.tiles) * s.token_tile * Config::kTileN, s.dp_tiles, s.tiles,
+  // store_tile_sums's workspace is tile-local: TT x tile rows sums a tile (epilogue.cuh).
+  s.split.plan(std::int64_t(s.tiles) * s.token_tile * s.kernel.tile_rows, s.dp_tiles, s.tiles,
                [&](int t) { return tile_contributors(w, t); });
 }
 

@@ -32,6 +32,7 @@ struct Kernel {
   int threads = Config::kThreads;  // a block's threads
   int pipelines = 1;  // walks a block runs (variant 07: two over one table), each a "block" of
                       // the plan: the launch has grid / pipelines blocks
+  int tile_rows = Config::kTileN;  // weight rows a tile: 128, or 256 (DenseTilePairs: two n-tiles)
 };
 
 inline constexpr int kTokenTiles[] = {8, 16, 32, 64, 128, 256};

@@ -360,6 +360,85 @@ TEST_CASE(
   CHECK(refused > 1000);
 }
 
+TEST_CASE(
+    "fragment_mma's 256-row tiles run a kernel of their own wherever they are accepted, and are "
+    "refused by name elsewhere",
+    "[variants]") {
+  using variants::fragment_mma_choose;
+  using variants::fragment_mma_kernel_shape;
+  int accepted = 0, refused = 0;
+  for (int k_bits : {2, 3, 4, 5})
+    for (std::int64_t m : {1, 16, 32, 64, 100, 128, 256})
+      for (int tt : {0, 16, 32, 64, 128})
+        for (int mma : {0, 2})
+          for (int kt : {0, 1, 2})
+            for (int pipes : {0, 1, 2, 3})
+              for (int rb : {0, 1, 2})
+                for (int gif : {0, 1}) {
+                  const VariantOptions o =
+                      with({{"token_tile", tt}, {"mma", mma}, {"stage_k_tiles", kt},
+                            {"pipelines", pipes}, {"row_blocks", rb}, {"group_in_flight", gif},
+                            {"tile_rows", 256}});
+                  INFO("K " << k_bits << " M " << m << " token_tile " << tt << " mma " << mma
+                            << " stage_k_tiles " << kt << " pipelines " << pipes << " row_blocks "
+                            << rb << " group_in_flight " << gif);
+                  variants::FragmentMmaChoice c;
+                  try {
+                    c = fragment_mma_choose(dense(m, 5120, 2048, k_bits), o, 132);
+                  } catch (const Error& e) {
+                    ++refused;
+                    REQUIRE_THAT(e.what(), Catch::StartsWith("fragment_mma: ") &&
+                                               (Catch::Contains("tile_rows") ||
+                                                Catch::Contains("mma.sync") ||
+                                                Catch::Contains("token_tile")));
+                    continue;
+                  }
+                  ++accepted;
+                  REQUIRE(c.own);
+                  REQUIRE(c.wgmma);
+                  REQUIRE((c.token_tile == 64 || c.token_tile == 128));
+                  REQUIRE(c.tile_rows == 256);
+                  REQUIRE(c.pipelines == 1);
+                  REQUIRE(c.k_tiles == 1);
+                  for (DType t : {DType::f16, DType::bf16}) {
+                    const auto k = fragment_mma_kernel_shape(c, t);  // throws if none
+                    REQUIRE(k.found);
+                    REQUIRE(k.tile_rows == 256);
+                    REQUIRE(k.pipelines == 1);
+                    REQUIRE(k.k_tiles == 1);
+                    REQUIRE(!k.sync);
+                    // 16 row blocks over 16 / row_blocks consumer warps, and a producer warpgroup.
+                    REQUIRE(k.threads == 32 * 16 / c.row_blocks + 128);
+                    REQUIRE(k.stages >= 2);
+                    // Not the 128-row kernel of the same options.
+                    variants::FragmentMmaChoice c128 = c;
+                    c128.tile_rows = 128;
+                    if (c.row_blocks == 1)
+                      REQUIRE(fragment_mma_kernel_shape(c128, t).fn != k.fn);
+                  }
+                }
+  CHECK(accepted > 100);
+  CHECK(refused > 1000);
+  // By name: the token tiles it is compiled at, its one pipeline, its one k-tile, the path.
+  using variants::fragment_mma_setup;
+  check_refused(32, with({{"tile_rows", 256}}), {"tile_rows = 256", "64 and 128 tokens"});
+  check_refused(128, with({{"tile_rows", 256}, {"pipelines", 2}}),
+                {"tile_rows = 256 with pipelines = 2", "1 pipeline"});
+  check_refused(64, with({{"tile_rows", 256}, {"stage_k_tiles", 2}}),
+                {"tile_rows = 256 with stage_k_tiles = 2", "spill"});
+  check_refused(64, with({{"tile_rows", 256}, {"row_blocks", 2}}),
+                {"row_blocks = 2", "128 tokens"});
+  check_refused(16, with({{"tile_rows", 256}}), {"tile_rows = 256 is the own kernel's wgmma's"});
+  check_refused(16, with({{"tile_rows", 128}}), {"tile_rows = 128 is the own kernel's wgmma's"});
+  check_refused(64, with({{"tile_rows", 256}, {"kernel", 1}}),
+                {"tile_rows = 256 is the own kernel's", "the shared mainloop"});
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4), with({{"tile_rows", 192}})),
+                    Catch::Contains("tile_rows") && Catch::Contains("192"));
+  // The default stays 128-row tiles.
+  for (std::int64_t m : {32, 64, 128})
+    CHECK(fragment_mma_choose(dense(m, 28672, 8192, 4), {}, 132).tile_rows == 128);
+}
+
 namespace {
 
 GemmDims awq_dense(std::int64_t M, std::int64_t N, std::int64_t K_dim, int group) {
