@@ -83,8 +83,21 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   const std::int64_t tile_rows_opt = awq ? 0 : o.get(kFragmentMmaTileRows);
   if (tile_rows_opt != 0 && tile_rows_opt != 128 && tile_rows_opt != 256)
     throw Error(std::string(who) + ": tile_rows = " + std::to_string(tile_rows_opt) +
-                " is not 128 or 256 (or 0: 128)");
-  const int tile_rows = tile_rows_opt == 256 ? 256 : 128;
+                " is not 128 or 256 (or 0: by the rule below)");
+  const bool group_in_flight = o.get(kFragmentMmaGroupInFlight) != 0;
+  // By default 256-row tiles at 128 tokens where a walk of one pipeline an SM streams 5 bytes of
+  // weights or more for each byte of its split-K partial (128 x 256 fp32 sums): Llama3-70B
+  // gate/up and down (6.9) -4% and -3%; 8B gate/up (3.5) level; 8B down (1.7) +16%, Qwen3 dense
+  // (0.3) +43% (README.md, "256-row tiles"). At 64 tokens 3 pipelines of 128-row tiles ran faster
+  // on every layer.
+  const std::int64_t n_tiles = (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN;
+  const std::int64_t walk_weight_bytes = n_tiles * ((d.M + tt - 1) / tt) * d.K_dim *
+                                         ws::Config::kTileN * k_bits / 8 / (sms > 0 ? sms : 132);
+  const bool long_pair_walks = walk_weight_bytes >= 5 * std::int64_t(tt) * 256 * 4;
+  const bool pairs_by_rule = tile_rows_opt == 0 && !awq && own_wgmma && tt == 128 &&
+                             pipes_opt == 0 && rb_opt == 0 && kt_opt == 0 && !group_in_flight &&
+                             long_pair_walks;
+  const int tile_rows = tile_rows_opt == 256 || pairs_by_rule ? 256 : 128;
   // The ring stages each of `p` pipelines of kt_ k-tiles a stage gets beside the format's table
   // (64 KB; 128 KB at K = 5; none on AWQ weights); a kernel needs 2.
   const auto ring_stages = [&](int kt_, int p) {
@@ -146,7 +159,6 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
                        "from 32, mma.sync to 64)"));
   };
   const std::int64_t wait_hint = o.get(kFragmentMmaWaitHint);
-  const bool group_in_flight = o.get(kFragmentMmaGroupInFlight) != 0;
   if (!own) {
     for (const OptionSpec* spec :
          {&kFragmentMmaPipelines, &kFragmentMmaWalkOrder, &kFragmentMmaRowBlocks,

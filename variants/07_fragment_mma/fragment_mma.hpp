@@ -150,7 +150,8 @@ inline constexpr OptionSpec kFragmentMmaTileRows{
     "own kernel's wgmma, 64 and 128 tokens: weight rows a tile. 128 = the layout's n-tile; 256 = "
     "two n-tiles on one pipeline (four consumer warpgroups, or two of two row blocks at 128 "
     "tokens), each stage's activation box feeding both: half the activation copies a weight; "
-    "0 = 128",
+    "0 = 256 at 128 tokens where a walk streams 5 bytes of weights a byte of its split-K "
+    "partial (the other options at their defaults), else 128",
     /*multiple_of=*/128};
 
 // What fragment_mma runs for a problem and options, decided on the host with every refusal

@@ -349,16 +349,22 @@ TEST_CASE(
                           // (wgmma, two row blocks, or 2 pipelines at 128 tokens) its consumers
                           // beside a producer warpgroup's.
                           const bool producer_warpgroup =
-                              c.wgmma &&
-                              (c.row_blocks == 2 || (c.pipelines == 2 && c.token_tile == 128));
-                          REQUIRE(k.threads == c.pipelines * 32 * 8 / c.row_blocks +
-                                                   (producer_warpgroup ? 128 : 32 * c.pipelines));
+                              c.wgmma && (c.row_blocks == 2 || c.tile_rows == 256 ||
+                                          (c.pipelines == 2 && c.token_tile == 128));
+                          REQUIRE(k.tile_rows == c.tile_rows);
+                          REQUIRE(k.threads ==
+                                  c.pipelines * 32 * (c.tile_rows / 16) / c.row_blocks +
+                                      (producer_warpgroup ? 128 : 32 * c.pipelines));
                           REQUIRE(k.stages >= 2);
                         }
                       }
   CHECK(accepted > 1000);
   CHECK(refused > 1000);
 }
+
+namespace {
+GemmDims awq_dense(std::int64_t M, std::int64_t N, std::int64_t K_dim, int group);
+}  // namespace
 
 TEST_CASE(
     "fragment_mma's 256-row tiles run a kernel of their own wherever they are accepted, and are "
@@ -434,9 +440,25 @@ TEST_CASE(
                 {"tile_rows = 256 is the own kernel's", "the shared mainloop"});
   CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4), with({{"tile_rows", 192}})),
                     Catch::Contains("tile_rows") && Catch::Contains("192"));
-  // The default stays 128-row tiles.
-  for (std::int64_t m : {32, 64, 128})
-    CHECK(fragment_mma_choose(dense(m, 28672, 8192, 4), {}, 132).tile_rows == 128);
+  // By default 256-row tiles at 128 tokens where a walk streams 5 bytes of weights a byte of
+  // its split-K partial (Llama3-70B's layers), else 128 (Llama3-8B, Qwen3 dense, 64 tokens, or
+  // another option given).
+  CHECK(fragment_mma_choose(dense(128, 28672, 8192, 4), {}, 132).tile_rows == 256);
+  CHECK(fragment_mma_choose(dense(128, 8192, 28672, 4), {}, 132).tile_rows == 256);
+  CHECK(fragment_mma_choose(dense(100, 28672, 8192, 4), {}, 132).tile_rows == 256);
+  CHECK(fragment_mma_choose(dense(128, 28672, 4096, 4), {}, 132).tile_rows == 128);
+  CHECK(fragment_mma_choose(dense(128, 4096, 14336, 4), {}, 132).tile_rows == 128);
+  CHECK(fragment_mma_choose(dense(128, 5120, 2048, 4), {}, 132).tile_rows == 128);
+  CHECK(fragment_mma_choose(dense(64, 28672, 8192, 4), {}, 132).tile_rows == 128);
+  CHECK(fragment_mma_choose(dense(128, 28672, 8192, 4), with({{"pipelines", 1}}), 132).tile_rows ==
+        128);
+  CHECK(fragment_mma_choose(dense(128, 28672, 8192, 4), with({{"tile_rows", 128}}), 132)
+            .tile_rows == 128);
+  // The shared mainloop and AWQ weights never take them.
+  CHECK(fragment_mma_choose(dense(128, 28672, 8192, 4), with({{"kernel", 1}}), 132).tile_rows ==
+        128);
+  CHECK(variants::awq_fragment_mma_choose(awq_dense(128, 28672, 8192, 128), {}, 132).tile_rows ==
+        128);
 }
 
 namespace {
