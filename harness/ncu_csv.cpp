@@ -91,6 +91,15 @@ const std::vector<std::string>& profile_metrics() {
         "dram__throughput.avg.pct_of_peak_sustained_elapsed",
         "dram__bytes_read.sum",
         "dram__bytes_write.sum",
+        // L2: ncu's own "L2 Cache Throughput" (its SpeedOfLight and memory tables), the largest of
+        // its parts' % of peak (tag sectors, lts__t_sectors, among them; data sectors, the fabric
+        // between the L2 partitions), in place of lts__t_sectors' share alone; and the bytes.
+        "lts__throughput.avg.pct_of_peak_sustained_elapsed",
+        "lts__t_bytes.sum",
+        // Shared memory: LSU wavefronts (LDS/STS/LDSM; not TMA fills or wgmma operand reads, which
+        // no documented counter isolates: l1tex__throughput mixes in global traffic), % and count
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum",
         // mma.sync (HMMA) and wgmma (GMMA): pipe cycles active, and instructions issued to each
         "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
         "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
@@ -140,7 +149,7 @@ std::vector<NcuKernel> parse_ncu_raw_csv(const std::string& text) {
   for (std::size_t i = h + 1; i < recs.size(); ++i) {
     const auto& r = recs[i];
     if (r.size() != head.size()) continue;  // a line of the program's own output
-    if (trimmed(r[id_col]).empty()) {          // the units row: no ID
+    if (trimmed(r[id_col]).empty()) {       // the units row: no ID
       units = r;
       continue;
     }
@@ -334,6 +343,23 @@ double per_weight(double warp_instructions, std::int64_t N, std::int64_t K_dim) 
   return N > 0 && K_dim > 0 ? warp_instructions * 32.0 / (double(N) * double(K_dim)) : 0;
 }
 
+std::string profile_field(double v, int digits) {
+  if (!measured(v)) return "";
+  std::ostringstream o;
+  o.precision(digits);
+  o << v;
+  return o.str();
+}
+
+namespace {
+// The metric in base units, or kNotMeasured where the report has no number for it.
+double measured_num(const NcuKernel& k, const std::string& metric) {
+  double v = 0;
+  const auto it = k.value.find(metric);
+  return it != k.value.end() && parse_number(it->second, v) ? k.num(metric) : kNotMeasured;
+}
+}  // namespace
+
 KernelProfile kernel_profile(const NcuKernel& k, std::int64_t N, std::int64_t K_dim) {
   KernelProfile p;
   p.kernel = k.name;
@@ -344,6 +370,11 @@ KernelProfile kernel_profile(const NcuKernel& k, std::int64_t N, std::int64_t K_
   p.dram_pct = k.num("dram__throughput.avg.pct_of_peak_sustained_elapsed");
   p.dram_read_bytes = k.num("dram__bytes_read.sum");
   p.dram_write_bytes = k.num("dram__bytes_write.sum");
+  p.l2_pct = measured_num(k, "lts__throughput.avg.pct_of_peak_sustained_elapsed");
+  p.l2_bytes = measured_num(k, "lts__t_bytes.sum");
+  p.smem_pct = measured_num(
+      k, "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed");
+  p.smem_wavefronts = measured_num(k, "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum");
   p.tensor_hmma_pct =
       k.num("sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active");
   p.tensor_gmma_pct =
@@ -377,6 +408,7 @@ KernelProfile sum_profile(const std::vector<KernelProfile>& ks, std::int64_t N,
                           std::int64_t K_dim) {
   KernelProfile s;
   s.kernel = "(sum)";
+  if (!ks.empty()) s.l2_pct = s.l2_bytes = s.smem_pct = s.smem_wavefronts = 0;  // NaN adds on
   double t = 0;
   const KernelProfile* longest = nullptr;
   for (const auto& k : ks) {
@@ -384,6 +416,8 @@ KernelProfile sum_profile(const std::vector<KernelProfile>& ks, std::int64_t N,
     s.inst_executed += k.inst_executed;
     s.dram_read_bytes += k.dram_read_bytes;
     s.dram_write_bytes += k.dram_write_bytes;
+    s.l2_bytes += k.l2_bytes;
+    s.smem_wavefronts += k.smem_wavefronts;
     s.hmma_inst += k.hmma_inst;
     s.gmma_inst += k.gmma_inst;
     t += k.time_us;
@@ -394,6 +428,8 @@ KernelProfile sum_profile(const std::vector<KernelProfile>& ks, std::int64_t N,
     const double w = t > 0 ? k.time_us / tw : 1.0 / double(ks.size());
     s.issue_active_pct += w * k.issue_active_pct;
     s.dram_pct += w * k.dram_pct;
+    s.l2_pct += w * k.l2_pct;
+    s.smem_pct += w * k.smem_pct;
     s.tensor_hmma_pct += w * k.tensor_hmma_pct;
     s.tensor_gmma_pct += w * k.tensor_gmma_pct;
     s.occupancy_pct += w * k.occupancy_pct;

@@ -4,7 +4,9 @@
 // the rows of `kbit-harness profile` (docs/harness.md, "Profiling"). No CUDA here: the tests
 // read committed fixtures.
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -87,6 +89,15 @@ OpcodeMix opcode_mix(const SassKernel& k);
 // "LOP3 24%, HMMA 12%, ..." (the loop's opcodes with their share, largest first, `top` of them)
 std::string loop_mix_text(const OpcodeMix& m, int top = 8);
 
+// A counter the report does not hold (quiet NaN; `measured()` tells it from a number).
+inline constexpr double kNotMeasured = std::numeric_limits<double>::quiet_NaN();
+inline bool measured(double v) {
+  return !std::isnan(v);
+}
+
+// A number as profile.csv writes it: `digits` significant digits, empty where not measured.
+std::string profile_field(double v, int digits = 6);
+
 // The numbers of one kernel of one (problem, row): what profile.csv holds.
 struct KernelProfile {
   std::string kernel;
@@ -94,6 +105,10 @@ struct KernelProfile {
   double inst_executed = 0;  // smsp__inst_executed.sum (warp instructions)
   double inst_per_weight = 0;
   double issue_active_pct = 0, dram_pct = 0, dram_read_bytes = 0, dram_write_bytes = 0;
+  // L2 and shared memory (profile_metrics() names the counters): NaN where a kernel's report has
+  // no number for one (a metric the device's ncu dropped), which profile.csv leaves empty.
+  double l2_pct = kNotMeasured, l2_bytes = kNotMeasured;
+  double smem_pct = kNotMeasured, smem_wavefronts = kNotMeasured;
   double tensor_hmma_pct = 0, tensor_gmma_pct = 0, hmma_inst = 0, gmma_inst = 0;
   double occupancy_pct = 0;
   int registers = 0, block = 0;
@@ -112,9 +127,10 @@ struct KernelProfile {
 double per_weight(double warp_instructions, std::int64_t N, std::int64_t K_dim);
 
 KernelProfile kernel_profile(const NcuKernel& k, std::int64_t N, std::int64_t K_dim);
-// The row's total over its kernels: times, instructions, bytes and per-class counts add up;
-// percentages and stall ratios are averaged weighted by time; registers, shared memory and block
-// are the largest kernel's. kernel = "(sum)".
+// The row's total over its kernels: times, instructions, bytes, wavefronts and per-class counts
+// add up; percentages and stall ratios are averaged weighted by time; registers, shared memory and
+// block are the largest kernel's. An L2 or shared-memory number that one kernel lacks is NaN in
+// the total too (a total without it would understate it). kernel = "(sum)".
 KernelProfile sum_profile(const std::vector<KernelProfile>& ks, std::int64_t N, std::int64_t K_dim);
 
 // The metrics of `asked` that ncu's log names on an error line (a metric it does not know on this

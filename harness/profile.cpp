@@ -115,6 +115,10 @@ std::vector<std::string> csv_header() {
                                 "dram_pct",
                                 "dram_read_bytes",
                                 "dram_write_bytes",
+                                "l2_pct",
+                                "l2_bytes",
+                                "smem_pct",
+                                "smem_wavefronts",
                                 "tensor_pct",
                                 "tensor_hmma_pct",
                                 "tensor_gmma_pct",
@@ -160,12 +164,13 @@ std::vector<std::string> csv_fields(const std::string& experiment, const Job& j,
                                 std::to_string(kernels)};
   // Counts and bytes in full; times, ratios and percentages to 6 digits.
   const std::vector<std::pair<double, int>> nums = {
-      {p.time_us, 6},           {p.inst_executed, 15}, {p.inst_per_weight, 6},
-      {p.issue_active_pct, 6},  {p.dram_pct, 6},       {p.dram_read_bytes, 15},
-      {p.dram_write_bytes, 15}, {p.tensor_pct(), 6},   {p.tensor_hmma_pct, 6},
-      {p.tensor_gmma_pct, 6},   {p.hmma_inst, 15},     {p.gmma_inst, 15},
-      {p.occupancy_pct, 6}};
-  for (const auto& [v, digits] : nums) f.push_back(num(v, digits));
+      {p.time_us, 6},           {p.inst_executed, 15},   {p.inst_per_weight, 6},
+      {p.issue_active_pct, 6},  {p.dram_pct, 6},         {p.dram_read_bytes, 15},
+      {p.dram_write_bytes, 15}, {p.l2_pct, 6},           {p.l2_bytes, 15},
+      {p.smem_pct, 6},          {p.smem_wavefronts, 15}, {p.tensor_pct(), 6},
+      {p.tensor_hmma_pct, 6},   {p.tensor_gmma_pct, 6},  {p.hmma_inst, 15},
+      {p.gmma_inst, 15},        {p.occupancy_pct, 6}};
+  for (const auto& [v, digits] : nums) f.push_back(profile_field(v, digits));  // "" unmeasured
   f.push_back(std::to_string(p.registers));
   for (double v : {p.smem_static, p.smem_dynamic, double(p.block), p.grid}) f.push_back(num(v));
   auto top = p.top_stalls(3);
@@ -515,13 +520,20 @@ int profile_experiment(const std::string& path, const ProfileOptions& o) {
   run["summary"] = {{"pairs", jobs.size()}, {"profiled", tally.profiled}, {"failed", tally.failed}};
   write_json_file(dir + "/run.json", run);
 
+  auto pct = [](double v) {  // "-" where the counter was not measured
+    if (!measured(v)) return std::string("    -");
+    char b[16];
+    std::snprintf(b, sizeof b, "%4.0f%%", v);
+    return std::string(b);
+  };
   std::string last;
   for (const auto& l : table) {
     const std::string problem = config_label(l.job);
     if (problem != last) {
-      std::printf("\n%s (N=%lld, K_dim=%lld)\n%-22s | %7s | %9s | %6s | %5s | %6s | %s\n",
-                  problem.c_str(), (long long)l.job.N, (long long)l.job.K_dim, "row", "time_us",
-                  "inst/w", "issue", "dram", "tensor", "top stall");
+      std::printf(
+          "\n%s (N=%lld, K_dim=%lld)\n%-22s | %7s | %9s | %6s | %5s | %5s | %5s | %6s | %s\n",
+          problem.c_str(), (long long)l.job.N, (long long)l.job.K_dim, "row", "time_us", "inst/w",
+          "issue", "dram", "l2", "smem", "tensor", "top stall");
       last = problem;
     }
     const auto top = l.p.top_stalls(1);
@@ -529,9 +541,10 @@ int profile_experiment(const std::string& path, const ProfileOptions& o) {
         top.empty()
             ? ""
             : top[0].first + " " + std::to_string(int(std::lround(100 * top[0].second))) + "%";
-    std::printf("%-22s | %7.1f | %9.2f | %5.0f%% | %4.0f%% | %5.0f%% | %s%s\n", l.job.row.c_str(),
-                l.p.time_us, l.p.inst_per_weight, l.p.issue_active_pct, l.p.dram_pct,
-                l.p.tensor_pct(), stall.c_str(), l.error.empty() ? "" : "  (error)");
+    std::printf("%-22s | %7.1f | %9.2f | %5.0f%% | %4.0f%% | %s | %s | %5.0f%% | %s%s\n",
+                l.job.row.c_str(), l.p.time_us, l.p.inst_per_weight, l.p.issue_active_pct,
+                l.p.dram_pct, pct(l.p.l2_pct).c_str(), pct(l.p.smem_pct).c_str(), l.p.tensor_pct(),
+                stall.c_str(), l.error.empty() ? "" : "  (error)");
   }
   std::printf("\n%d of %zu (problem, row) pairs profiled, %d with errors\n%s/profile.csv\n",
               tally.profiled, jobs.size(), tally.failed, dir.c_str());

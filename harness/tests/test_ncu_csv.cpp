@@ -2,7 +2,8 @@
 // fixtures (harness/tests/fixtures/ncu/): ncu's raw page of one of our rows (warp_specialized at
 // M = 16 on llama3_70b.gate_up: its kernel, its split-K reduce, and a clock probe and a cuBLAS
 // kernel that must be left out) and of a peer (humming u4 g128 with its lock zeroing, in base
-// units), and the source page (SASS) of our row.
+// units; a report without the L2 and shared-memory metrics, as where ncu dropped them), and the
+// source page (SASS) of our row.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -41,6 +42,8 @@ TEST_CASE("ncu raw CSV: header, units row, one row per kernel, program output sk
   CHECK(ks[0].num("gpu__time_duration.sum") == Approx(80610));
   CHECK(ks[0].num("dram__bytes_read.sum") == Approx(3905.42e6));
   CHECK(ks[0].num("launch__shared_mem_per_block_dynamic") == Approx(197630));
+  CHECK(ks[0].num("lts__t_bytes.sum") == Approx(4210.69e6));  // Mbyte -> bytes
+  CHECK(ks[0].num("l1tex__data_pipe_lsu_wavefronts_mem_shared.sum") == Approx(3686400));
   CHECK(ks[0].num("no_such_metric") == 0);
   CHECK_THROWS_AS(parse_ncu_raw_csv("==PROF== no kernels were profiled\n"), Error);
 }
@@ -95,6 +98,16 @@ TEST_CASE("ncu: per-weight normalization and the row's sum over its kernels", "[
   CHECK(s.dram_write_bytes == Approx(2 * 917.5e3));
   CHECK(s.issue_active_pct == Approx((80.61 * 62.10 + 2.89 * 21.40) / (80.61 + 2.89)));
   CHECK(s.registers == 168);  // the longest kernel's
+  // L2 and shared memory: bytes and wavefronts add up, percentages are time-weighted
+  CHECK(ours[0].l2_pct == Approx(41.27));
+  CHECK(ours[0].l2_bytes == Approx(4210.69e6));
+  CHECK(ours[0].smem_pct == Approx(21.64));
+  CHECK(ours[0].smem_wavefronts == Approx(3686400));
+  CHECK(ours[1].l2_pct == Approx(18.05));
+  CHECK(s.l2_bytes == Approx(4210.69e6 + 16.88e6));
+  CHECK(s.smem_wavefronts == Approx(3686400.0 + 57344));
+  CHECK(s.l2_pct == Approx((80.61 * 41.27 + 2.89 * 18.05) / (80.61 + 2.89)));
+  CHECK(s.smem_pct == Approx((80.61 * 21.64 + 2.89 * 3.10) / (80.61 + 2.89)));
   // The peer in base units: seconds -> ns, bytes as they are.
   const auto peer = kept(parse_ncu_raw_csv(read_text_file(kDir + "peer_humming_raw.csv")));
   CHECK(peer[0].time_us == Approx(43.19));
@@ -103,6 +116,44 @@ TEST_CASE("ncu: per-weight normalization and the row's sum over its kernels", "[
   CHECK(peer[0].top_stalls(1).at(0).first == "gmma");
   CHECK(sum_profile(peer, kN, kK).inst_per_weight ==
         Approx((22974300.0 + 3584) * 32 / (double(kN) * kK)));
+}
+
+TEST_CASE("ncu: L2 and shared-memory counters a report lacks are not measured, not 0", "[ncu]") {
+  // The peer's report has none of them (as where the device's ncu rejected them and profile
+  // dropped them): each is NaN, profile.csv's field is empty, the rest of the row is intact.
+  const auto peer = kept(parse_ncu_raw_csv(read_text_file(kDir + "peer_humming_raw.csv")));
+  REQUIRE(peer.size() == 2);
+  for (double v : {peer[0].l2_pct, peer[0].l2_bytes, peer[0].smem_pct, peer[0].smem_wavefronts})
+    CHECK(!measured(v));
+  CHECK(profile_field(peer[0].l2_pct).empty());
+  CHECK(profile_field(peer[0].smem_wavefronts, 15).empty());
+  CHECK(peer[0].dram_pct == Approx(88.71));
+  const KernelProfile ps = sum_profile(peer, kN, kK);
+  CHECK(!measured(ps.l2_pct));
+  CHECK(!measured(ps.l2_bytes));
+  CHECK(!measured(ps.smem_pct));
+  CHECK(!measured(ps.smem_wavefronts));
+  CHECK(ps.dram_read_bytes > 0);
+  // A total over kernels of which one lacks the counter is not measured either (no silent 0).
+  const auto ours = kept(parse_ncu_raw_csv(read_text_file(kDir + "ours_warp_specialized_raw.csv")));
+  const KernelProfile mixed = sum_profile({ours[0], peer[0]}, kN, kK);
+  CHECK(!measured(mixed.l2_bytes));
+  CHECK(!measured(mixed.smem_pct));
+  CHECK(mixed.dram_read_bytes == Approx(3905.42e6 + 3803512832.0));
+  CHECK(!measured(sum_profile({}, kN, kK).l2_pct));
+  // A field ncu prints as "n/a" is not a number; a measured 0 stays 0.
+  NcuKernel na;
+  na.value["lts__t_bytes.sum"] = "n/a";
+  na.value["lts__throughput.avg.pct_of_peak_sustained_elapsed"] = "0";
+  const KernelProfile np = kernel_profile(na, kN, kK);
+  CHECK(!measured(np.l2_bytes));
+  CHECK(measured(np.l2_pct));
+  CHECK(np.l2_pct == 0);
+  CHECK(profile_field(np.l2_pct) == "0");
+  // profile.csv's numbers: bytes in full, percentages to 6 digits.
+  CHECK(profile_field(ours[0].l2_bytes, 15) == "4210690000");
+  CHECK(profile_field(ours[0].l2_pct) == "41.27");
+  CHECK(profile_field(ours[0].smem_wavefronts, 15) == "3686400");
 }
 
 TEST_CASE("ncu source page: SASS per kernel, opcode classes and the hot loop", "[ncu]") {
@@ -186,6 +237,15 @@ TEST_CASE("ncu: metrics the device's ncu does not know are found on its error li
   CHECK(rejected_metrics(log, asked) == std::vector<std::string>{asked[1], asked[2]});
   CHECK(rejected_metrics("==ERROR== smsp__inst_executed_pipe_lsu is unknown\n", asked).empty());
   CHECK(rejected_metrics("==PROF== Disconnected\n", asked).empty());
+  // The L2 and shared-memory metrics: a rejected base name drops the metrics built on it alone.
+  const auto& all = profile_metrics();
+  CHECK(rejected_metrics("==ERROR== Failed to find metric lts__t_bytes\n", all) ==
+        std::vector<std::string>{"lts__t_bytes.sum"});
+  CHECK(rejected_metrics(
+            "==ERROR== Failed to find metric l1tex__data_pipe_lsu_wavefronts_mem_shared\n", all) ==
+        std::vector<std::string>{
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
+            "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"});
 }
 
 TEST_CASE("ncu: the metric list holds what profile.csv reads", "[ncu]") {
@@ -194,7 +254,10 @@ TEST_CASE("ncu: the metric list holds what profile.csv reads", "[ncu]") {
        {"smsp__inst_executed.sum", "gpu__time_duration.sum",
         "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active",
         "sm__pipe_tensor_op_gmma_cycles_active.avg.pct_of_peak_sustained_active",
-        "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio"})
+        "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
+        "lts__throughput.avg.pct_of_peak_sustained_elapsed", "lts__t_bytes.sum",
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed",
+        "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum"})
     CHECK(std::find(m.begin(), m.end(), want) != m.end());
   CHECK(std::find(stall_reasons().begin(), stall_reasons().end(), "selected") ==
         stall_reasons().end());

@@ -7,8 +7,9 @@ Per problem (shape, M, weight format, dtype) one panel: a stacked bar per row (o
 the peers), thread-instructions executed a weight split by SASS opcode class (the `inst_w_*`
 columns: ncu's per-instruction counts of the source page, classes of sass_mix.py), with each
 row's kernel time above its bar. A row of several kernels is drawn from its "(sum)" line. Writes
-<run>/figures/profile_inst_per_weight.png; --table prints `row | inst/w | issue | dram | tensor |
-top stall` per problem (what `kbit-harness profile` prints at its end).
+<run>/figures/profile_inst_per_weight.png; --table prints `row | inst/w | issue | dram | l2 | smem |
+tensor | top stall` per problem (what `kbit-harness profile` prints at its end; l2 and smem are "-"
+where the run did not measure them, as in runs from before they were recorded).
 """
 import argparse
 import csv
@@ -34,6 +35,15 @@ def fnum(v):
         return 0.0
 
 
+def pct(v):
+    """A percentage column, "-" where the field is missing or empty (not measured)."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return "    -"
+    return f"{x:4.0f}%" if math.isfinite(x) else "    -"
+
+
 def load(run_dir):
     """One line per (problem, row): its "(sum)" line where it has several kernels, else its only
     kernel's; grouped by problem in file order."""
@@ -55,12 +65,14 @@ def load(run_dir):
 def table(problems, out=sys.stdout):
     for key, rows in problems.items():
         print(f"\n{key}", file=out)
-        print(f'{"row":22s} | {"inst/w":>7s} | {"issue":>5s} | {"dram":>5s} | {"tensor":>6s} | top stall', file=out)
+        print(f'{"row":22s} | {"inst/w":>7s} | {"issue":>5s} | {"dram":>5s} | {"l2":>5s} | {"smem":>5s} | '
+              f'{"tensor":>6s} | top stall', file=out)  # fmt: skip
         for r in rows:
             stall = f'{r["stall1"]} {100 * fnum(r["stall1_share"]):.0f}%' if r["stall1"] else ""
             print(
                 f'{r["row"]:22s} | {fnum(r["inst_per_weight"]):7.2f} | {fnum(r["issue_active_pct"]):4.0f}% | '
-                f'{fnum(r["dram_pct"]):4.0f}% | {fnum(r["tensor_pct"]):5.0f}% | {stall}'
+                f'{fnum(r["dram_pct"]):4.0f}% | {pct(r.get("l2_pct"))} | {pct(r.get("smem_pct"))} | '
+                f'{fnum(r["tensor_pct"]):5.0f}% | {stall}'
                 + (f'  ({r["error"]})' if r["error"] else ""),
                 file=out,
             )
