@@ -77,15 +77,25 @@ TEST_CASE("fragment_mma at K = 5 chooses what fits beside its 128 KB table and r
   CHECK(c32.wgmma);
   CHECK(c32.pipelines == 3);
   CHECK(c32.k_tiles == 1);
-  // 128 tokens: one pipeline of 1 k-tile a stage (4 stages; 2 k-tiles would leave 2), where K = 4
-  // keeps 2 (3 stages).
-  const auto c128 = fragment_mma_choose(llama(128), {}, 132);
+  // 128 tokens on 128-row tiles: one pipeline of 1 k-tile a stage (4 stages; 2 k-tiles would
+  // leave 2), where K = 4 keeps 2 (3 stages).
+  const VariantOptions rows128 = with({{"tile_rows", 128}});
+  const auto c128 = fragment_mma_choose(llama(128), rows128, 132);
   CHECK(c128.pipelines == 1);
   CHECK(c128.k_tiles == 1);
   CHECK(variants::fragment_mma_kernel_shape(c128, DType::f16).stages == 4);
-  const auto c128_k4 = fragment_mma_choose(dense(128, 28672, 8192, 4), {}, 132);
+  const auto c128_k4 = fragment_mma_choose(dense(128, 28672, 8192, 4), rows128, 132);
   CHECK(c128_k4.k_tiles == 2);
   CHECK(variants::fragment_mma_kernel_shape(c128_k4, DType::f16).stages == 3);
+  // By default Llama3-70B takes 256-row tiles there: 3 stages of 27 KB beside K = 5's table, 6 of
+  // 25 KB beside K = 4's.
+  const auto c256 = fragment_mma_choose(llama(128), {}, 132);
+  CHECK(c256.tile_rows == 256);
+  CHECK(c256.k_tiles == 1);
+  CHECK(variants::fragment_mma_kernel_shape(c256, DType::f16).stages == 3);
+  const auto c256_k4 = fragment_mma_choose(dense(128, 28672, 8192, 4), {}, 132);
+  CHECK(c256_k4.tile_rows == 256);
+  CHECK(variants::fragment_mma_kernel_shape(c256_k4, DType::f16).stages == 6);
   CHECK_THROWS_WITH(fragment_mma_choose(llama(16), with({{"pipelines", 4}}), 132),
                     Catch::Contains("pipelines = 4 leaves 1 ring stage(s) a pipeline, 2 needed") &&
                         Catch::Contains("K = 5") && Catch::Contains("at most 3 pipelines fit"));
@@ -250,11 +260,15 @@ TEST_CASE(
     bool own, wgmma;
     int k_tiles, pipelines, row_blocks;
     bool scale_after;
+    int tile_rows;
   };
   const Want wants[] = {
-      {1, 8, 8, true, false, 2, 4, 2, true},      {9, 16, 16, true, false, 2, 4, 4, true},
-      {17, 32, 32, true, true, 2, 3, 2, false},   {33, 64, 64, true, true, 1, 3, 2, false},
-      {65, 128, 128, true, true, 2, 1, 1, false}, {129, 300, 256, false, false, 1, 1, 1, false},
+      {1, 8, 8, true, false, 2, 4, 2, true, 128},
+      {9, 16, 16, true, false, 2, 4, 4, true, 128},
+      {17, 32, 32, true, true, 2, 3, 2, false, 128},
+      {33, 64, 64, true, true, 1, 3, 2, false, 128},
+      {65, 128, 128, true, true, 1, 1, 1, false, 256},  // 256-row tiles: walks long enough
+      {129, 300, 256, false, false, 1, 1, 1, false, 128},
   };
   for (const Want& w : wants)
     for (std::int64_t m = w.m_lo; m <= w.m_hi; ++m) {
@@ -268,6 +282,7 @@ TEST_CASE(
       CHECK(c.pipelines == w.pipelines);
       CHECK(c.row_blocks == w.row_blocks);
       CHECK(c.scale_after == w.scale_after);
+      CHECK(c.tile_rows == w.tile_rows);
     }
   // Short walks (Qwen3 dense gate/up: 40 tiles of 2048 k) run one pipeline of two warpgroups at
   // 32 and 64 tokens; on a device of fewer SMs, 3 of one. A long K keeps 3 on few tiles (Llama3-70B
