@@ -42,6 +42,10 @@ inline constexpr OptionSpec kReadSlicesOptions[] = {
     {"bulk", 0, 0, 1, true,
      "1: one cp.async.bulk per k-tile piece (scalar_gemv's producer at 128 x 4); 0: two TMA "
      "tensor copies per unit"},
+    {"nt_major", 0, 0, 1, true,
+     "1: read the layout's 128 x 64 tiles as if stored n-tile-major (tile (nt, kt) at nt x "
+     "k_tiles + kt: a block's units one contiguous stream; slice = 128, bulk = 1), 0: as stored "
+     "(k-tile-major: a block's consecutive k-tiles n_tiles tiles apart)"},
 };
 
 // read_ldg, read_bulk (read_probe.cu): read the problem's bytes

@@ -75,6 +75,7 @@ struct SliceArgs {
   uint32_t piece_bytes, code_piece_bytes;  // one k-tile of a slice: S x 8K B of planes, 2S of codes
   int slice_cols, total_cols;              // S; the padded columns of the layout (n_tiles x 128)
   int bulk;  // 1: copy each k-tile's piece with its own cp.async.bulk (scalar_gemv's producer)
+  int nt_major;  // 1: tile (nt, kt) read at nt x k_tiles + kt (the same tiles, another order)
   const unsigned char* packed;  // bulk mode: the planes and codes themselves
   const unsigned char* absmax;
   long long plane_row_bytes, code_row_bytes;  // one k-tile's row of tiles
@@ -138,15 +139,18 @@ __device__ void copy_unit_bulk(const SliceArgs& a, uint32_t dst, int slice, int 
   const uint32_t piece = a.piece_bytes / uint32_t(a.slice_cols) * cols;
   const uint32_t code_piece = 2 * cols;
   dev::mbar_arrive_expect_tx(bar, uint32_t(nk) * (piece + code_piece));
+  // Piece j's bytes: k-tile-major as stored, or n-tile-major (nt_major: slice = 128, a piece is
+  // a whole tile; the same tiles in another order).
+  auto at = [&](int j, long long row_bytes, long long piece_bytes) {
+    return a.nt_major ? ((long long)slice * a.k_tiles + kt0 + j) * piece_bytes
+                      : (kt0 + j) * row_bytes + (long long)slice * piece_bytes;
+  };
   for (int j = 0; j < nk; ++j)
     dev::bulk_copy_g2s(dst + uint32_t(j) * a.piece_bytes,
-                       a.packed + (kt0 + j) * a.plane_row_bytes + (long long)slice * a.piece_bytes,
-                       piece, bar);
+                       a.packed + at(j, a.plane_row_bytes, a.piece_bytes), piece, bar);
   for (int j = 0; j < nk; ++j)
-    dev::bulk_copy_g2s(
-        dst + a.plane_bytes + uint32_t(j) * a.code_piece_bytes,
-        a.absmax + (kt0 + j) * a.code_row_bytes + (long long)slice * a.code_piece_bytes, code_piece,
-        bar);
+    dev::bulk_copy_g2s(dst + a.plane_bytes + uint32_t(j) * a.code_piece_bytes,
+                       a.absmax + at(j, a.code_row_bytes, a.code_piece_bytes), code_piece, bar);
 }
 
 // Warp 0's XOR of a landed unit: the pieces that exist (bulk copies leave the rest stale). A
@@ -264,9 +268,14 @@ struct SliceState : VariantState {
   std::string describe() const override { return what; }
 };
 
-void check_slice_config(int slice, int kt, int stages, int per_sm, int smem, int bulk) {
+void check_slice_config(int slice, int kt, int stages, int per_sm, int smem, int bulk,
+                        int nt_major) {
   if (bulk != 0 && bulk != 1)
     throw Error("read_slices: option bulk = " + std::to_string(bulk) + " is not 0 or 1");
+  if (nt_major != 0 && (slice != 128 || bulk != 1))
+    throw Error("read_slices: option nt_major = " + std::to_string(nt_major) +
+                " needs slice = 128 (a piece one tile) and bulk = 1, got slice = " +
+                std::to_string(slice) + ", bulk = " + std::to_string(bulk));
   if (smem < 0 || smem > SliceConfig::kMaxSmem)
     throw Error("read_slices: option smem = " + std::to_string(smem) + " B is outside 0.." +
                 std::to_string(SliceConfig::kMaxSmem));
@@ -292,8 +301,8 @@ std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const Variant
   auto s = std::make_unique<SliceState>();
   auto get = [&](int i) { return int(o.get(kReadSlicesOptions[i])); };
   const int slice = get(0), kt = get(1), stages = get(2), per_sm = get(3), smem = get(4),
-            bulk = get(5);
-  check_slice_config(slice, kt, stages, per_sm, smem, bulk);
+            bulk = get(5), nt_major = get(6);
+  check_slice_config(slice, kt, stages, per_sm, smem, bulk, nt_major);
   const TiledGeometry geo = make_tiled_geometry(d.N, d.K_dim, d.k_bits, TileConfig{64, 128});
   SliceArgs& a = s->args;
   a.rows_per_slice = slice * d.k_bits / 16;
@@ -310,6 +319,7 @@ std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const Variant
   a.piece_bytes = uint32_t(128 * a.rows_per_slice);
   a.code_piece_bytes = uint32_t(a.code_bytes_per_slice);
   a.bulk = bulk;
+  a.nt_major = nt_major;
   a.stage_bytes =
       (a.plane_bytes + a.code_bytes + SliceConfig::kAlign - 1) & ~uint32_t(SliceConfig::kAlign - 1);
   s->smem = std::max(
@@ -339,7 +349,7 @@ std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const Variant
   s->what = std::to_string(slice) + "-column x " + std::to_string(kt) + "-k-tile units (" +
             std::to_string(a.plane_bytes + a.code_bytes) + " B, " +
             (bulk ? std::to_string(2 * kt) + " bulk copies" : std::string("2 TMA tensor copies")) +
-            ") x " + std::to_string(stages) + " stages, " + std::to_string(s->grid) +
+            (nt_major ? ", tiles read n-tile-major" : "") + ") x " + std::to_string(stages) + " stages, " + std::to_string(s->grid) +
             " blocks of " + std::to_string(a.per_block) + " units, " + std::to_string(s->per_sm) +
             " blocks/SM, " + std::to_string(s->smem) + " B smem";
   return s;
