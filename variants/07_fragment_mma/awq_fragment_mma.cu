@@ -27,8 +27,8 @@ ws::Kernel awq_fragment_mma_kernel(const FragmentMmaChoice& c) {
 
 FragmentMmaKernelShape awq_fragment_mma_kernel_shape(const FragmentMmaChoice& c) {
   const ws::Kernel k = awq_fragment_mma_kernel(c);
-  return {k.fn != nullptr, k.threads,  k.stages, k.k_tiles_per_stage,
-          k.pipelines,       k.sync,     k.fn,     k.tile_rows};
+  return {k.fn != nullptr, k.threads, k.stages, k.k_tiles_per_stage,
+          k.pipelines,     k.sync,    k.fn,     k.tile_rows};
 }
 
 std::unique_ptr<VariantState> awq_fragment_mma_setup(const GemmDims& d, const VariantOptions& o) {

@@ -30,7 +30,7 @@ struct AwqFragmentWeights : awq::AwqWeights {
   // A stage never filled holds whatever the shared memory held: meta words there may be Inf or
   // NaN scales, which a short last k-step would multiply by the TMA's zeros (NaN).
   static constexpr bool kZeroRing = true;
-  static constexpr int kSyncMaxTokens = 16;         // its row has no `mma` option: wgmma from 32
+  static constexpr int kSyncMaxTokens = 16;  // its row has no `mma` option: wgmma from 32
   // No 256-row tiles: a meta tile's second group of 32 lies one n-tile's rows on (not two).
   static constexpr bool kTilePairs = false;
   static constexpr float kUnscaledFactor = 1.f;     // its scales are the scales

@@ -103,7 +103,7 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   const auto ring_stages = [&](int kt_, int p) {
     using fragment::FragmentWeightsT;
     using fragment::ring_stages;
-    return awq ? ring_stages<fragment::AwqFragmentWeights>(tt, kt_, p, who)
+    return awq           ? ring_stages<fragment::AwqFragmentWeights>(tt, kt_, p, who)
            : k_bits == 2 ? ring_stages<FragmentWeightsT<2, true>>(tt, kt_, p, who, tile_rows)
            : k_bits == 3 ? ring_stages<FragmentWeightsT<3, true>>(tt, kt_, p, who, tile_rows)
            : k_bits == 4 ? ring_stages<FragmentWeightsT<4, true>>(tt, kt_, p, who, tile_rows)
@@ -125,15 +125,17 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   const bool wgmma_p3 =
       tt <= 64 && !short_walks && (rb_opt == 0 || rb_opt == 2);  // of one warpgroup
   const bool awq_p2 = awq && tt > 64 && !short_walks && rb_opt == 0 && pipes_opt == 0;
-  const int pipes = pipes_opt != 0   ? int(pipes_opt)
+  const int pipes = pipes_opt != 0     ? int(pipes_opt)
                     : tile_rows == 256 ? 1
                     : own_wgmma        ? (short_walks && rb_opt != 2          ? 1
-                                      : wgmma_p3                          ? 3
-                                      : tt <= 64 || rb_opt == 2 || awq_p2 ? 2
-                                                                          : 1)
-                    : tt <= 16     ? (ring_fits(2, 4) ? 4 : 3)  // K = 5: 3
-                                   : 3;
-  const int wgmma_rb = rb_opt != 0 ? int(rb_opt) : (pipes == 3 || awq_p2) && tile_rows == 128 ? 2 : 1;
+                                          : wgmma_p3                          ? 3
+                                          : tt <= 64 || rb_opt == 2 || awq_p2 ? 2
+                                                                              : 1)
+                    : tt <= 16         ? (ring_fits(2, 4) ? 4 : 3)  // K = 5: 3
+                                       : 3;
+  const int wgmma_rb = rb_opt != 0                                  ? int(rb_opt)
+                       : (pipes == 3 || awq_p2) && tile_rows == 128 ? 2
+                                                                    : 1;
   // 2 k-tiles only where they leave 3 ring stages a pipeline: K = 5 at 128 tokens ran 120.4 us
   // on 1 k-tile (4 stages) against 131.8 on 2 (2 stages) (README.md, "K = 5"); every K = 2..4
   // choice keeps 3 or more.
@@ -142,7 +144,7 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
                            ? 2
                            : 1;
   // 256-row tiles: 1 k-tile (2 spill in the consumers' 120 registers).
-  const int kt = kt_opt != 0         ? int(kt_opt)
+  const int kt = kt_opt != 0        ? int(kt_opt)
                  : tile_rows == 256 ? 1
                  : own_wgmma        ? wgmma_kt
                  : tt <= 16         ? 2
@@ -174,14 +176,14 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   if (tile_rows_opt != 0 && !own_wgmma)
     refuse("tile_rows = " + std::to_string(tile_rows_opt) + " is the own kernel's wgmma's");
   if (tile_rows == 256) {
-    if (tt != 64 && tt != 128)
-      refuse("tile_rows = 256 is compiled at 64 and 128 tokens only");
+    if (tt != 64 && tt != 128) refuse("tile_rows = 256 is compiled at 64 and 128 tokens only");
     if (pipes != 1)
       refuse("tile_rows = 256 with pipelines = " + std::to_string(pipes) +
              ": a 256-row tile runs 1 pipeline (its 16 row blocks take 8 or 16 warps)");
     if (wgmma_rb == 2 && (tt != 128 || kt != 1))
-      refuse("tile_rows = 256 with row_blocks = 2 is compiled at 128 tokens with stage_k_tiles = "
-             "1 only");
+      refuse(
+          "tile_rows = 256 with row_blocks = 2 is compiled at 128 tokens with stage_k_tiles = "
+          "1 only");
     if (kt != 1)
       refuse("tile_rows = 256 with stage_k_tiles = " + std::to_string(kt) +
              ": 2 k-tiles spill beside the 256-row tile's accumulators (1 only)");
@@ -301,8 +303,8 @@ ws::Kernel fragment_mma_kernel(const FragmentMmaChoice& c, DType t) {
 
 FragmentMmaKernelShape fragment_mma_kernel_shape(const FragmentMmaChoice& c, DType t) {
   const ws::Kernel k = fragment_mma_kernel(c, t);
-  return {k.fn != nullptr, k.threads,  k.stages, k.k_tiles_per_stage,
-          k.pipelines,       k.sync,     k.fn,     k.tile_rows};
+  return {k.fn != nullptr, k.threads, k.stages, k.k_tiles_per_stage,
+          k.pipelines,     k.sync,    k.fn,     k.tile_rows};
 }
 
 int fragment_mma_visible_sms() {

@@ -43,9 +43,10 @@ __device__ __forceinline__ void store_tile_sums_split(const typename P::Args& a,
     return;
   }
   // The workspace is tile-local (launcher.cu sizes it tiles x TT x P::kTileRows): tile t's sums
-  // at ws + t TT P::kTileRows; accumulators 4 j .. 4 j + 3 of (16-row block b, lane) at ((b TT / 8 + j) 32 +
-  // lane) 4, so that a warp's 16-byte reductions of one j cover 512 contiguous bytes (4 lines).
-  // No bounds: a tile's sums past M or N are added and cleared like the rest, never stored to C.
+  // at ws + t TT P::kTileRows; accumulators 4 j .. 4 j + 3 of (16-row block b, lane) at ((b TT / 8
+  // + j) 32 + lane) 4, so that a warp's 16-byte reductions of one j cover 512 contiguous bytes (4
+  // lines). No bounds: a tile's sums past M or N are added and cleared like the rest, never stored
+  // to C.
   float* const tile_ws = a.ws + std::size_t(t) * TT * P::kTileRows;
   auto slot = [&](int rb, int j) {
     return tile_ws + (((row0 / 16 + kRbRows / 16 * rb) * (kAccRegs / 4) + j / 4) * 32 + lane) * 4;

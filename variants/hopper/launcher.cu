@@ -83,9 +83,8 @@ int token_tile_for(std::int64_t m) {
 
 std::string DensePlan::describe() const {
   return "tile " + std::to_string(token_tile) + " tokens x " + std::to_string(kernel.tile_rows) +
-         " weight rows x " +
-         std::to_string(64 * kernel.k_tiles_per_stage) + " k, " + std::to_string(kernel.stages) +
-         "-stage TMA ring, " +
+         " weight rows x " + std::to_string(64 * kernel.k_tiles_per_stage) + " k, " +
+         std::to_string(kernel.stages) + "-stage TMA ring, " +
          (kernel.sync ? "mma.sync (weights from registers, activations by ldmatrix), "
                       : "RS wgmma (weights from registers), ") +
          std::to_string(dp_tiles) + " of " + std::to_string(tiles) + " tiles whole over " +

@@ -74,7 +74,7 @@ struct SliceArgs {
   uint32_t plane_bytes, code_bytes, stage_bytes;  // one unit's boxes; stage stride
   uint32_t piece_bytes, code_piece_bytes;  // one k-tile of a slice: S x 8K B of planes, 2S of codes
   int slice_cols, total_cols;              // S; the padded columns of the layout (n_tiles x 128)
-  int bulk;  // 1: copy each k-tile's piece with its own cp.async.bulk (scalar_gemv's producer)
+  int bulk;      // 1: copy each k-tile's piece with its own cp.async.bulk (scalar_gemv's producer)
   int nt_major;  // 1: tile (nt, kt) read at nt x k_tiles + kt (the same tiles, another order)
   const unsigned char* packed;  // bulk mode: the planes and codes themselves
   const unsigned char* absmax;
@@ -349,9 +349,10 @@ std::unique_ptr<VariantState> read_slices_setup(const GemmDims& d, const Variant
   s->what = std::to_string(slice) + "-column x " + std::to_string(kt) + "-k-tile units (" +
             std::to_string(a.plane_bytes + a.code_bytes) + " B, " +
             (bulk ? std::to_string(2 * kt) + " bulk copies" : std::string("2 TMA tensor copies")) +
-            (nt_major ? ", tiles read n-tile-major" : "") + ") x " + std::to_string(stages) + " stages, " + std::to_string(s->grid) +
-            " blocks of " + std::to_string(a.per_block) + " units, " + std::to_string(s->per_sm) +
-            " blocks/SM, " + std::to_string(s->smem) + " B smem";
+            (nt_major ? ", tiles read n-tile-major" : "") + ") x " + std::to_string(stages) +
+            " stages, " + std::to_string(s->grid) + " blocks of " + std::to_string(a.per_block) +
+            " units, " + std::to_string(s->per_sm) + " blocks/SM, " + std::to_string(s->smem) +
+            " B smem";
   return s;
 }
 

@@ -396,10 +396,13 @@ TEST_CASE(
             for (int pipes : {0, 1, 2, 3})
               for (int rb : {0, 1, 2})
                 for (int gif : {0, 1}) {
-                  const VariantOptions o =
-                      with({{"token_tile", tt}, {"mma", mma}, {"stage_k_tiles", kt},
-                            {"pipelines", pipes}, {"row_blocks", rb}, {"group_in_flight", gif},
-                            {"tile_rows", 256}});
+                  const VariantOptions o = with({{"token_tile", tt},
+                                                 {"mma", mma},
+                                                 {"stage_k_tiles", kt},
+                                                 {"pipelines", pipes},
+                                                 {"row_blocks", rb},
+                                                 {"group_in_flight", gif},
+                                                 {"tile_rows", 256}});
                   INFO("K " << k_bits << " M " << m << " token_tile " << tt << " mma " << mma
                             << " stage_k_tiles " << kt << " pipelines " << pipes << " row_blocks "
                             << rb << " group_in_flight " << gif);
@@ -408,10 +411,10 @@ TEST_CASE(
                     c = fragment_mma_choose(dense(m, 5120, 2048, k_bits), o, 132);
                   } catch (const Error& e) {
                     ++refused;
-                    REQUIRE_THAT(e.what(), Catch::StartsWith("fragment_mma: ") &&
-                                               (Catch::Contains("tile_rows") ||
-                                                Catch::Contains("mma.sync") ||
-                                                Catch::Contains("token_tile")));
+                    REQUIRE_THAT(e.what(),
+                                 Catch::StartsWith("fragment_mma: ") &&
+                                     (Catch::Contains("tile_rows") || Catch::Contains("mma.sync") ||
+                                      Catch::Contains("token_tile")));
                     continue;
                   }
                   ++accepted;
@@ -434,8 +437,7 @@ TEST_CASE(
                     // Not the 128-row kernel of the same options.
                     variants::FragmentMmaChoice c128 = c;
                     c128.tile_rows = 128;
-                    if (c.row_blocks == 1)
-                      REQUIRE(fragment_mma_kernel_shape(c128, t).fn != k.fn);
+                    if (c.row_blocks == 1) REQUIRE(fragment_mma_kernel_shape(c128, t).fn != k.fn);
                   }
                 }
   CHECK(accepted > 100);
@@ -467,8 +469,9 @@ TEST_CASE(
   CHECK(fragment_mma_choose(dense(64, 28672, 8192, 4), {}, 132).tile_rows == 128);
   CHECK(fragment_mma_choose(dense(128, 28672, 8192, 4), with({{"pipelines", 1}}), 132).tile_rows ==
         128);
-  CHECK(fragment_mma_choose(dense(128, 28672, 8192, 4), with({{"tile_rows", 128}}), 132)
-            .tile_rows == 128);
+  CHECK(
+      fragment_mma_choose(dense(128, 28672, 8192, 4), with({{"tile_rows", 128}}), 132).tile_rows ==
+      128);
   // The shared mainloop and AWQ weights never take them.
   CHECK(fragment_mma_choose(dense(128, 28672, 8192, 4), with({{"kernel", 1}}), 132).tile_rows ==
         128);
