@@ -130,12 +130,12 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
   require_every_row_checked(tally);
 }
 
-// fragment_mma's own wgmma configurations that its defaults do not reach on the sweep's small
+// fragment_mma's own kernel configurations that its defaults do not reach on the sweep's small
 // problems (their short stream-K walks run one pipeline): one consumer warpgroup a pipeline beside
 // a producer warpgroup (setmaxnreg) on 2 and 3 pipelines, 2 pipelines of two warpgroups beside one
-// at 128 tokens, a commit group left in flight, 256-row tiles, and the split tiles' store where it
-// is not the default (the fixed owner on mma.sync, the last arrival on wgmma), on shapes whose
-// stream-K stripes cut tiles, at K = 2..5.
+// at 128 tokens, a commit group left in flight, 256-row tiles, the stage freed before the decode,
+// and the split tiles' store where it is not the default (the fixed owner on mma.sync, the last
+// arrival on wgmma), on shapes whose stream-K stripes cut tiles, at K = 2..5.
 TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;
@@ -163,6 +163,9 @@ TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][
       {64, {{"tile_rows", 256}}},
       {128, {{"tile_rows", 256}}},
       {128, {{"tile_rows", 256}, {"row_blocks", 2}}},
+      // The stage freed before the decode (mma.sync, 8 and 16 tokens).
+      {8, {{"free_before_decode", 1}}},
+      {16, {{"free_before_decode", 1}}},
       // The split tiles' two stores where they are not the default: a fixed owner on mma.sync,
       // the last arrival on wgmma.
       {16, {{"split_store", 2}}},
@@ -379,14 +382,16 @@ TEST_CASE("read probes write C = 0, read_ldg and read_slices read every word, re
       // read_slices: every weight word landed once (the boxes past the last k-tile land zeros),
       // in its default units and in others: 16 and 128 columns, an odd k-tile count, 3 stages,
       // bulk copies per k-tile (the last unit of a slice partial), slices of 2 and 4 n-tiles (N =
-      // 257: 3 n-tiles, so the last one partial)
+      // 257: 3 n-tiles, so the last one partial), tiles read n-tile-major
       CHECK(variants::read_slices_checksum(o.state.get()) == weights);
-      // slice, kt, stages, blocks_per_sm, smem, bulk
-      auto slices = [&](int slice, int kt, int stages, int per_sm, int smem, int bulk) {
+      // slice, kt, stages, blocks_per_sm, smem, bulk, nt_major
+      auto slices = [&](int slice, int kt, int stages, int per_sm, int smem, int bulk,
+                        int nt_major = 0) {
         const std::string f[] = {
-            "slice=" + std::to_string(slice),   "kt=" + std::to_string(kt),
-            "stages=" + std::to_string(stages), "blocks_per_sm=" + std::to_string(per_sm),
-            "smem=" + std::to_string(smem),     "bulk=" + std::to_string(bulk)};
+            "slice=" + std::to_string(slice),      "kt=" + std::to_string(kt),
+            "stages=" + std::to_string(stages),    "blocks_per_sm=" + std::to_string(per_sm),
+            "smem=" + std::to_string(smem),        "bulk=" + std::to_string(bulk),
+            "nt_major=" + std::to_string(nt_major)};
         std::vector<GivenOption> given;
         for (const std::string& x : f) given.push_back(parse_option_flag(x));
         return resolve_options(row, given);
@@ -394,8 +399,9 @@ TEST_CASE("read probes write C = 0, read_ldg and read_slices read every word, re
       for (const VariantOptions& opts :
            {slices(16, 5, 3, 0, 0, 0), slices(128, 3, 1, 1, 110592, 0),
             slices(64, 33, 2, 0, 110592, 0), slices(128, 4, 2, 2, 0, 1), slices(32, 5, 3, 0, 0, 1),
-            slices(512, 1, 2, 2, 0, 1), slices(256, 3, 2, 2, 110592, 0),
-            slices(512, 2, 2, 2, 0, 0)}) {
+            slices(512, 1, 2, 2, 0, 1), slices(256, 3, 2, 2, 110592, 0), slices(512, 2, 2, 2, 0, 0),
+            // The same tiles read n-tile-major (every tile once, in another order).
+            slices(128, 2, 3, 4, 0, 1, 1), slices(128, 3, 2, 2, 0, 1, 1)}) {
         INFO("options " << opts.describe());
         const Outcome o2 = execute_and_check(row, opts, p.d, dp, nullptr, s.get());
         REQUIRE(o2.error.empty());
@@ -409,6 +415,9 @@ TEST_CASE("read probes write C = 0, read_ldg and read_slices read every word, re
       CHECK_THROWS_WITH(slices(32, 0, 2, 2, 0, 0), Catch::Contains("kt of read_slices = 0"));
       CHECK_THROWS_WITH(slices(32, 16, 9, 2, 0, 0), Catch::Contains("stages of read_slices = 9"));
       CHECK_THROWS_WITH(slices(32, 16, 2, 2, 300000, 0), Catch::Contains("smem"));
+      CHECK_THROWS_WITH(row.setup(p.d, slices(64, 2, 2, 2, 0, 1, 1)),
+                        Catch::Contains("nt_major = 1 needs slice = 128"));
+      CHECK_THROWS_WITH(row.setup(p.d, slices(128, 2, 2, 2, 0, 0, 1)), Catch::Contains("bulk = 1"));
     }
     GemmDims g;
     g.M = 1, g.N = 256, g.K_dim = 256, g.k_bits = 4, g.dtype = DType::f32;

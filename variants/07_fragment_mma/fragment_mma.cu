@@ -87,9 +87,10 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   const bool group_in_flight = o.get(kFragmentMmaGroupInFlight) != 0;
   // By default 256-row tiles at 128 tokens where a walk of one pipeline an SM streams 5 bytes of
   // weights or more for each byte of its split-K partial (128 x 256 fp32 sums): Llama3-70B
-  // gate/up and down (6.9) -4% and -3%; 8B gate/up (3.5) level; 8B down (1.7) +16%, Qwen3 dense
-  // (0.3) +43% (README.md, "256-row tiles"). At 64 tokens 3 pipelines of 128-row tiles ran faster
-  // on every layer.
+  // gate/up and down (6.8) -4% and -3%; 8B gate/up (3.4) level; 8B down (1.7) +16%, Qwen3 dense
+  // (0.3) +44% (README.md, "256-row tiles"). At 64 tokens 3 pipelines of 128-row tiles ran faster
+  // on every layer. Only pipelines, row_blocks, stage_k_tiles and group_in_flight given turn the
+  // rule off (they name a 128-row configuration).
   const std::int64_t n_tiles = (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN;
   const std::int64_t walk_weight_bytes = n_tiles * ((d.M + tt - 1) / tt) * d.K_dim *
                                          ws::Config::kTileN * k_bits / 8 / (sms > 0 ? sms : 132);
@@ -143,7 +144,7 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
                                ring_stages(2, pipes) >= 3
                            ? 2
                            : 1;
-  // 256-row tiles: 1 k-tile (2 spill in the consumers' 120 registers).
+  // 256-row tiles: 1 k-tile (2 spill in the consumers' 112 registers).
   const int kt = kt_opt != 0        ? int(kt_opt)
                  : tile_rows == 256 ? 1
                  : own_wgmma        ? wgmma_kt
@@ -165,7 +166,7 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     for (const OptionSpec* spec :
          {&kFragmentMmaPipelines, &kFragmentMmaWalkOrder, &kFragmentMmaRowBlocks,
           &kFragmentMmaWaitHint, &kFragmentMmaGroupInFlight, &kFragmentMmaSplitStore,
-          &kFragmentMmaTileRows})
+          &kFragmentMmaTileRows, &kFragmentMmaFreeBeforeDecode})
       if (const std::int64_t v = o.get(*spec); v != spec->default_value)
         refuse(std::string(spec->name) + " = " + std::to_string(v) + " is the own kernel's");
   }
@@ -187,7 +188,9 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     if (kt != 1)
       refuse("tile_rows = 256 with stage_k_tiles = " + std::to_string(kt) +
              ": 2 k-tiles spill beside the 256-row tile's accumulators (1 only)");
-    if (wgmma_rb > 2) refuse("tile_rows = 256 with row_blocks = " + std::to_string(wgmma_rb));
+    if (wgmma_rb > 2)
+      refuse("tile_rows = 256 with row_blocks = " + std::to_string(wgmma_rb) +
+             ": its warps hold 1 or 2 row blocks");
     if (group_in_flight) refuse("group_in_flight = 1 is not compiled with tile_rows = 256");
   } else if (own_wgmma) {
     if (pipes > 3 || (pipes == 3 && wgmma_rb != 2))
@@ -272,6 +275,17 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     const std::int64_t split_store = o.get(kFragmentMmaSplitStore);
     c.split_owner = split_store == 2 || (split_store == 0 && own_wgmma);
     c.tile_rows = tile_rows;
+    // The stage freed before the decode: compiled for the own mma.sync's default configuration at
+    // 8 and 16 tokens with the scale after the MMA (own_kernel.cuh).
+    if (!awq && o.get(kFragmentMmaFreeBeforeDecode) != 0) {
+      const int default_rb = tt == 16 && pipes == 4 ? 4 : 2;
+      if (!own_sync || tt > 16 || !c.scale_after || c.row_blocks != default_rb ||
+          pipes != (ring_fits(2, 4) ? 4 : 3))
+        refuse(
+            "free_before_decode = 1 is compiled for the own mma.sync at 8 and 16 tokens with "
+            "the scale after the MMA and the default pipelines and row blocks");
+      c.free_early = true;
+    }
   } else {
     c.split_owner = false;  // the shared mainloop: its last arrival
     c.k_tiles = kt_opt == 2 || (kt_opt == 0 && tt <= 16) ? 2 : 1;

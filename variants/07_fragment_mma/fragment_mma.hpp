@@ -151,8 +151,19 @@ inline constexpr OptionSpec kFragmentMmaTileRows{
     "two n-tiles on one pipeline (four consumer warpgroups, or two of two row blocks at 128 "
     "tokens), each stage's activation box feeding both: half the activation copies a weight; "
     "0 = 256 at 128 tokens where a walk streams 5 bytes of weights a byte of its split-K "
-    "partial (the other options at their defaults), else 128",
+    "partial (pipelines, row_blocks, stage_k_tiles, group_in_flight at their defaults), else 128",
     /*multiple_of=*/128};
+
+// When the own kernel's mma.sync consumers free a ring stage.
+inline constexpr OptionSpec kFragmentMmaFreeBeforeDecode{
+    "free_before_decode",
+    0,
+    0,
+    1,
+    true,
+    "own kernel's mma.sync at 8 and 16 tokens (scale after the MMA, the default pipelines and "
+    "row blocks): 1 = a k-step reads its stage's words, codes and activation fragments into "
+    "registers and frees the stage before the decode and MMAs; 0 = after its MMAs"};
 
 // What fragment_mma runs for a problem and options, decided on the host with every refusal
 // before any GPU work (fragment_mma_setup: this, then the dense plan).
@@ -171,6 +182,7 @@ struct FragmentMmaChoice {
   bool group_in_flight = false;          // own wgmma: a k-tile's commit group under the next decode
   bool split_owner = false;              // own kernel: a split tile stored by its fixed owner
   int tile_rows = 128;                   // own wgmma: weight rows a tile (128 or 256)
+  bool free_early = false;               // own mma.sync: the stage freed before the decode
 };
 // sms: the device's SM count (0: none visible, taken as 132, the H100's and H200's).
 FragmentMmaChoice fragment_mma_choose(const GemmDims& dims, const VariantOptions& opts, int sms);

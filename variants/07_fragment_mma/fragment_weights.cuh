@@ -33,8 +33,9 @@ using KbitDecoder = ws::KbitWeights<4>::Decoder<T>;
 // mma.sync: the rest are not compiled), a decode_unscaled (the mma.sync kernel's scale after
 // the MMA, kUnscaledFactor), kRowBlockWeightBytes / kRowBlockScaleBytes (from one
 // 16-row block's bytes of a k-tile to the next), build_own_table (the table at its
-// shared-window address), kTilePairs (256-row tiles compiled) and a Decoder<T>(a, lane, tid)
-// whose decode takes stage addresses.
+// shared-window address), kTilePairs (256-row tiles compiled), kRawLoads (the Decoder's
+// load_raw / decode_unscaled_raw: the stage freed before the decode) and a Decoder<T>(a, lane,
+// tid) whose decode takes stage addresses.
 template <int K, bool kTwoTiles>
 struct FragmentWeightsT : ws::KbitWeights<K> {
   static_assert(K >= 2 && K <= 5, "the fragment-order layout: K = 2..5");
@@ -46,6 +47,7 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
   // at offsets linear in its index, so n-tile nt + 1's (adjacent in memory) are those of
   // threads 256..511.
   static constexpr bool kTilePairs = true;
+  static constexpr bool kRawLoads = true;                  // Decoder::load_raw, decode_unscaled_raw
   static constexpr int kRowBlockWeightBytes = 32 * 4 * K;  // 32 threads x K words
   static constexpr int kRowBlockScaleBytes = 32;           // 16 rows x 2 codes
   // K = 2: the quad table. Byte Q of word kb of a K = 2 thread holds two pairs' codes (block
@@ -107,7 +109,8 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
     // K = 5: the lane's column byte (4 lane) in bytes 0, 1 (pairs 0, 1) and 2, 3 (pairs 2, 3).
     uint32_t column_lo, column_hi;
     __device__ Decoder(const ws::MainloopArgs& a, int lane) : Decoder(a, lane, int(threadIdx.x)) {}
-    // tid: the thread's index among its tile's 256 consumers (the layout's t = 32 w + 4 g + c).
+    // tid: the thread's index among its tile's consumers (the layout's t = 32 w + 4 g + c; 256,
+    // or 512 on a tile of two n-tiles, whose second n-tile's bytes follow the first's).
     // A 16-row block's bytes are kRowBlockWeightBytes from the next; K = 3's hold the 32 threads'
     // 8-byte parts, then their 4-byte words; K = 5's their 16-byte parts, then their fifth words.
     static constexpr uint32_t kPartBytes = K == 3 ? 8 : 16;
@@ -280,41 +283,81 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
         }
       }
     }
-    // The same with the pairs unscaled and the scales apart, as fp32 divided by
-    // kUnscaledFactor: scale[2 rr + kb] is block kb's scale (/ 16) of row row0 + 8 rr, for a
-    // kernel that multiplies block by block, scales the products (one FFMA an accumulator a block)
-    // and multiplies its sums by 16 once (exact: a power of two). The scales are decoded by
-    // arithmetic, two codes a shift and a mask as fp16 (decode_e4m4_pair_div16) and one
-    // conversion each, not looked up: the table's wavefronts were a bound of that kernel.
-    template <typename Lut, typename Ptr>
-    __device__ __forceinline__ void decode_unscaled(Lut smem, Ptr w, Ptr s, uint32_t (&f)[16],
-                                                    float (&scale)[4]) const {
-      const uint32_t codes = dev::smem::load32(s, codes_at);
+    // The pairs unscaled and the scales apart, as fp32 divided by kUnscaledFactor: scale[2 rr +
+    // kb] is block kb's scale (/ 16) of row row0 + 8 rr, for a kernel that multiplies block by
+    // block, scales the products (one FFMA an accumulator a block) and multiplies its sums by 16
+    // once (exact: a power of two). The scales are decoded by arithmetic, two codes a shift and a
+    // mask as fp16 (decode_e4m4_pair_div16) and one conversion each, not looked up: the table's
+    // wavefronts were a bound of that kernel.
+    static __device__ __forceinline__ void unscaled_scales(uint32_t codes, float (&scale)[4]) {
 #pragma unroll
       for (int odd = 0; odd < 2; ++odd) {
         const float2 pair = dev::unpack2<__half>(dev::decode_e4m4_pair_div16(codes, odd != 0));
         scale[odd] = pair.x;      // byte odd: row0, block odd
         scale[2 + odd] = pair.y;  // byte 2 + odd: row0 + 8, block odd
       }
+    }
+    // The pairs of the thread's words (K = 2: words 0, 1 its two words of nibble codes).
+    template <typename Lut>
+    __device__ __forceinline__ void unscaled_pairs(Lut smem, const uint32_t (&words)[4],
+                                                   uint32_t fifth, uint32_t (&f)[16]) const {
       if constexpr (kQuads) {
-        const uint2 v = dev::smem::load64(w, words_at);
 #pragma unroll
         for (int kb = 0; kb < 2; ++kb) {
           uint32_t out[2][4];  // [rr][q]
-          quads(smem, kb == 0 ? v.x : v.y, out[0], out[1]);
+          quads(smem, words[kb], out[0], out[1]);
           place(out[0], 0, kb, f);
           place(out[1], 1, kb, f);
         }
-        return;
-      }
-      uint32_t words[4], fifth = 0;
-      load_words(w, words, fifth);
+      } else {
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        uint32_t out[4];
-        word_pairs(smem, words, fifth, i, out);
-        place(out, i >> 1, i & 1, f);
+        for (int i = 0; i < 4; ++i) {
+          uint32_t out[4];
+          word_pairs(smem, words, fifth, i, out);
+          place(out, i >> 1, i & 1, f);
+        }
       }
+    }
+    // The thread's pair words of a k-tile (K = 2: its two words in words 0, 1).
+    template <typename Ptr>
+    __device__ __forceinline__ void load_pair_words(Ptr w, uint32_t (&words)[4],
+                                                    uint32_t& fifth) const {
+      if constexpr (kQuads) {
+        const uint2 v = dev::smem::load64(w, words_at);
+        words[0] = v.x, words[1] = v.y, words[2] = 0, words[3] = 0;
+      } else {
+        load_words(w, words, fifth);
+      }
+    }
+    template <typename Lut, typename Ptr>
+    __device__ __forceinline__ void decode_unscaled(Lut smem, Ptr w, Ptr s, uint32_t (&f)[16],
+                                                    float (&scale)[4]) const {
+      unscaled_scales(dev::smem::load32(s, codes_at), scale);
+      uint32_t words[4], fifth = 0;
+      load_pair_words(w, words, fifth);
+      unscaled_pairs(smem, words, fifth, f);
+    }
+    // decode_unscaled in two parts, so that a kernel may free the stage between them (the sync
+    // kernel's option free_before_decode): load_raw reads the thread's bytes of a k-tile of the
+    // stage (its four codes, its pair words), decode_unscaled_raw decodes them.
+    struct Raw {
+      uint32_t codes;
+      uint32_t words[4];
+      uint32_t fifth;
+    };
+    template <typename Ptr>
+    __device__ __forceinline__ Raw load_raw(Ptr w, Ptr s) const {
+      Raw r;
+      r.codes = dev::smem::load32(s, codes_at);
+      r.fifth = 0;
+      load_pair_words(w, r.words, r.fifth);
+      return r;
+    }
+    template <typename Lut>
+    __device__ __forceinline__ void decode_unscaled_raw(Lut smem, const Raw& r, uint32_t (&f)[16],
+                                                        float (&scale)[4]) const {
+      unscaled_scales(r.codes, scale);
+      unscaled_pairs(smem, r.words, r.fifth, f);
     }
     // Pairs Q = 0..3 of row row0 + 8 rr, block kb into the A registers: k16 step 2 kb + h takes
     // pairs 2h (k 2c ..) and 2h + 1 (k 2c + 8 ..).

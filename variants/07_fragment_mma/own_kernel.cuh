@@ -19,7 +19,7 @@ namespace kbit::variants::fragment {
 // The own kernel of token tile tt (8..128), kt k-tiles a stage. wgmma (wgmma_kernel.cuh, 32..128
 // tokens): 1 pipeline of two consumer warpgroups; 2 pipelines of two warpgroups (18 warps: 96
 // registers a thread, a sub-partition's 64 KB over 5 warps; they hold 32 tokens, and 64 with kt
-// = 1; at 128 tokens, kt = 1, beside a producer warpgroup that gives them 120); or 2 or 3 pipelines
+// = 1; at 128 tokens, kt = 1, beside a producer warpgroup that gives them 112); or 2 or 3 pipelines
 // of one warpgroup of two row blocks a warp (row_blocks 2) beside a producer warpgroup that gives
 // them its registers (232 a consumer thread on 2 pipelines: kt = 2 to 64 tokens, 1 at 128; 152-160
 // on 3: kt = 2 at 32 tokens, 1 at 64). A group in flight (pending): kt = 2 on 1 pipeline, or on 2
@@ -30,11 +30,15 @@ namespace kbit::variants::fragment {
 // or before it, on `pipelines` pipelines a block (2: one 16-row block a warp; 3, 4: two; 4 with
 // row_blocks 4: four, at 8 and 16 tokens), kt = 2 only at 8 and 16 tokens.
 // Tiles of 256 rows (tile_rows, W::kTilePairs): 1 pipeline at 64 and 128 tokens, 1 k-tile a
-// stage, of four warpgroups (row_blocks 1, 120 registers a thread: 2 k-tiles spill) or, at 128
+// stage, of four warpgroups (row_blocks 1, 112 registers a thread: 2 k-tiles spill, and K = 5's
+// 1 k-tile spills 20 bytes) or, at 128
 // tokens, of two warpgroups of two row blocks, beside a producer warpgroup.
+// The stage freed before the decode (free_early, W::kRawLoads): mma.sync at 8 and 16 tokens with
+// the scale after the MMA, on the default configurations only (4 pipelines of two row blocks a
+// warp at 8 tokens and of four at 16; 3 of two at K = 5, whose table leaves room for 3).
 template <typename T, typename W>
 ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int row_blocks,
-                      bool pending, int tile_rows, const char* who) {
+                      bool pending, int tile_rows, bool free_early, const char* who) {
   return ws::with_token_tile(tt, who, [&](auto tt_const) {
     constexpr int TT = decltype(tt_const)::value;
     const auto none = [&](const char* path) {
@@ -46,7 +50,7 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
       if constexpr (W::kTilePairs && (TT == 64 || TT == 128)) {
         if (wgmma && pipelines == 1 && !pending) {
           // Four warpgroups beside a producer warpgroup that keeps 32 registers: the consumers
-          // take 120 (17 warps without it get 96, five on one sub-partition, and spill).
+          // take 112 (20 warps launch at 96 a thread; 17 without it get 96 too, and spill).
           using FourWarpgroups = PipelineConfig<1, 1, 32, 256>;
           if (row_blocks == 1 && kt == 1) return wgmma_kernel<TT, 1, T, FourWarpgroups, false, W>();
           if constexpr (TT == 128) {
@@ -93,7 +97,7 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
           return wgmma_kernel<TT, 1, T, PipelineConfig<2, 1>, false, W>();
         }
         // 128 tokens, 1 k-tile: 2 pipelines of two warpgroups beside a producer warpgroup that
-        // keeps 32 registers (the consumers' 120 hold 64 accumulators and a k-tile's fragments;
+        // keeps 32 registers (the consumers' 112 hold 64 accumulators and a k-tile's fragments;
         // 18 warps without it share 112 and spill).
         if constexpr (TT == 128)
           return wgmma_kernel<TT, 1, T, PipelineConfig<2, 1, 32>, false, W>();
@@ -106,6 +110,21 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
       auto with_config = [&](auto after_const, auto kt_const) {
         constexpr bool A = decltype(after_const)::value;
         constexpr int KT = decltype(kt_const)::value;
+        if constexpr (TT <= 16 && A && KT == 2 && W::kRawLoads) {
+          if (free_early) {
+            using Four = PipelineConfig<4, TT == 16 ? 4 : 2>;
+            if constexpr (PipelineLayout<TT, KT, Four, W>::kFits) {
+              if (pipelines == 4 && row_blocks == Four::kRowBlocks)
+                return sync_kernel<TT, KT, A, T, Four, W, true>();
+            }
+            if (pipelines == 3 && row_blocks == 2)
+              return sync_kernel<TT, KT, A, T, PipelineConfig<3, 2>, W, true>();
+          }
+        }
+        if (free_early)
+          throw Error(std::string(who) +
+                      ": free_before_decode = 1 is compiled for the own "
+                      "mma.sync's default configurations at 8 and 16 tokens only");
         if constexpr (TT <= 16) {
           if (row_blocks == 4) return sync_kernel<TT, KT, A, T, PipelineConfig<4, 4>, W>();
         }

@@ -3,7 +3,7 @@
 //
 // * A block runs kPipelines pipelines (PipelineConfig), each what a block of the shared mainloop
 //   is: one producer warp (one thread works) filling a ring of stages with
-//   variants/hopper/producer.cuh's fill_stage, and consumer warps over the tile's 128 rows, over
+//   variants/hopper/producer.cuh's fill_stage, and consumer warps over the tile's rows, over
 //   its own walk of the dense problem's tiles. All read one decode table (64 KB; 128 KB at K = 5;
 //   none on AWQ weights): beside 64 KB a block's pipelines share ~160 KB of ring where two blocks
 //   of the shared mainloop have 2 x 48 KB.
@@ -48,18 +48,18 @@ __device__ __forceinline__ uint32_t table_address() {
   return a;
 }
 
-// kPipelines walks a block over one table, each with 8 / kRowBlocks consumer warps of
-// kRowBlocks 16-row blocks (the tile's 128 rows) and one producer warp. On the mma.sync path RB
-// row blocks a warp load each activation fragment (ldmatrix) once for RB MMAs: the activations
-// are a third of the shared-memory wavefronts at 16 tokens with one. On the wgmma path RB = 1 is
-// a pipeline's two consumer warpgroups (the tile's two 64-row halves), RB = 2 one warpgroup.
-// kProducerRegs_ > 0: the producer warps are one warpgroup (warp p < kPipelines: pipeline p's,
-// the rest idle) that keeps kProducerRegs_ registers a thread (setmaxnreg, a warpgroup's
-// instruction) and gives the rest to the consumers: 2 pipelines of one consumer warpgroup take
-// 232 a thread where 10 warps share 65536 / 320 (200: build C's in-loop spill). The producer's
-// fill_stage holds 32 at 1 k-tile a stage and 40 at 2 without spilling.
-// kTileRows_ = 256 (wgmma only): a tile is two of the layout's n-tiles (ws::DenseTilePairs), its
-// 16 row blocks over twice the consumer warps, one activation box a stage feeding both.
+// kPipelines walks a block over one table, each with kTileRows / 16 / kRowBlocks consumer warps
+// of kRowBlocks 16-row blocks (the tile's 128 or 256 rows) and one producer warp. On the mma.sync
+// path RB row blocks a warp load each activation fragment (ldmatrix) once for RB MMAs: the
+// activations are a third of the shared-memory wavefronts at 16 tokens with one. On the wgmma path
+// RB = 1 is a pipeline's two consumer warpgroups (the tile's two 64-row halves), RB = 2 one
+// warpgroup. kProducerRegs_ > 0: the producer warps are one warpgroup (warp p < kPipelines:
+// pipeline p's, the rest idle) that keeps kProducerRegs_ registers a thread (setmaxnreg, a
+// warpgroup's instruction) and gives the rest to the consumers: 2 pipelines of one consumer
+// warpgroup take 232 a thread where 10 warps share 65536 / 320 (200: build C's in-loop spill). The
+// producer's fill_stage holds 32 at 1 k-tile a stage and 40 at 2 without spilling. kTileRows_ = 256
+// (wgmma only): a tile is two of the layout's n-tiles (ws::DenseTilePairs), its 16 row blocks over
+// twice the consumer warps, one activation box a stage feeding both.
 template <int kPipelines_, int kRowBlocks_, int kProducerRegs_ = 0, int kTileRows_ = 128>
 struct PipelineConfig {
   static constexpr int kPipelines = kPipelines_;

@@ -26,13 +26,19 @@
 
 namespace kbit::variants::fragment {
 
-template <int TT, int KT, bool kScaleAfter, typename T, typename C, typename W_>
+// kFreeEarly (option free_before_decode, with kScaleAfter): a k-step reads the stage's words,
+// codes and activation fragments into registers, frees the stage, then decodes and multiplies,
+// so that the producer refills it during the decode where it otherwise waits for the MMAs.
+template <int TT, int KT, bool kScaleAfter, typename T, typename C, typename W_,
+          bool kFreeEarly = false>
 __global__ void __launch_bounds__(C::kThreads, 1)
     fragment_sync_kernel(const __grid_constant__ ws::DenseTiles::Args a,
                          const __grid_constant__ CUtensorMap amap) {
   using L = PipelineLayout<TT, KT, C, W_>;
   static_assert(L::kFits, "a ring of two stages at least");
   static_assert(C::kRowTiles == 1, "tiles of 128 rows (the layout's n-tile)");
+  static_assert(!kFreeEarly || (kScaleAfter && W_::kRawLoads),
+                "the stage freed before the decode: the scale after the MMA, a format of load_raw");
   using P = ws::DenseTiles;
   using W = typename L::W;
   constexpr int S = L::kStages, RB = C::kRowBlocks;
@@ -75,62 +81,122 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   int s = 0;
   uint32_t phase = 0;
   for (int t, ks0, ks1; pl.pieces.next(t, ks0, ks1);) {
+    // One k-tile's MMAs from its decoded pairs f, scales and activation fragments b[h][n8]
+    // (ldmatrix: matrices 0, 1 are b0, b1 of k16 step 2h, 2, 3 those of 2h + 1).
+    auto multiply = [&](const uint32_t(&f)[RB][16], const float(&scale)[RB][4],
+                        const uint32_t(&b)[2][TT / 8][4]) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int n8 = 0; n8 < TT / 8; ++n8) {
+          const uint32_t(&b0)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[h][n8][0]);
+          const uint32_t(&b1)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[h][n8][2]);
+#pragma unroll
+          for (int rb = 0; rb < RB; ++rb) {
+            const uint32_t(&f0)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h]);
+            const uint32_t(&f1)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h + 4]);
+            float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][0][4 * n8]);
+            float p[4] = {0.f, 0.f, 0.f, 0.f};
+            dev::mma_m16n8k16<T>(p, f0, b0);
+            dev::mma_m16n8k16<T>(p, f1, b1);
+            c[0] = fmaf(p[0], scale[rb][h], c[0]);  // row0: (rr 0, block h)
+            c[1] = fmaf(p[1], scale[rb][h], c[1]);
+            c[2] = fmaf(p[2], scale[rb][2 + h], c[2]);  // row0 + 8: (rr 1, block h)
+            c[3] = fmaf(p[3], scale[rb][2 + h], c[3]);
+          }
+        }
+    };
 #pragma unroll 1
     for (int ks = ks0; ks < ks1; ++ks) {
       pl.wait(pl.full(s), phase);
       const uint32_t st = pl.stage(s);
+      if constexpr (kFreeEarly) {
+        // Every read of the stage first (words and codes, activation fragments), then its
+        // arrival: the loads are performed before the release (mbarrier.arrive's .release), and
+        // the producer's refill waits for all of the pipeline's arrivals.
+        typename W::template Decoder<T>::Raw raw[KT][RB];
+        uint32_t b[KT][2][TT / 8][4];
 #pragma unroll
-      for (int j = 0; j < KT; ++j) {
-        uint32_t f[RB][16];
-        float scale[RB][4];
+        for (int j = 0; j < KT; ++j) {
 #pragma unroll
-        for (int rb = 0; rb < RB; ++rb) {
-          const uint32_t w =
-              base + st + L::kWeightsAt + j * W::kWeightBytes + W::kRowBlockWeightBytes * rb;
-          const uint32_t sc =
-              base + st + L::kScalesAt + j * W::kScaleBytes + W::kRowBlockScaleBytes * rb;
-          if constexpr (kScaleAfter)
-            dec.decode_unscaled(table, w, sc, f[rb], scale[rb]);
-          else
-            dec.decode(table, w, sc, row0, f[rb]);
+          for (int rb = 0; rb < RB; ++rb)
+            raw[j][rb] = dec.load_raw(
+                base + st + L::kWeightsAt + j * L::kTileWeightBytes + W::kRowBlockWeightBytes * rb,
+                base + st + L::kScalesAt + j * L::kTileScaleBytes + W::kRowBlockScaleBytes * rb);
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int n8 = 0; n8 < TT / 8; ++n8)
+              dev::ldmatrix_x4(b[j][h][n8], base + st + j * L::kABytes + n8 * 1024 + b_lane[h]);
+        }
+        dev::mbar_arrive(pl.empty(s));
+        if (++s == S) {
+          s = 0;
+          phase ^= 1u;
         }
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {  // block h: k16 steps 2h, 2h + 1
+        for (int j = 0; j < KT; ++j) {
+          uint32_t f[RB][16];
+          float scale[RB][4];
 #pragma unroll
-          for (int n8 = 0; n8 < TT / 8; ++n8) {
-            uint32_t b[4];
-            dev::ldmatrix_x4(b, base + st + j * L::kABytes + n8 * 1024 + b_lane[h]);
-            const uint32_t(&b0)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[0]);
-            const uint32_t(&b1)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[2]);
+          for (int rb = 0; rb < RB; ++rb)
+            dec.decode_unscaled_raw(table, raw[j][rb], f[rb], scale[rb]);
+          multiply(f, scale, b[j]);
+        }
+      } else {
 #pragma unroll
-            for (int rb = 0; rb < RB; ++rb) {
-              const uint32_t(&f0)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h]);
-              const uint32_t(&f1)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h + 4]);
-              float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][0][4 * n8]);
-              if constexpr (kScaleAfter) {
-                float p[4] = {0.f, 0.f, 0.f, 0.f};
-                dev::mma_m16n8k16<T>(p, f0, b0);
-                dev::mma_m16n8k16<T>(p, f1, b1);
-                c[0] = fmaf(p[0], scale[rb][h], c[0]);  // row0: (rr 0, block h)
-                c[1] = fmaf(p[1], scale[rb][h], c[1]);
-                c[2] = fmaf(p[2], scale[rb][2 + h], c[2]);  // row0 + 8: (rr 1, block h)
-                c[3] = fmaf(p[3], scale[rb][2 + h], c[3]);
-              } else {
-                float(&c1)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][kSets - 1][4 * n8]);
-                dev::mma_m16n8k16<T>(c, f0, b0);
-                dev::mma_m16n8k16<T>(c1, f1, b1);
+        for (int j = 0; j < KT; ++j) {
+          uint32_t f[RB][16];
+          float scale[RB][4];
+#pragma unroll
+          for (int rb = 0; rb < RB; ++rb) {
+            const uint32_t w =
+                base + st + L::kWeightsAt + j * W::kWeightBytes + W::kRowBlockWeightBytes * rb;
+            const uint32_t sc =
+                base + st + L::kScalesAt + j * W::kScaleBytes + W::kRowBlockScaleBytes * rb;
+            if constexpr (kScaleAfter)
+              dec.decode_unscaled(table, w, sc, f[rb], scale[rb]);
+            else
+              dec.decode(table, w, sc, row0, f[rb]);
+          }
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {  // block h: k16 steps 2h, 2h + 1
+#pragma unroll
+            for (int n8 = 0; n8 < TT / 8; ++n8) {
+              uint32_t b[4];
+              dev::ldmatrix_x4(b, base + st + j * L::kABytes + n8 * 1024 + b_lane[h]);
+              const uint32_t(&b0)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[0]);
+              const uint32_t(&b1)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[2]);
+#pragma unroll
+              for (int rb = 0; rb < RB; ++rb) {
+                const uint32_t(&f0)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h]);
+                const uint32_t(&f1)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h + 4]);
+                float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][0][4 * n8]);
+                if constexpr (kScaleAfter) {
+                  float p[4] = {0.f, 0.f, 0.f, 0.f};
+                  dev::mma_m16n8k16<T>(p, f0, b0);
+                  dev::mma_m16n8k16<T>(p, f1, b1);
+                  c[0] = fmaf(p[0], scale[rb][h], c[0]);  // row0: (rr 0, block h)
+                  c[1] = fmaf(p[1], scale[rb][h], c[1]);
+                  c[2] = fmaf(p[2], scale[rb][2 + h], c[2]);  // row0 + 8: (rr 1, block h)
+                  c[3] = fmaf(p[3], scale[rb][2 + h], c[3]);
+                } else {
+                  float(&c1)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][kSets - 1][4 * n8]);
+                  dev::mma_m16n8k16<T>(c, f0, b0);
+                  dev::mma_m16n8k16<T>(c1, f1, b1);
+                }
               }
             }
           }
         }
-      }
-      // Every read of the stage is in a register now (the MMAs consumed them). Each thread
-      // arrives: one elected arrival a warp after __syncwarp measured within noise, and
-      // racecheck cannot order the other lanes' reads through it.
-      dev::mbar_arrive(pl.empty(s));
-      if (++s == S) {
-        s = 0;
-        phase ^= 1u;
+        // Every read of the stage is in a register now (the MMAs consumed them). Each thread
+        // arrives: one elected arrival a warp after __syncwarp measured within noise, and
+        // racecheck cannot order the other lanes' reads through it.
+        dev::mbar_arrive(pl.empty(s));
+        if (++s == S) {
+          s = 0;
+          phase ^= 1u;
+        }
       }
     }
     float sum[RB][kAccRegs];
@@ -156,16 +222,18 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 }
 
 // The kernel of token tile TT (8..64), KT k-tiles a stage, scale after the MMA or not, on
-// configuration C (pipelines, row blocks a warp), over weight format W.
+// configuration C (pipelines, row blocks a warp), over weight format W, the stage freed before
+// the decode or after the MMAs.
 template <int TT, int KT, bool kScaleAfter, typename T, typename C,
-          typename W = FragmentWeightsT<4, true>>
+          typename W = FragmentWeightsT<4, true>, bool kFreeEarly = false>
 ws::Kernel sync_kernel() {
   using L = PipelineLayout<TT, KT, C, W>;
   ws::Kernel k{};
   // A configuration without two ring stages beside the format's table (K = 5's is 128 KB) is
   // not compiled: no kernel (fn null), which the setup refuses by name.
   if constexpr (L::kFits) {
-    k.fn = reinterpret_cast<const void*>(fragment_sync_kernel<TT, KT, kScaleAfter, T, C, W>);
+    k.fn = reinterpret_cast<const void*>(
+        fragment_sync_kernel<TT, KT, kScaleAfter, T, C, W, kFreeEarly>);
     k.smem_bytes = L::kBytes + ws::Config::kAlignSlack;
     k.stages = L::kStages;
     k.k_tiles_per_stage = KT;

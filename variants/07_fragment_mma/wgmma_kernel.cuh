@@ -64,8 +64,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const uint32_t base = pl.base;  // the table's shared-window address, every address's origin
 
   // Warp q of the pipeline's consumers holds row block q (rows 16 q ..) and, with two row
-  // blocks (one warpgroup), q + 4 too: the layout's warps q + 4 rb, whose words and codes (or
-  // meta) lie 4 row blocks' bytes further on; wgmma's m64 rows are the warpgroup's 4 warps.
+  // blocks, q + W too (W = its consumer warps: 4, or 8 on a 256-row tile): the layout's warps
+  // q + W rb, whose words and codes (or meta) lie W row blocks' bytes further on; wgmma's m64
+  // rows are the warpgroup's 4 warps.
   constexpr int kRbRows = 16 * C::kConsumerWarps;  // rows between a warp's row blocks (RB = 2)
   const int tid = int(threadIdx.x) % C::kPipeConsumers;
   const int q = tid >> 5;

@@ -13,12 +13,12 @@ namespace kbit::variants::ws {
 
 // Tile t's sums: a consumer thread's TT / 2 accumulators in the m16n8 (and wgmma) layout for
 // each of its RB 16-row blocks, kRbRows rows apart (16: adjacent; 64: the two halves of a
-// warpgroup's 128 rows), sum[rb][4 n8 + i] holding weight row row0 + kRbRows rb + 8 (i / 2) of
-// the tile and token 8 n8 + 2 (lane % 4) + i % 2. Straight to C when the block is the tile's only
-// contributor, else through the split-K workspace (tile-local, 16-byte reductions: below) as the
-// split policy says: which contributors add their sums (adds()), which one stores the tile
-// (stores(counter, contributors): it also syncs the storing group), and whether the storer adds
-// its own sums to the workspace's (kOwn): LastArrival and FixedOwner below.
+// warpgroup's 128 rows; 128: its two n-tiles on a 256-row tile), sum[rb][4 n8 + i] holding weight
+// row row0 + kRbRows rb + 8 (i / 2) of the tile and token 8 n8 + 2 (lane % 4) + i % 2. Straight to
+// C when the block is the tile's only contributor, else through the split-K workspace (tile-local,
+// 16-byte reductions: below) as the split policy says: which contributors add their sums (adds()),
+// which one stores the tile (stores(counter, contributors): it also syncs the storing group), and
+// whether the storer adds its own sums to the workspace's (kOwn): LastArrival and FixedOwner below.
 template <int TT, typename T, typename P, int RB, int kRbRows, typename Split>
 __device__ __forceinline__ void store_tile_sums_split(const typename P::Args& a, int t, int row0,
                                                       int lane, const float (&sum)[RB][TT / 2],

@@ -1,7 +1,8 @@
 // The shared Hopper kernel's host launcher (launcher.cuh): the device check, the shared-memory
 // opt-in and residency, the dense plan (whole tiles and stream-K stripes) and the dense launch.
 //
-// * Tiles are token tile x 128 weight rows, numbered in groups of m-tiles (16 MB of activations
+// * Tiles are token tile x 128 weight rows (256 where the kernel's tile_rows says so: two
+//   n-tiles, DenseTilePairs), numbered in groups of m-tiles (16 MB of activations
 //   a group, n-tiles outer inside a group), so a wave shares its activations in L2.
 // * Whole tiles round-robin over the blocks when they keep >= 90% of the slots busy or two waves
 //   or more remain; the rest are equal stripes of (tile, k-step) units (stream-K), ended through

@@ -377,6 +377,48 @@ TEST_CASE(
   CHECK(refused > 1000);
 }
 
+TEST_CASE(
+    "fragment_mma's free_before_decode runs a kernel of its own on the default mma.sync "
+    "configurations at 8 and 16 tokens, and is refused by name elsewhere",
+    "[variants]") {
+  using variants::fragment_mma_choose;
+  using variants::fragment_mma_kernel_shape;
+  const VariantOptions early = with({{"free_before_decode", 1}});
+  for (int k : {2, 3, 4, 5})
+    for (std::int64_t m : {1, 8, 9, 16}) {
+      INFO("K " << k << " M " << m);
+      const auto c = fragment_mma_choose(dense(m, 28672, 8192, k), early, 132);
+      const auto c0 = fragment_mma_choose(dense(m, 28672, 8192, k), {}, 132);
+      REQUIRE(c.free_early);
+      REQUIRE(!c0.free_early);
+      // Everything else as the default chooses it.
+      CHECK(c.token_tile == c0.token_tile);
+      CHECK(c.pipelines == c0.pipelines);
+      CHECK(c.row_blocks == c0.row_blocks);
+      CHECK(c.k_tiles == c0.k_tiles);
+      CHECK(c.scale_after);
+      for (DType t : {DType::f16, DType::bf16}) {
+        const auto ke = fragment_mma_kernel_shape(c, t);
+        const auto k0 = fragment_mma_kernel_shape(c0, t);
+        REQUIRE(ke.found);
+        CHECK(ke.fn != k0.fn);
+        CHECK(ke.threads == k0.threads);
+        CHECK(ke.stages == k0.stages);
+        CHECK(ke.sync);
+      }
+    }
+  check_refused(32, early, {"free_before_decode = 1", "8 and 16 tokens"});
+  check_refused(16, with({{"free_before_decode", 1}, {"scale_after_mma", 1}}),
+                {"free_before_decode = 1", "scale after the MMA"});
+  check_refused(16, with({{"free_before_decode", 1}, {"pipelines", 2}}),
+                {"free_before_decode = 1", "default pipelines"});
+  check_refused(8, with({{"free_before_decode", 1}, {"row_blocks", 1}, {"pipelines", 2}}),
+                {"free_before_decode = 1"});
+  check_refused(16, with({{"free_before_decode", 1}, {"kernel", 1}}),
+                {"free_before_decode = 1 is the own kernel's", "the shared mainloop"});
+  check_refused(128, early, {"free_before_decode = 1"});
+}
+
 namespace {
 GemmDims awq_dense(std::int64_t M, std::int64_t N, std::int64_t K_dim, int group);
 }  // namespace
@@ -413,8 +455,7 @@ TEST_CASE(
                     ++refused;
                     REQUIRE_THAT(e.what(),
                                  Catch::StartsWith("fragment_mma: ") &&
-                                     (Catch::Contains("tile_rows") || Catch::Contains("mma.sync") ||
-                                      Catch::Contains("token_tile")));
+                                     (Catch::Contains("tile_rows") || Catch::Contains("mma.sync")));
                     continue;
                   }
                   ++accepted;
@@ -434,10 +475,6 @@ TEST_CASE(
                     // 16 row blocks over 16 / row_blocks consumer warps, and a producer warpgroup.
                     REQUIRE(k.threads == 32 * 16 / c.row_blocks + 128);
                     REQUIRE(k.stages >= 2);
-                    // Not the 128-row kernel of the same options.
-                    variants::FragmentMmaChoice c128 = c;
-                    c128.tile_rows = 128;
-                    if (c.row_blocks == 1) REQUIRE(fragment_mma_kernel_shape(c128, t).fn != k.fn);
                   }
                 }
   CHECK(accepted > 100);
