@@ -46,6 +46,8 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
                   std::to_string(TT));
       return ws::Kernel{};
     };
+    if (free_early && wgmma)
+      throw Error(std::string(who) + ": free_before_decode = 1 is the own kernel's mma.sync's");
     if (tile_rows == 256) {
       if constexpr (W::kTilePairs && (TT == 64 || TT == 128)) {
         if (wgmma && pipelines == 1 && !pending) {
@@ -116,9 +118,10 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
             if constexpr (PipelineLayout<TT, KT, Four, W>::kFits) {
               if (pipelines == 4 && row_blocks == Four::kRowBlocks)
                 return sync_kernel<TT, KT, A, T, Four, W, true>();
+            } else {
+              if (pipelines == 3 && row_blocks == 2)
+                return sync_kernel<TT, KT, A, T, PipelineConfig<3, 2>, W, true>();
             }
-            if (pipelines == 3 && row_blocks == 2)
-              return sync_kernel<TT, KT, A, T, PipelineConfig<3, 2>, W, true>();
           }
         }
         if (free_early)

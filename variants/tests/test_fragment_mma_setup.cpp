@@ -410,10 +410,15 @@ TEST_CASE(
   check_refused(32, early, {"free_before_decode = 1", "8 and 16 tokens"});
   check_refused(16, with({{"free_before_decode", 1}, {"scale_after_mma", 1}}),
                 {"free_before_decode = 1", "scale after the MMA"});
+  // choose's refusals (own_kernel's guard says "default configurations ... only").
   check_refused(16, with({{"free_before_decode", 1}, {"pipelines", 2}}),
-                {"free_before_decode = 1", "default pipelines"});
+                {"free_before_decode = 1", "default pipelines", "16 tokens run the own kernel"});
   check_refused(8, with({{"free_before_decode", 1}, {"row_blocks", 1}, {"pipelines", 2}}),
-                {"free_before_decode = 1"});
+                {"free_before_decode = 1", "default pipelines", "8 tokens run the own kernel"});
+  check_refused(16, with({{"free_before_decode", 1}, {"pipelines", 4}, {"row_blocks", 2}}),
+                {"free_before_decode = 1", "default pipelines", "16 tokens run the own kernel"});
+  check_refused(8, with({{"free_before_decode", 1}, {"pipelines", 3}}),
+                {"free_before_decode = 1", "default pipelines", "8 tokens run the own kernel"});
   check_refused(16, with({{"free_before_decode", 1}, {"kernel", 1}}),
                 {"free_before_decode = 1 is the own kernel's", "the shared mainloop"});
   check_refused(128, early, {"free_before_decode = 1"});
