@@ -81,30 +81,23 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   int s = 0;
   uint32_t phase = 0;
   for (int t, ks0, ks1; pl.pieces.next(t, ks0, ks1);) {
-    // One k-tile's MMAs from its decoded pairs f, scales and activation fragments b[h][n8]
-    // (ldmatrix: matrices 0, 1 are b0, b1 of k16 step 2h, 2, 3 those of 2h + 1).
-    auto multiply = [&](const uint32_t(&f)[RB][16], const float(&scale)[RB][4],
-                        const uint32_t(&b)[2][TT / 8][4]) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int n8 = 0; n8 < TT / 8; ++n8) {
-          const uint32_t(&b0)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[h][n8][0]);
-          const uint32_t(&b1)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[h][n8][2]);
-#pragma unroll
-          for (int rb = 0; rb < RB; ++rb) {
-            const uint32_t(&f0)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h]);
-            const uint32_t(&f1)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h + 4]);
-            float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][0][4 * n8]);
-            float p[4] = {0.f, 0.f, 0.f, 0.f};
-            dev::mma_m16n8k16<T>(p, f0, b0);
-            dev::mma_m16n8k16<T>(p, f1, b1);
-            c[0] = fmaf(p[0], scale[rb][h], c[0]);  // row0: (rr 0, block h)
-            c[1] = fmaf(p[1], scale[rb][h], c[1]);
-            c[2] = fmaf(p[2], scale[rb][2 + h], c[2]);  // row0 + 8: (rr 1, block h)
-            c[3] = fmaf(p[3], scale[rb][2 + h], c[3]);
-          }
-        }
+    // Row block rb's two k16 steps of block h against token column n8 (b: its ldmatrix
+    // fragments, b0 then b1), from the unscaled pairs f into a zeroed set, added scaled into the
+    // sums (kScaleAfter).
+    auto scaled_mma = [&](int rb, int h, int n8, const uint32_t(&f)[RB][16],
+                          const float(&scale)[RB][4], const uint32_t(&b)[4]) {
+      const uint32_t(&b0)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[0]);
+      const uint32_t(&b1)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[2]);
+      const uint32_t(&f0)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h]);
+      const uint32_t(&f1)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h + 4]);
+      float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][0][4 * n8]);
+      float p[4] = {0.f, 0.f, 0.f, 0.f};
+      dev::mma_m16n8k16<T>(p, f0, b0);
+      dev::mma_m16n8k16<T>(p, f1, b1);
+      c[0] = fmaf(p[0], scale[rb][h], c[0]);  // row0: (rr 0, block h)
+      c[1] = fmaf(p[1], scale[rb][h], c[1]);
+      c[2] = fmaf(p[2], scale[rb][2 + h], c[2]);  // row0 + 8: (rr 1, block h)
+      c[3] = fmaf(p[3], scale[rb][2 + h], c[3]);
     };
 #pragma unroll 1
     for (int ks = ks0; ks < ks1; ++ks) {
@@ -141,7 +134,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #pragma unroll
           for (int rb = 0; rb < RB; ++rb)
             dec.decode_unscaled_raw(table, raw[j][rb], f[rb], scale[rb]);
-          multiply(f, scale, b[j]);
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int n8 = 0; n8 < TT / 8; ++n8)
+#pragma unroll
+              for (int rb = 0; rb < RB; ++rb) scaled_mma(rb, h, n8, f, scale, b[j][h][n8]);
         }
       } else {
 #pragma unroll
@@ -165,22 +163,17 @@ __global__ void __launch_bounds__(C::kThreads, 1)
             for (int n8 = 0; n8 < TT / 8; ++n8) {
               uint32_t b[4];
               dev::ldmatrix_x4(b, base + st + j * L::kABytes + n8 * 1024 + b_lane[h]);
-              const uint32_t(&b0)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[0]);
-              const uint32_t(&b1)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[2]);
 #pragma unroll
               for (int rb = 0; rb < RB; ++rb) {
-                const uint32_t(&f0)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h]);
-                const uint32_t(&f1)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h + 4]);
-                float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][0][4 * n8]);
                 if constexpr (kScaleAfter) {
-                  float p[4] = {0.f, 0.f, 0.f, 0.f};
-                  dev::mma_m16n8k16<T>(p, f0, b0);
-                  dev::mma_m16n8k16<T>(p, f1, b1);
-                  c[0] = fmaf(p[0], scale[rb][h], c[0]);  // row0: (rr 0, block h)
-                  c[1] = fmaf(p[1], scale[rb][h], c[1]);
-                  c[2] = fmaf(p[2], scale[rb][2 + h], c[2]);  // row0 + 8: (rr 1, block h)
-                  c[3] = fmaf(p[3], scale[rb][2 + h], c[3]);
+                  scaled_mma(rb, h, n8, f, scale, b);
                 } else {
+                  const uint32_t(&b0)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[0]);
+                  const uint32_t(&b1)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[2]);
+                  const uint32_t(&f0)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h]);
+                  const uint32_t(&f1)[4] =
+                      *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h + 4]);
+                  float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][0][4 * n8]);
                   float(&c1)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][kSets - 1][4 * n8]);
                   dev::mma_m16n8k16<T>(c, f0, b0);
                   dev::mma_m16n8k16<T>(c1, f1, b1);
