@@ -347,8 +347,7 @@ const std::vector<VariantRow>& registry() {
         variants::kFragmentMmaScaleAfter, variants::kFragmentMmaPipelines,
         variants::kFragmentMmaWalkOrder, variants::kFragmentMmaRowBlocks,
         variants::kFragmentMmaWaitHint, variants::kFragmentMmaGroupInFlight,
-        variants::kFragmentMmaSplitStore, variants::kFragmentMmaTileRows,
-        variants::kFragmentMmaFreeBeforeDecode}},
+        variants::kFragmentMmaSplitStore, variants::kFragmentMmaTileRows}},
 
       // Each problem runs the row the committed results measured fastest on this GPU
       // (results/dispatch/, harness/dispatch.hpp). Before their setup the harness builds the

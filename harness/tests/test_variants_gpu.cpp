@@ -163,9 +163,6 @@ TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][
       {64, {{"tile_rows", 256}}},
       {128, {{"tile_rows", 256}}},
       {128, {{"tile_rows", 256}, {"row_blocks", 2}}},
-      // The stage freed before the decode (mma.sync, 8 and 16 tokens).
-      {8, {{"free_before_decode", 1}}},
-      {16, {{"free_before_decode", 1}}},
       // The split tiles' two stores where they are not the default: a fixed owner on mma.sync,
       // the last arrival on wgmma.
       {16, {{"split_store", 2}}},

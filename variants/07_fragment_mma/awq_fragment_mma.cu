@@ -20,7 +20,7 @@ namespace {
 ws::Kernel awq_fragment_mma_kernel(const FragmentMmaChoice& c) {
   return fragment::own_kernel<__half, fragment::AwqFragmentWeights>(
       c.token_tile, c.k_tiles, c.wgmma, c.scale_after, c.pipelines, c.row_blocks, c.group_in_flight,
-      c.tile_rows, c.free_early, "awq_fragment_mma");
+      c.tile_rows, "awq_fragment_mma");
 }
 
 }  // namespace

@@ -33,7 +33,6 @@ struct AwqFragmentWeights : awq::AwqWeights {
   static constexpr int kSyncMaxTokens = 16;  // its row has no `mma` option: wgmma from 32
   // No 256-row tiles: a meta tile's second group of 32 lies one n-tile's rows on (not two).
   static constexpr bool kTilePairs = false;
-  static constexpr bool kRawLoads = false;          // its decode reads the stage as it goes
   static constexpr float kUnscaledFactor = 1.f;     // its scales are the scales
   static constexpr int kRowBlockWeightBytes = 512;  // 32 threads x 16 bytes
   static constexpr int kRowBlockScaleBytes = 64;    // 16 rows' meta words

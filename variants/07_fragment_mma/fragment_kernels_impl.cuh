@@ -14,12 +14,11 @@ ws::Kernel fragment_mma_kernel_k(const FragmentMmaChoice& c, DType t) {
   const int tt = c.token_tile;
   using Own = FragmentWeightsT<K, true>;
   if (c.own)
-    return t == DType::f16 ? own_kernel<__half, Own>(tt, c.k_tiles, c.wgmma, c.scale_after,
-                                                     c.pipelines, c.row_blocks, c.group_in_flight,
-                                                     c.tile_rows, c.free_early, who)
-                           : own_kernel<__nv_bfloat16, Own>(
-                                 tt, c.k_tiles, c.wgmma, c.scale_after, c.pipelines, c.row_blocks,
-                                 c.group_in_flight, c.tile_rows, c.free_early, who);
+    return t == DType::f16
+               ? own_kernel<__half, Own>(tt, c.k_tiles, c.wgmma, c.scale_after, c.pipelines,
+                                         c.row_blocks, c.group_in_flight, c.tile_rows, who)
+               : own_kernel<__nv_bfloat16, Own>(tt, c.k_tiles, c.wgmma, c.scale_after, c.pipelines,
+                                                c.row_blocks, c.group_in_flight, c.tile_rows, who);
   auto kernel = [&](auto f) {
     using F = decltype(f);
     return t == DType::f16 ? ws::kernel_of<F, __half, ws::DenseTiles, true>(tt, who, c.mma)

@@ -51,7 +51,22 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
                   "; the fragment-order layout is K = 2..5");
   }
   const std::int64_t tt_opt = o.get(awq ? kAwqFragmentMmaTokenTile : kFragmentMmaTokenTile);
-  const int tt = tt_opt == 0 ? ws::token_tile_for(d.M) : int(tt_opt);
+  // Small layers take half the token tile at 9..16 and 65..128 tokens: at most 12 k-tiles of 128
+  // x 64 weights an SM (Qwen3's dense layers, 1280 k-tiles) the walks are a few k-steps long, and
+  // two m-tiles of half the tokens (the second read of the weights from L2) fill the SMs with
+  // more of them: Qwen3 dense gate/up and down -11% / -14% at 128 tokens, -1% / -5% at 16; the
+  // GLM-4.7 shared layers (2560 k-tiles) and Llama3-8B down 2-12% slower (README.md, "Small
+  // layers"). kbit only (unmeasured on AWQ weights), and only where the kernel and the MMA are
+  // left to the rules (a token tile of 8 is the own mma.sync's alone).
+  const std::int64_t sms_or_132 = sms > 0 ? sms : 132;
+  const bool small_layer = !awq && o.get(kFragmentMmaKernel) == 0 && o.get(kFragmentMmaMma) == 0 &&
+                           (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN *
+                                   ((d.K_dim + ws::Config::kTileK - 1) / ws::Config::kTileK) <=
+                               12 * sms_or_132;
+  const int tt_by_m = ws::token_tile_for(d.M);
+  const int tt = tt_opt != 0                                        ? int(tt_opt)
+                 : small_layer && (tt_by_m == 16 || tt_by_m == 128) ? tt_by_m / 2
+                                                                    : tt_by_m;
   if (awq && tt > 128)
     throw Error(std::string(who) + ": M = " + std::to_string(d.M) + " takes token tile " +
                 std::to_string(tt) + "; the own kernel holds 8..128 tokens (awq_gemm: any M)");
@@ -92,8 +107,8 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   // on every layer. Only pipelines, row_blocks, stage_k_tiles and group_in_flight given turn the
   // rule off (they name a 128-row configuration).
   const std::int64_t n_tiles = (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN;
-  const std::int64_t walk_weight_bytes = n_tiles * ((d.M + tt - 1) / tt) * d.K_dim *
-                                         ws::Config::kTileN * k_bits / 8 / (sms > 0 ? sms : 132);
+  const std::int64_t walk_weight_bytes =
+      n_tiles * ((d.M + tt - 1) / tt) * d.K_dim * ws::Config::kTileN * k_bits / 8 / sms_or_132;
   const bool long_pair_walks = walk_weight_bytes >= 5 * std::int64_t(tt) * 256 * 4;
   const bool pairs_by_rule = tile_rows_opt == 0 && !awq && own_wgmma && tt == 128 &&
                              pipes_opt == 0 && rb_opt == 0 && kt_opt == 0 && !group_in_flight &&
@@ -113,7 +128,7 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   const auto ring_fits = [&](int kt_, int p) { return ring_stages(kt_, p) >= 2; };
   const std::int64_t tiles =
       (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN * ((d.M + tt - 1) / tt);
-  const std::int64_t walks3 = 3 * std::int64_t(sms > 0 ? sms : 132);
+  const std::int64_t walks3 = 3 * sms_or_132;
   const std::int64_t weight_bytes = tiles * d.K_dim * ws::Config::kTileN * k_bits / 8;
   // AWQ weights: one pipeline of two warpgroups ran 1.3-2x slower than 3 pipelines of one
   // warpgroup at 32 and 64 tokens and than 2 at 128 on every layer but the smallest, its
@@ -166,7 +181,7 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     for (const OptionSpec* spec :
          {&kFragmentMmaPipelines, &kFragmentMmaWalkOrder, &kFragmentMmaRowBlocks,
           &kFragmentMmaWaitHint, &kFragmentMmaGroupInFlight, &kFragmentMmaSplitStore,
-          &kFragmentMmaTileRows, &kFragmentMmaFreeBeforeDecode})
+          &kFragmentMmaTileRows})
       if (const std::int64_t v = o.get(*spec); v != spec->default_value)
         refuse(std::string(spec->name) + " = " + std::to_string(v) + " is the own kernel's");
   }
@@ -275,17 +290,6 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     const std::int64_t split_store = o.get(kFragmentMmaSplitStore);
     c.split_owner = split_store == 2 || (split_store == 0 && own_wgmma);
     c.tile_rows = tile_rows;
-    // The stage freed before the decode: compiled for the own mma.sync's default configuration at
-    // 8 and 16 tokens with the scale after the MMA (own_kernel.cuh).
-    if (!awq && o.get(kFragmentMmaFreeBeforeDecode) != 0) {
-      const int default_rb = tt == 16 && pipes == 4 ? 4 : 2;
-      if (!own_sync || tt > 16 || !c.scale_after || c.row_blocks != default_rb ||
-          pipes != (ring_fits(2, 4) ? 4 : 3))
-        refuse(
-            "free_before_decode = 1 is compiled for the own mma.sync at 8 and 16 tokens with "
-            "the scale after the MMA and the default pipelines and row blocks");
-      c.free_early = true;
-    }
   } else {
     c.split_owner = false;  // the shared mainloop: its last arrival
     c.k_tiles = kt_opt == 2 || (kt_opt == 0 && tt <= 16) ? 2 : 1;

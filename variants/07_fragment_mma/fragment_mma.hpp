@@ -14,7 +14,8 @@ inline constexpr OptionSpec kFragmentMmaTokenTile{
     0,
     256,
     false,
-    "tokens per tile (the MMA's N): 8 (mma.sync only), 16, 32, 64, 128 or 256; 0 = by M",
+    "tokens per tile (the MMA's N): 8 (mma.sync only), 16, 32, 64, 128 or 256; 0 = by M (and "
+    "the layer: half at 9..16 and 65..128 tokens on a small one)",
     /*multiple_of=*/8,
     /*power_of_two=*/true};
 // The consumers' MMA, as variant 03's option.
@@ -154,17 +155,6 @@ inline constexpr OptionSpec kFragmentMmaTileRows{
     "partial (pipelines, row_blocks, stage_k_tiles, group_in_flight at their defaults), else 128",
     /*multiple_of=*/128};
 
-// When the own kernel's mma.sync consumers free a ring stage.
-inline constexpr OptionSpec kFragmentMmaFreeBeforeDecode{
-    "free_before_decode",
-    0,
-    0,
-    1,
-    true,
-    "own kernel's mma.sync at 8 and 16 tokens (scale after the MMA, the default pipelines and "
-    "row blocks): 1 = a k-step reads its stage's words, codes and activation fragments into "
-    "registers and frees the stage before the decode and MMAs; 0 = after its MMAs"};
-
 // What fragment_mma runs for a problem and options, decided on the host with every refusal
 // before any GPU work (fragment_mma_setup: this, then the dense plan).
 struct FragmentMmaChoice {
@@ -182,7 +172,6 @@ struct FragmentMmaChoice {
   bool group_in_flight = false;          // own wgmma: a k-tile's commit group under the next decode
   bool split_owner = false;              // own kernel: a split tile stored by its fixed owner
   int tile_rows = 128;                   // own wgmma: weight rows a tile (128 or 256)
-  bool free_early = false;               // own mma.sync: the stage freed before the decode
 };
 // sms: the device's SM count (0: none visible, taken as 132, the H100's and H200's).
 FragmentMmaChoice fragment_mma_choose(const GemmDims& dims, const VariantOptions& opts, int sms);

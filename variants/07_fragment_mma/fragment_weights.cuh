@@ -33,9 +33,8 @@ using KbitDecoder = ws::KbitWeights<4>::Decoder<T>;
 // mma.sync: the rest are not compiled), a decode_unscaled (the mma.sync kernel's scale after
 // the MMA, kUnscaledFactor), kRowBlockWeightBytes / kRowBlockScaleBytes (from one
 // 16-row block's bytes of a k-tile to the next), build_own_table (the table at its
-// shared-window address), kTilePairs (256-row tiles compiled), kRawLoads (the Decoder's
-// load_raw / decode_unscaled_raw: the stage freed before the decode) and a Decoder<T>(a, lane,
-// tid) whose decode takes stage addresses.
+// shared-window address), kTilePairs (256-row tiles compiled) and a Decoder<T>(a, lane, tid)
+// whose decode takes stage addresses.
 template <int K, bool kTwoTiles>
 struct FragmentWeightsT : ws::KbitWeights<K> {
   static_assert(K >= 2 && K <= 5, "the fragment-order layout: K = 2..5");
@@ -47,7 +46,6 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
   // at offsets linear in its index, so n-tile nt + 1's (adjacent in memory) are those of
   // threads 256..511.
   static constexpr bool kTilePairs = true;
-  static constexpr bool kRawLoads = true;                  // Decoder::load_raw, decode_unscaled_raw
   static constexpr int kRowBlockWeightBytes = 32 * 4 * K;  // 32 threads x K words
   static constexpr int kRowBlockScaleBytes = 32;           // 16 rows x 2 codes
   // K = 2: the quad table. Byte Q of word kb of a K = 2 thread holds two pairs' codes (block
@@ -336,28 +334,6 @@ struct FragmentWeightsT : ws::KbitWeights<K> {
       uint32_t words[4], fifth = 0;
       load_pair_words(w, words, fifth);
       unscaled_pairs(smem, words, fifth, f);
-    }
-    // decode_unscaled in two parts, so that a kernel may free the stage between them (the sync
-    // kernel's option free_before_decode): load_raw reads the thread's bytes of a k-tile of the
-    // stage (its four codes, its pair words), decode_unscaled_raw decodes them.
-    struct Raw {
-      uint32_t codes;
-      uint32_t words[4];
-      uint32_t fifth;
-    };
-    template <typename Ptr>
-    __device__ __forceinline__ Raw load_raw(Ptr w, Ptr s) const {
-      Raw r;
-      r.codes = dev::smem::load32(s, codes_at);
-      r.fifth = 0;
-      load_pair_words(w, r.words, r.fifth);
-      return r;
-    }
-    template <typename Lut>
-    __device__ __forceinline__ void decode_unscaled_raw(Lut smem, const Raw& r, uint32_t (&f)[16],
-                                                        float (&scale)[4]) const {
-      unscaled_scales(r.codes, scale);
-      unscaled_pairs(smem, r.words, r.fifth, f);
     }
     // Pairs Q = 0..3 of row row0 + 8 rr, block kb into the A registers: k16 step 2 kb + h takes
     // pairs 2h (k 2c ..) and 2h + 1 (k 2c + 8 ..).

@@ -33,12 +33,9 @@ namespace kbit::variants::fragment {
 // stage, of four warpgroups (row_blocks 1, 112 registers a thread: 2 k-tiles spill, and K = 5's
 // 1 k-tile spills 20 bytes) or, at 128
 // tokens, of two warpgroups of two row blocks, beside a producer warpgroup.
-// The stage freed before the decode (free_early, W::kRawLoads): mma.sync at 8 and 16 tokens with
-// the scale after the MMA, on the default configurations only (4 pipelines of two row blocks a
-// warp at 8 tokens and of four at 16; 3 of two at K = 5, whose table leaves room for 3).
 template <typename T, typename W>
 ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int row_blocks,
-                      bool pending, int tile_rows, bool free_early, const char* who) {
+                      bool pending, int tile_rows, const char* who) {
   return ws::with_token_tile(tt, who, [&](auto tt_const) {
     constexpr int TT = decltype(tt_const)::value;
     const auto none = [&](const char* path) {
@@ -46,8 +43,6 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
                   std::to_string(TT));
       return ws::Kernel{};
     };
-    if (free_early && wgmma)
-      throw Error(std::string(who) + ": free_before_decode = 1 is the own kernel's mma.sync's");
     if (tile_rows == 256) {
       if constexpr (W::kTilePairs && (TT == 64 || TT == 128)) {
         if (wgmma && pipelines == 1 && !pending) {
@@ -112,22 +107,6 @@ ws::Kernel own_kernel(int tt, int kt, bool wgmma, bool after, int pipelines, int
       auto with_config = [&](auto after_const, auto kt_const) {
         constexpr bool A = decltype(after_const)::value;
         constexpr int KT = decltype(kt_const)::value;
-        if constexpr (TT <= 16 && A && KT == 2 && W::kRawLoads) {
-          if (free_early) {
-            using Four = PipelineConfig<4, TT == 16 ? 4 : 2>;
-            if constexpr (PipelineLayout<TT, KT, Four, W>::kFits) {
-              if (pipelines == 4 && row_blocks == Four::kRowBlocks)
-                return sync_kernel<TT, KT, A, T, Four, W, true>();
-            } else {
-              if (pipelines == 3 && row_blocks == 2)
-                return sync_kernel<TT, KT, A, T, PipelineConfig<3, 2>, W, true>();
-            }
-          }
-        }
-        if (free_early)
-          throw Error(std::string(who) +
-                      ": free_before_decode = 1 is compiled for the own "
-                      "mma.sync's default configurations at 8 and 16 tokens only");
         if constexpr (TT <= 16) {
           if (row_blocks == 4) return sync_kernel<TT, KT, A, T, PipelineConfig<4, 4>, W>();
         }

@@ -26,19 +26,13 @@
 
 namespace kbit::variants::fragment {
 
-// kFreeEarly (option free_before_decode, with kScaleAfter): a k-step reads the stage's words,
-// codes and activation fragments into registers, frees the stage, then decodes and multiplies,
-// so that the producer refills it during the decode where it otherwise waits for the MMAs.
-template <int TT, int KT, bool kScaleAfter, typename T, typename C, typename W_,
-          bool kFreeEarly = false>
+template <int TT, int KT, bool kScaleAfter, typename T, typename C, typename W_>
 __global__ void __launch_bounds__(C::kThreads, 1)
     fragment_sync_kernel(const __grid_constant__ ws::DenseTiles::Args a,
                          const __grid_constant__ CUtensorMap amap) {
   using L = PipelineLayout<TT, KT, C, W_>;
   static_assert(L::kFits, "a ring of two stages at least");
   static_assert(C::kRowTiles == 1, "tiles of 128 rows (the layout's n-tile)");
-  static_assert(!kFreeEarly || (kScaleAfter && W_::kRawLoads),
-                "the stage freed before the decode: the scale after the MMA, a format of load_raw");
   using P = ws::DenseTiles;
   using W = typename L::W;
   constexpr int S = L::kStages, RB = C::kRowBlocks;
@@ -103,93 +97,52 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     for (int ks = ks0; ks < ks1; ++ks) {
       pl.wait(pl.full(s), phase);
       const uint32_t st = pl.stage(s);
-      if constexpr (kFreeEarly) {
-        // Every read of the stage first (words and codes, activation fragments), then its
-        // arrival: the loads are performed before the release (mbarrier.arrive's .release), and
-        // the producer's refill waits for all of the pipeline's arrivals.
-        typename W::template Decoder<T>::Raw raw[KT][RB];
-        uint32_t b[KT][2][TT / 8][4];
 #pragma unroll
-        for (int j = 0; j < KT; ++j) {
+      for (int j = 0; j < KT; ++j) {
+        uint32_t f[RB][16];
+        float scale[RB][4];
 #pragma unroll
-          for (int rb = 0; rb < RB; ++rb)
-            raw[j][rb] = dec.load_raw(
-                base + st + L::kWeightsAt + j * L::kTileWeightBytes + W::kRowBlockWeightBytes * rb,
-                base + st + L::kScalesAt + j * L::kTileScaleBytes + W::kRowBlockScaleBytes * rb);
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-#pragma unroll
-            for (int n8 = 0; n8 < TT / 8; ++n8)
-              dev::ldmatrix_x4(b[j][h][n8], base + st + j * L::kABytes + n8 * 1024 + b_lane[h]);
-        }
-        dev::mbar_arrive(pl.empty(s));
-        if (++s == S) {
-          s = 0;
-          phase ^= 1u;
+        for (int rb = 0; rb < RB; ++rb) {
+          const uint32_t w =
+              base + st + L::kWeightsAt + j * W::kWeightBytes + W::kRowBlockWeightBytes * rb;
+          const uint32_t sc =
+              base + st + L::kScalesAt + j * W::kScaleBytes + W::kRowBlockScaleBytes * rb;
+          if constexpr (kScaleAfter)
+            dec.decode_unscaled(table, w, sc, f[rb], scale[rb]);
+          else
+            dec.decode(table, w, sc, row0, f[rb]);
         }
 #pragma unroll
-        for (int j = 0; j < KT; ++j) {
-          uint32_t f[RB][16];
-          float scale[RB][4];
+        for (int h = 0; h < 2; ++h) {  // block h: k16 steps 2h, 2h + 1
 #pragma unroll
-          for (int rb = 0; rb < RB; ++rb)
-            dec.decode_unscaled_raw(table, raw[j][rb], f[rb], scale[rb]);
+          for (int n8 = 0; n8 < TT / 8; ++n8) {
+            uint32_t b[4];
+            dev::ldmatrix_x4(b, base + st + j * L::kABytes + n8 * 1024 + b_lane[h]);
 #pragma unroll
-          for (int h = 0; h < 2; ++h)
-#pragma unroll
-            for (int n8 = 0; n8 < TT / 8; ++n8)
-#pragma unroll
-              for (int rb = 0; rb < RB; ++rb) scaled_mma(rb, h, n8, f, scale, b[j][h][n8]);
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < KT; ++j) {
-          uint32_t f[RB][16];
-          float scale[RB][4];
-#pragma unroll
-          for (int rb = 0; rb < RB; ++rb) {
-            const uint32_t w =
-                base + st + L::kWeightsAt + j * W::kWeightBytes + W::kRowBlockWeightBytes * rb;
-            const uint32_t sc =
-                base + st + L::kScalesAt + j * W::kScaleBytes + W::kRowBlockScaleBytes * rb;
-            if constexpr (kScaleAfter)
-              dec.decode_unscaled(table, w, sc, f[rb], scale[rb]);
-            else
-              dec.decode(table, w, sc, row0, f[rb]);
-          }
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {  // block h: k16 steps 2h, 2h + 1
-#pragma unroll
-            for (int n8 = 0; n8 < TT / 8; ++n8) {
-              uint32_t b[4];
-              dev::ldmatrix_x4(b, base + st + j * L::kABytes + n8 * 1024 + b_lane[h]);
-#pragma unroll
-              for (int rb = 0; rb < RB; ++rb) {
-                if constexpr (kScaleAfter) {
-                  scaled_mma(rb, h, n8, f, scale, b);
-                } else {
-                  const uint32_t(&b0)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[0]);
-                  const uint32_t(&b1)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[2]);
-                  const uint32_t(&f0)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h]);
-                  const uint32_t(&f1)[4] =
-                      *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h + 4]);
-                  float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][0][4 * n8]);
-                  float(&c1)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][kSets - 1][4 * n8]);
-                  dev::mma_m16n8k16<T>(c, f0, b0);
-                  dev::mma_m16n8k16<T>(c1, f1, b1);
-                }
+            for (int rb = 0; rb < RB; ++rb) {
+              if constexpr (kScaleAfter) {
+                scaled_mma(rb, h, n8, f, scale, b);
+              } else {
+                const uint32_t(&b0)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[0]);
+                const uint32_t(&b1)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[2]);
+                const uint32_t(&f0)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h]);
+                const uint32_t(&f1)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h + 4]);
+                float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][0][4 * n8]);
+                float(&c1)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][kSets - 1][4 * n8]);
+                dev::mma_m16n8k16<T>(c, f0, b0);
+                dev::mma_m16n8k16<T>(c1, f1, b1);
               }
             }
           }
         }
-        // Every read of the stage is in a register now (the MMAs consumed them). Each thread
-        // arrives: one elected arrival a warp after __syncwarp measured within noise, and
-        // racecheck cannot order the other lanes' reads through it.
-        dev::mbar_arrive(pl.empty(s));
-        if (++s == S) {
-          s = 0;
-          phase ^= 1u;
-        }
+      }
+      // Every read of the stage is in a register now (the MMAs consumed them). Each thread
+      // arrives: one elected arrival a warp after __syncwarp measured within noise, and
+      // racecheck cannot order the other lanes' reads through it.
+      dev::mbar_arrive(pl.empty(s));
+      if (++s == S) {
+        s = 0;
+        phase ^= 1u;
       }
     }
     float sum[RB][kAccRegs];
@@ -215,18 +168,16 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 }
 
 // The kernel of token tile TT (8..64), KT k-tiles a stage, scale after the MMA or not, on
-// configuration C (pipelines, row blocks a warp), over weight format W, the stage freed before
-// the decode or after the MMAs.
+// configuration C (pipelines, row blocks a warp), over weight format W.
 template <int TT, int KT, bool kScaleAfter, typename T, typename C,
-          typename W = FragmentWeightsT<4, true>, bool kFreeEarly = false>
+          typename W = FragmentWeightsT<4, true>>
 ws::Kernel sync_kernel() {
   using L = PipelineLayout<TT, KT, C, W>;
   ws::Kernel k{};
   // A configuration without two ring stages beside the format's table (K = 5's is 128 KB) is
   // not compiled: no kernel (fn null), which the setup refuses by name.
   if constexpr (L::kFits) {
-    k.fn = reinterpret_cast<const void*>(
-        fragment_sync_kernel<TT, KT, kScaleAfter, T, C, W, kFreeEarly>);
+    k.fn = reinterpret_cast<const void*>(fragment_sync_kernel<TT, KT, kScaleAfter, T, C, W>);
     k.smem_bytes = L::kBytes + ws::Config::kAlignSlack;
     k.stages = L::kStages;
     k.k_tiles_per_stage = KT;

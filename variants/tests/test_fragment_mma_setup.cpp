@@ -15,11 +15,19 @@ using namespace kbit;
 
 namespace {
 
+// The layer of the refusal and option tests: GLM-4.7's shared gate/up (80 x 32 k-tiles), short
+// walks at 32..128 tokens like a 256 x 256 layer, but above the small-layer rule's 12 k-tiles an
+// SM, so that every M takes the token tile of its own.
+constexpr std::int64_t kN = 10240, kK = 2048;
+
 GemmDims dense(std::int64_t M, std::int64_t N, std::int64_t K_dim, int k_bits) {
   GemmDims d;
   d.M = M, d.N = N, d.K_dim = K_dim, d.k_bits = k_bits, d.dtype = DType::f16;
   return d;
 }
+
+// An AWQ problem of group G (defined below, beside the AWQ tests).
+GemmDims awq_dense(std::int64_t M, std::int64_t N, std::int64_t K_dim, int group);
 
 // Options by name, as a config's [options.fragment_mma] table gives them.
 VariantOptions with(std::initializer_list<std::pair<const char*, std::int64_t>> kv) {
@@ -28,13 +36,13 @@ VariantOptions with(std::initializer_list<std::pair<const char*, std::int64_t>> 
   return o;
 }
 
-// Checks that fragment_mma's setup refuses M tokens on a 256 x 256 layer with options o, its
+// Checks that fragment_mma's setup refuses M tokens on the kN x kK layer with options o, its
 // message holding every one of parts.
 void check_refused(std::int64_t M, const VariantOptions& o,
                    std::initializer_list<const char*> parts) {
   INFO("M = " << M);
   try {
-    (void)variants::fragment_mma_setup(dense(M, 256, 256, 4), o);
+    (void)variants::fragment_mma_setup(dense(M, kN, kK, 4), o);
     FAIL("accepted");
   } catch (const Error& e) {
     for (const char* part : parts) CHECK_THAT(e.what(), Catch::Contains(part));
@@ -46,14 +54,14 @@ void check_refused(std::int64_t M, const VariantOptions& o,
 TEST_CASE("fragment_mma refuses other widths and shapes before any GPU work", "[variants]") {
   using variants::fragment_mma_setup;
   for (int k : {1, 6, 8})
-    CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, k), {}),
+    CHECK_THROWS_WITH(fragment_mma_setup(dense(16, kN, kK, k), {}),
                       Catch::Contains("K = " + std::to_string(k)) &&
                           Catch::Contains("fragment-order layout is K = 2..5"));
   for (int k : {2, 3, 4, 5})  // the choice itself (the setup then needs a GPU)
-    CHECK(variants::fragment_mma_choose(dense(16, 256, 256, k), {}, 132).k_bits == k);
+    CHECK(variants::fragment_mma_choose(dense(16, kN, kK, k), {}, 132).k_bits == k);
   CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 100, 4), {}),
                     Catch::Contains("K_dim = 100") && Catch::Contains("multiple of 32"));
-  GemmDims moe = dense(16, 256, 256, 4);
+  GemmDims moe = dense(16, kN, kK, 4);
   moe.num_experts = 2;
   moe.expert_offsets = {0, 8, 16};
   CHECK_THROWS(fragment_mma_setup(moe, {}));
@@ -114,9 +122,9 @@ TEST_CASE("fragment_mma at K = 5 chooses what fits beside its 128 KB table and r
 TEST_CASE("fragment_mma refuses pipeline counts its own kernel cannot run, naming the value",
           "[variants]") {
   using variants::fragment_mma_setup;
-  CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, 4), with({{"pipelines", 1}})),
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(16, kN, kK, 4), with({{"pipelines", 1}})),
                     Catch::Contains("pipelines = 1") && Catch::Contains("mma.sync runs 2, 3 or 4"));
-  CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4),
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(64, kN, kK, 4),
                                        with({{"pipelines", 4}, {"mma", 2}, {"stage_k_tiles", 2}})),
                     Catch::Contains("pipelines = 4") && Catch::Contains("64 tokens") &&
                         Catch::Contains("stage_k_tiles = 2"));
@@ -127,39 +135,38 @@ TEST_CASE("fragment_mma refuses an option that would change nothing where it is 
   using variants::fragment_mma_setup;
   // The own kernel's options where the shared mainloop runs (256 tokens: wgmma; kernel = 1).
   for (const char* name : {"pipelines", "walk_order", "row_blocks", "wait_hint_ns"}) {
-    CHECK_THROWS_WITH(fragment_mma_setup(dense(256, 256, 256, 4), with({{name, 2}})),
+    CHECK_THROWS_WITH(fragment_mma_setup(dense(256, kN, kK, 4), with({{name, 2}})),
                       Catch::Contains(std::string(name) + " = 2 is the own kernel's") &&
                           Catch::Contains("256 tokens run the shared mainloop"));
-    CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4), with({{"kernel", 1}, {name, 2}})),
+    CHECK_THROWS_WITH(fragment_mma_setup(dense(64, kN, kK, 4), with({{"kernel", 1}, {name, 2}})),
                       Catch::Contains(std::string(name) + " = 2 is the own kernel's") &&
                           Catch::Contains("64 tokens run the shared mainloop"));
   }
   CHECK_THROWS_WITH(
-      fragment_mma_setup(dense(16, 256, 256, 4), with({{"kernel", 1}, {"row_blocks", 4}})),
+      fragment_mma_setup(dense(16, kN, kK, 4), with({{"kernel", 1}, {"row_blocks", 4}})),
       Catch::Contains("row_blocks = 4") && Catch::Contains("the shared mainloop"));
   for (const char* name : {"group_in_flight", "split_store"})
-    CHECK_THROWS_WITH(fragment_mma_setup(dense(256, 256, 256, 4), with({{name, 1}})),
+    CHECK_THROWS_WITH(fragment_mma_setup(dense(256, kN, kK, 4), with({{name, 1}})),
                       Catch::Contains(std::string(name) + " = 1 is the own kernel's") &&
                           Catch::Contains("256 tokens run the shared mainloop"));
-  CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, 4), with({{"group_in_flight", 1}})),
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(16, kN, kK, 4), with({{"group_in_flight", 1}})),
                     Catch::Contains("group_in_flight = 1") && Catch::Contains("mma.sync"));
   // Values the own kernel does not take where it runs.
   for (int after : {1, 2}) {
-    CHECK_THROWS_WITH(
-        fragment_mma_setup(dense(32, 256, 256, 4), with({{"scale_after_mma", after}})),
-        Catch::Contains("scale_after_mma = " + std::to_string(after)) &&
-            Catch::Contains("8 and 16 tokens"));
-    CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, 4),
-                                         with({{"kernel", 1}, {"scale_after_mma", after}})),
+    CHECK_THROWS_WITH(fragment_mma_setup(dense(32, kN, kK, 4), with({{"scale_after_mma", after}})),
                       Catch::Contains("scale_after_mma = " + std::to_string(after)) &&
-                          Catch::Contains("the shared mainloop"));
+                          Catch::Contains("8 and 16 tokens"));
+    CHECK_THROWS_WITH(
+        fragment_mma_setup(dense(16, kN, kK, 4), with({{"kernel", 1}, {"scale_after_mma", after}})),
+        Catch::Contains("scale_after_mma = " + std::to_string(after)) &&
+            Catch::Contains("the shared mainloop"));
   }
-  CHECK_THROWS_WITH(fragment_mma_setup(dense(16, 256, 256, 4), with({{"stage_k_tiles", 1}})),
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(16, kN, kK, 4), with({{"stage_k_tiles", 1}})),
                     Catch::Contains("stage_k_tiles = 1") && Catch::Contains("2 k-tiles"));
   CHECK_THROWS_WITH(
-      fragment_mma_setup(dense(16, 256, 256, 4), with({{"row_blocks", 4}, {"pipelines", 3}})),
+      fragment_mma_setup(dense(16, kN, kK, 4), with({{"row_blocks", 4}, {"pipelines", 3}})),
       Catch::Contains("row_blocks = 4") && Catch::Contains("3 pipelines"));
-  CHECK_THROWS_WITH(fragment_mma_setup(dense(32, 256, 256, 4), with({{"row_blocks", 4}})),
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(32, kN, kK, 4), with({{"row_blocks", 4}})),
                     Catch::Contains("row_blocks = 4") && Catch::Contains("32 tokens"));
 }
 
@@ -170,13 +177,14 @@ TEST_CASE("fragment_mma's own wgmma refuses what spills or does not exist, namin
   // registers a thread; 120 at 128 tokens beside a producer warpgroup); 2 k-tiles spill there.
   check_refused(128, with({{"pipelines", 2}, {"stage_k_tiles", 2}}),
                 {"pipelines = 2", "spills", "128 tokens run the own kernel"});
-  CHECK(variants::fragment_mma_choose(dense(128, 256, 256, 4), with({{"pipelines", 2}}), 132)
-            .k_tiles == 1);
+  CHECK(
+      variants::fragment_mma_choose(dense(128, kN, kK, 4), with({{"pipelines", 2}}), 132).k_tiles ==
+      1);
   check_refused(64, with({{"pipelines", 3}, {"row_blocks", 1}}),
                 {"pipelines = 3", "1 or 2", "row_blocks = 2"});
   check_refused(64, with({{"pipelines", 4}}), {"pipelines = 4", "1 or 2"});
   // 3 pipelines of one warpgroup: 32 tokens, and 64 with 1 k-tile a stage (by default there).
-  CHECK(variants::fragment_mma_choose(dense(64, 256, 256, 4),
+  CHECK(variants::fragment_mma_choose(dense(64, kN, kK, 4),
                                       with({{"pipelines", 3}, {"row_blocks", 2}}), 132)
             .k_tiles == 1);
   check_refused(64, with({{"pipelines", 3}, {"row_blocks", 2}, {"stage_k_tiles", 2}}),
@@ -188,13 +196,13 @@ TEST_CASE("fragment_mma's own wgmma refuses what spills or does not exist, namin
   check_refused(64, with({{"pipelines", 1}, {"row_blocks", 2}}),
                 {"row_blocks = 2 with pipelines = 1"});
   // wait_hint_ns on the wgmma path: the producer's waits sleep, the consumers poll.
-  CHECK(variants::fragment_mma_choose(dense(32, 256, 256, 4), with({{"wait_hint_ns", 100}}), 132)
+  CHECK(variants::fragment_mma_choose(dense(32, kN, kK, 4), with({{"wait_hint_ns", 100}}), 132)
             .wait_hint_ns == 100);
   // One warpgroup of two row blocks a pipeline takes 1 k-tile a stage at 128 tokens (two leave
   // no two ring stages); a group in flight needs 2 and spills on two warpgroups of 2 pipelines.
   check_refused(128, with({{"pipelines", 2}, {"row_blocks", 2}, {"stage_k_tiles", 2}}),
                 {"stage_k_tiles = 2", "no two ring stages"});
-  CHECK(variants::fragment_mma_choose(dense(128, 256, 256, 4),
+  CHECK(variants::fragment_mma_choose(dense(128, kN, kK, 4),
                                       with({{"pipelines", 2}, {"row_blocks", 2}}), 132)
             .k_tiles == 1);
   check_refused(64, with({{"group_in_flight", 1}, {"row_blocks", 2}, {"stage_k_tiles", 1}}),
@@ -314,6 +322,49 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "fragment_mma's small layers take half the token tile at 9..16 and 65..128 tokens, where "
+    "the rules choose the kernel",
+    "[variants]") {
+  using variants::fragment_mma_choose;
+  // Qwen3 dense gate/up and down: 40 x 32 and 16 x 80 k-tiles, 1280 <= 12 x 132; the GLM-4.7
+  // shared layers (2560 k-tiles) and Llama3-8B down (7168) keep the tile of their M.
+  for (std::int64_t m : {9, 12, 16, 65, 100, 128}) {
+    INFO("M = " << m);
+    const int half = m <= 16 ? 8 : 64, whole = m <= 16 ? 16 : 128;
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 132).token_tile == half);
+    CHECK(fragment_mma_choose(dense(m, 2048, 5120, 4), {}, 132).token_tile == half);
+    CHECK(fragment_mma_choose(dense(m, 10240, 2048, 4), {}, 132).token_tile == whole);
+    CHECK(fragment_mma_choose(dense(m, 4096, 14336, 4), {}, 132).token_tile == whole);
+    // The boundary: 1280 k-tiles are small on 107 SMs (1284), not on 106 (1272); unknown SMs: 132.
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 107).token_tile == half);
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 106).token_tile == whole);
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 0).token_tile == half);
+    // Every width: the rule counts weights, not bytes.
+    for (int k : {2, 3, 5})
+      CHECK(fragment_mma_choose(dense(m, 5120, 2048, k), {}, 132).token_tile == half);
+    // A token tile, kernel or MMA given: the rule is off.
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), with({{"token_tile", whole}}), 132)
+              .token_tile == whole);
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), with({{"kernel", 1}}), 132).token_tile ==
+          whole);
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), with({{"mma", m <= 16 ? 2 : 1}}), 132)
+              .token_tile == whole);
+    // AWQ weights keep the tile of their M (unmeasured there).
+    CHECK(variants::awq_fragment_mma_choose(awq_dense(m, 5120, 2048, 128), {}, 132).token_tile ==
+          whole);
+  }
+  // Other token counts keep theirs.
+  for (const auto& [m, tt] : {std::pair<std::int64_t, int>{1, 8},
+                              {8, 8},
+                              {17, 32},
+                              {32, 32},
+                              {33, 64},
+                              {64, 64},
+                              {129, 256}})
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 132).token_tile == tt);
+}
+
+TEST_CASE(
     "every option set fragment_mma accepts has its compiled kernel and the others are refused "
     "by name",
     "[variants]") {
@@ -377,56 +428,7 @@ TEST_CASE(
   CHECK(refused > 1000);
 }
 
-TEST_CASE(
-    "fragment_mma's free_before_decode runs a kernel of its own on the default mma.sync "
-    "configurations at 8 and 16 tokens, and is refused by name elsewhere",
-    "[variants]") {
-  using variants::fragment_mma_choose;
-  using variants::fragment_mma_kernel_shape;
-  const VariantOptions early = with({{"free_before_decode", 1}});
-  for (int k : {2, 3, 4, 5})
-    for (std::int64_t m : {1, 8, 9, 16}) {
-      INFO("K " << k << " M " << m);
-      const auto c = fragment_mma_choose(dense(m, 28672, 8192, k), early, 132);
-      const auto c0 = fragment_mma_choose(dense(m, 28672, 8192, k), {}, 132);
-      REQUIRE(c.free_early);
-      REQUIRE(!c0.free_early);
-      // Everything else as the default chooses it.
-      CHECK(c.token_tile == c0.token_tile);
-      CHECK(c.pipelines == c0.pipelines);
-      CHECK(c.row_blocks == c0.row_blocks);
-      CHECK(c.k_tiles == c0.k_tiles);
-      CHECK(c.scale_after);
-      for (DType t : {DType::f16, DType::bf16}) {
-        const auto ke = fragment_mma_kernel_shape(c, t);
-        const auto k0 = fragment_mma_kernel_shape(c0, t);
-        REQUIRE(ke.found);
-        CHECK(ke.fn != k0.fn);
-        CHECK(ke.threads == k0.threads);
-        CHECK(ke.stages == k0.stages);
-        CHECK(ke.sync);
-      }
-    }
-  check_refused(32, early, {"free_before_decode = 1", "8 and 16 tokens"});
-  check_refused(16, with({{"free_before_decode", 1}, {"scale_after_mma", 1}}),
-                {"free_before_decode = 1", "scale after the MMA"});
-  // choose's refusals (own_kernel's guard says "default configurations ... only").
-  check_refused(16, with({{"free_before_decode", 1}, {"pipelines", 2}}),
-                {"free_before_decode = 1", "default pipelines", "16 tokens run the own kernel"});
-  check_refused(8, with({{"free_before_decode", 1}, {"row_blocks", 1}, {"pipelines", 2}}),
-                {"free_before_decode = 1", "default pipelines", "8 tokens run the own kernel"});
-  check_refused(16, with({{"free_before_decode", 1}, {"pipelines", 4}, {"row_blocks", 2}}),
-                {"free_before_decode = 1", "default pipelines", "16 tokens run the own kernel"});
-  check_refused(8, with({{"free_before_decode", 1}, {"pipelines", 3}}),
-                {"free_before_decode = 1", "default pipelines", "8 tokens run the own kernel"});
-  check_refused(16, with({{"free_before_decode", 1}, {"kernel", 1}}),
-                {"free_before_decode = 1 is the own kernel's", "the shared mainloop"});
-  check_refused(128, early, {"free_before_decode = 1"});
-}
-
-namespace {
-GemmDims awq_dense(std::int64_t M, std::int64_t N, std::int64_t K_dim, int group);
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE(
     "fragment_mma's 256-row tiles run a kernel of their own wherever they are accepted, and are "
@@ -497,7 +499,7 @@ TEST_CASE(
   check_refused(16, with({{"tile_rows", 128}}), {"tile_rows = 128 is the own kernel's wgmma's"});
   check_refused(64, with({{"tile_rows", 256}, {"kernel", 1}}),
                 {"tile_rows = 256 is the own kernel's", "the shared mainloop"});
-  CHECK_THROWS_WITH(fragment_mma_setup(dense(64, 256, 256, 4), with({{"tile_rows", 192}})),
+  CHECK_THROWS_WITH(fragment_mma_setup(dense(64, kN, kK, 4), with({{"tile_rows", 192}})),
                     Catch::Contains("tile_rows") && Catch::Contains("192"));
   // By default 256-row tiles at 128 tokens where a walk streams 5 bytes of weights a byte of
   // its split-K partial (Llama3-70B's layers), else 128 (Llama3-8B, Qwen3 dense, 64 tokens, or
@@ -534,7 +536,7 @@ GemmDims awq_dense(std::int64_t M, std::int64_t N, std::int64_t K_dim, int group
 TEST_CASE("awq_fragment_mma refuses what is not an AWQ problem to 128 rows, naming the value",
           "[variants]") {
   using variants::awq_fragment_mma_choose;
-  CHECK_THROWS_WITH(awq_fragment_mma_choose(dense(16, 256, 256, 4), {}, 132),
+  CHECK_THROWS_WITH(awq_fragment_mma_choose(dense(16, kN, kK, 4), {}, 132),
                     Catch::Contains("awq_fragment_mma") && Catch::Contains("AWQ group is 0"));
   GemmDims bf16 = awq_dense(16, 256, 256, 128);
   bf16.dtype = DType::bf16;
