@@ -51,22 +51,21 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
                   "; the fragment-order layout is K = 2..5");
   }
   const std::int64_t tt_opt = o.get(awq ? kAwqFragmentMmaTokenTile : kFragmentMmaTokenTile);
-  // Small layers take half the token tile at 9..16 and 65..128 tokens: at most 12 k-tiles of 128
-  // x 64 weights an SM (Qwen3's dense layers, 1280 k-tiles) the walks are a few k-steps long, and
-  // two m-tiles of half the tokens (the second read of the weights from L2) fill the SMs with
-  // more of them: Qwen3 dense gate/up and down -11% / -14% at 128 tokens, -1% / -5% at 16; the
-  // GLM-4.7 shared layers (2560 k-tiles) and Llama3-8B down 2-12% slower (README.md, "Small
+  // Small layers take the 64-token tile at 65..128 tokens: at most 12 k-tiles of 128 x 64 weights
+  // an SM (Qwen3's dense layers, 1280 k-tiles) a walk is a few k-steps long, and two m-tiles of
+  // 64 tokens (the second read of the weights from L2) give more, shorter walks with half the
+  // split-K partial: Qwen3 dense gate/up and down -11% / -14% at K = 4, -5% to -10% at K = 2, 3,
+  // 5; the GLM-4.7 shared layers (2560 k-tiles) and Llama3-8B down 2-12% slower. At 16 tokens
+  // the 8-token tile measured level at K = 2..4 and 2-8% slower at K = 5 (README.md, "Small
   // layers"). kbit only (unmeasured on AWQ weights), and only where the kernel and the MMA are
-  // left to the rules (a token tile of 8 is the own mma.sync's alone).
+  // left to the rules.
   const std::int64_t sms_or_132 = sms > 0 ? sms : 132;
   const bool small_layer = !awq && o.get(kFragmentMmaKernel) == 0 && o.get(kFragmentMmaMma) == 0 &&
                            (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN *
                                    ((d.K_dim + ws::Config::kTileK - 1) / ws::Config::kTileK) <=
                                12 * sms_or_132;
   const int tt_by_m = ws::token_tile_for(d.M);
-  const int tt = tt_opt != 0                                        ? int(tt_opt)
-                 : small_layer && (tt_by_m == 16 || tt_by_m == 128) ? tt_by_m / 2
-                                                                    : tt_by_m;
+  const int tt = tt_opt != 0 ? int(tt_opt) : small_layer && tt_by_m == 128 ? 64 : tt_by_m;
   if (awq && tt > 128)
     throw Error(std::string(who) + ": M = " + std::to_string(d.M) + " takes token tile " +
                 std::to_string(tt) + "; the own kernel holds 8..128 tokens (awq_gemm: any M)");

@@ -15,7 +15,7 @@ inline constexpr OptionSpec kFragmentMmaTokenTile{
     256,
     false,
     "tokens per tile (the MMA's N): 8 (mma.sync only), 16, 32, 64, 128 or 256; 0 = by M (and "
-    "the layer: half at 9..16 and 65..128 tokens on a small one)",
+    "the layer: 64 at 65..128 tokens on a small one)",
     /*multiple_of=*/8,
     /*power_of_two=*/true};
 // The consumers' MMA, as variant 03's option.

@@ -322,15 +322,15 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "fragment_mma's small layers take half the token tile at 9..16 and 65..128 tokens, where "
-    "the rules choose the kernel",
+    "fragment_mma's small layers take the 64-token tile at 65..128 tokens, where the rules "
+    "choose the kernel",
     "[variants]") {
   using variants::fragment_mma_choose;
   // Qwen3 dense gate/up and down: 40 x 32 and 16 x 80 k-tiles, 1280 <= 12 x 132; the GLM-4.7
   // shared layers (2560 k-tiles) and Llama3-8B down (7168) keep the tile of their M.
-  for (std::int64_t m : {9, 12, 16, 65, 100, 128}) {
+  for (std::int64_t m : {65, 100, 128}) {
     INFO("M = " << m);
-    const int half = m <= 16 ? 8 : 64, whole = m <= 16 ? 16 : 128;
+    const int half = 64, whole = 128;
     CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 132).token_tile == half);
     CHECK(fragment_mma_choose(dense(m, 2048, 5120, 4), {}, 132).token_tile == half);
     CHECK(fragment_mma_choose(dense(m, 10240, 2048, 4), {}, 132).token_tile == whole);
@@ -347,8 +347,8 @@ TEST_CASE(
               .token_tile == whole);
     CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), with({{"kernel", 1}}), 132).token_tile ==
           whole);
-    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), with({{"mma", m <= 16 ? 2 : 1}}), 132)
-              .token_tile == whole);
+    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), with({{"mma", 1}}), 132).token_tile ==
+          whole);
     // AWQ weights keep the tile of their M (unmeasured there).
     CHECK(variants::awq_fragment_mma_choose(awq_dense(m, 5120, 2048, 128), {}, 132).token_tile ==
           whole);
