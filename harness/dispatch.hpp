@@ -158,7 +158,7 @@ std::string row_layout_name(const VariantRow& row);
 
 // The auto rows' state: the chosen row and its state. describe() is
 // "<auto row> -> <variant> (<reason>): [<its options>] <its describe()>"; extra_additions()
-// forwards, so that the check's bound is the chosen row's.
+// forwards, so that the check's bound is the chosen row's, and check_after_run.
 class AutoState : public VariantState {
  public:
   AutoState(std::string auto_name, const VariantRow& chosen, DispatchChoice choice,
@@ -170,6 +170,7 @@ class AutoState : public VariantState {
         inner_(std::move(inner)) {}
   std::string describe() const override;
   std::int64_t extra_additions() const override { return inner_->extra_additions(); }
+  void check_after_run(cudaStream_t stream) override { inner_->check_after_run(stream); }
   const VariantRow& chosen() const { return chosen_; }
   VariantState* inner() const { return inner_.get(); }
 

@@ -58,6 +58,7 @@ Outcome execute_and_check(const VariantRow& row, const VariantOptions& opts, con
     row.run(o.state.get(), dims, prob.args(row, dims, 0), stream);
     KBIT_CUDA_CHECK(cudaGetLastError());
     KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+    o.state->check_after_run(stream);  // what the run recorded for the host (checked offsets)
     if (ref && computes_gemm(row)) {
       std::vector<unsigned char> c(prob.C_bytes);
       KBIT_CUDA_CHECK(cudaMemcpy(c.data(), prob.C, prob.C_bytes, cudaMemcpyDeviceToHost));
@@ -84,6 +85,7 @@ void run_again(const VariantRow& row, VariantState* state, const GemmDims& dims,
     row.run(state, dims, behind, stream);
   }
   KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  state->check_after_run(stream);
 }
 
 Stream::Stream() {

@@ -84,6 +84,7 @@ int profile_target(const std::string& config_path, const ProfileTargetOptions& o
   KBIT_CUDA_CHECK(cudaGetLastError());
   KBIT_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
   KBIT_CUDA_CHECK(cudaProfilerStop());
+  out.state->check_after_run(stream.get());
   const bool pass = !out.checked || out.check.pass;
   std::cout << "profile-target: " << o.variant << " " << s->name << " M=" << d.M << " "
             << weights_label(d) << " " << dtype_name(d.dtype) << ": "

@@ -140,6 +140,11 @@ class VariantState {
   virtual std::string describe() const { return ""; }
   // fp32 roundings one output sees beyond K_dim (split-K partial sums, per-block scaling).
   virtual std::int64_t extra_additions() const { return 0; }
+  // What the last run recorded on the device for the host (grouped_mma's `checked` offsets):
+  // synchronizes `stream`, reads it and throws kbit::Error naming the malformed input. The
+  // harness calls it after a run, outside any timed region or graph capture; a no-op for the
+  // rows that record nothing.
+  virtual void check_after_run(cudaStream_t stream) { (void)stream; }
 };
 
 // The checks every tiled-layout variant makes at run time: the weights are in the tiled layout

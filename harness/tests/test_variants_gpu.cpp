@@ -485,17 +485,35 @@ TEST_CASE("grouped_mma builds its work list on the device and checks offsets whe
     auto o = p.d.expert_offsets;
     o[c.at] = c.value;
     upload(o);
-    CHECK_THROWS_WITH(row.run(checked.get(), p.d, dp.args(row, p.d, 0), s.get()),
-                      Catch::Contains("expert_offsets[" + std::to_string(c.at) +
-                                      "] = " + std::to_string(c.value)) &&
-                          Catch::Contains(c.words));
+    // The run itself returns (it never synchronizes); what it recorded throws after it.
+    const std::string entry =
+        "expert_offsets[" + std::to_string(c.at) + "] = " + std::to_string(c.value);
+    row.run(checked.get(), p.d, dp.args(row, p.d, 0), s.get());
+    CHECK_THROWS_WITH(checked->check_after_run(s.get()),
+                      Catch::Contains(entry) && Catch::Contains(c.words));
+    // A checked run captured into a graph: each replay records again.
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t x = nullptr;
+    KBIT_CUDA_CHECK(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeThreadLocal));
+    row.run(checked.get(), p.d, dp.args(row, p.d, 0), s.get());
+    KBIT_CUDA_CHECK(cudaStreamEndCapture(s.get(), &g));
+    KBIT_CUDA_CHECK(cudaGraphInstantiate(&x, g, 0));
+    KBIT_CUDA_CHECK(cudaGraphLaunch(x, s.get()));
+    CHECK_THROWS_WITH(checked->check_after_run(s.get()),
+                      Catch::Contains(entry) && Catch::Contains(c.words));
+    upload(p.d.expert_offsets);  // well-formed: the replay records nothing
+    KBIT_CUDA_CHECK(cudaGraphLaunch(x, s.get()));
+    CHECK_NOTHROW(checked->check_after_run(s.get()));
+    KBIT_CUDA_CHECK(cudaGraphExecDestroy(x));
+    KBIT_CUDA_CHECK(cudaGraphDestroy(g));
+    upload(o);
     // Unchecked: clamped into A and C, no fault (compute-sanitizer's memcheck runs this too).
     row.run(state.get(), p.d, dp.args(row, p.d, 0), s.get());
     KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
   }
   upload(p.d.expert_offsets);
   row.run(checked.get(), p.d, dp.args(row, p.d, 0), s.get());  // well-formed: runs and checks
-  KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
+  CHECK_NOTHROW(checked->check_after_run(s.get()));
   const auto ref = make_reference(p.hw, p.A, p.d, sample_rows(M, 1 << 20));
   CHECK(check_output(ref, bound, p.d.dtype, output(), p.d.N).pass);
 }

@@ -150,6 +150,10 @@ struct GroupedMmaState : VariantState {
   ws::Kernel kernel{};
   DeviceBuffer<int4> mtiles;
   DeviceBuffer<int> count, status;
+  // The last checked run's offsets and rows (check_after_run reads the offsets it names; a
+  // graph replay of the run writes `status` again over the same offsets).
+  const std::int64_t* checked_offsets = nullptr;
+  std::int64_t checked_rows = 0;
   std::string describe() const override {
     return "tile " + std::to_string(token_tile) + " tokens x 128 weight rows x " +
            std::to_string(64 * kernel.k_tiles_per_stage) + " k, " + std::to_string(kernel.stages) +
@@ -161,7 +165,35 @@ struct GroupedMmaState : VariantState {
   }
   // The accumulator sets' sum on top of the K_dim additions (as variant 03 without split-K).
   std::int64_t extra_additions() const override { return 3; }
+  void check_after_run(cudaStream_t stream) override;
 };
+
+// Checked mode: the list builder recorded the first malformed offset (as e * 4 + fault) in
+// `status`; the run went on over the clamped list (no read or write outside A and C), and this
+// names the offset, after the run, so that run itself never synchronizes.
+void GroupedMmaState::check_after_run(cudaStream_t stream) {
+  if (!checked || !checked_offsets) return;
+  const char* who = "grouped_mma";
+  const std::int64_t* off = checked_offsets;
+  int fault = kNoFault;
+  KBIT_CUDA_CHECK(
+      cudaMemcpyAsync(&fault, status.get(), sizeof(int), cudaMemcpyDeviceToHost, stream));
+  KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
+  if (fault == kNoFault) return;
+  const int e = fault / 4, code = fault % 4;
+  const int at = code == kDecreasing || code == kPastRows ? e + 1 : e;
+  std::int64_t v[2] = {0, 0};  // offsets[at - 1], offsets[at]
+  KBIT_CUDA_CHECK(cudaMemcpy(v, off + std::max(at - 1, 0), sizeof(v), cudaMemcpyDeviceToHost));
+  const std::string entry =
+      "expert_offsets[" + std::to_string(at) + "] = " + std::to_string(at > 0 ? v[1] : v[0]);
+  if (code == kStartNotZero) throw Error(std::string(who) + ": " + entry + " must be 0");
+  if (code == kDecreasing)
+    throw Error(std::string(who) + ": " + entry + " is below expert_offsets[" +
+                std::to_string(at - 1) + "] = " + std::to_string(v[0]) +
+                " (offsets must not decrease)");
+  throw Error(std::string(who) + ": " + entry +
+              " is past the end of A (M = " + std::to_string(checked_rows) + " rows)");
+}
 
 }  // namespace
 
@@ -227,25 +259,9 @@ void grouped_mma_run(VariantState* state, const GemmDims& d, const GemmArgs& g,
   void* list_params[] = {&off, &experts, &rows, &tt, &capacity, &mtiles, &count, &status};
   launch_kernel(reinterpret_cast<const void*>(list_mtiles), dim3(1), dim3(kListThreads), 0, stream,
                 list_params, g.pdl);
-  if (status) {
-    int fault = kNoFault;
-    KBIT_CUDA_CHECK(cudaMemcpyAsync(&fault, status, sizeof(int), cudaMemcpyDeviceToHost, stream));
-    KBIT_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (fault != kNoFault) {
-      const int e = fault / 4, code = fault % 4;
-      const int at = code == kDecreasing || code == kPastRows ? e + 1 : e;
-      std::int64_t v[2] = {0, 0};  // offsets[at - 1], offsets[at]
-      KBIT_CUDA_CHECK(cudaMemcpy(v, off + std::max(at - 1, 0), sizeof(v), cudaMemcpyDeviceToHost));
-      const std::string entry =
-          "expert_offsets[" + std::to_string(at) + "] = " + std::to_string(at > 0 ? v[1] : v[0]);
-      if (code == kStartNotZero) throw Error(std::string(who) + ": " + entry + " must be 0");
-      if (code == kDecreasing)
-        throw Error(std::string(who) + ": " + entry + " is below expert_offsets[" +
-                    std::to_string(at - 1) + "] = " + std::to_string(v[0]) +
-                    " (offsets must not decrease)");
-      throw Error(std::string(who) + ": " + entry +
-                  " is past the end of A (M = " + std::to_string(d.M) + " rows)");
-    }
+  if (status) {  // reported by check_after_run, after the run
+    s->checked_offsets = off;
+    s->checked_rows = d.M;
   }
   if (d.M == 0) return;  // no rows: C has nothing to write (and a TMA tensor needs one row)
   ws::GroupedTiles::Args a{};
