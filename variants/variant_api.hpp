@@ -142,8 +142,9 @@ class VariantState {
   virtual std::int64_t extra_additions() const { return 0; }
   // What the last run recorded on the device for the host (grouped_mma's `checked` offsets):
   // synchronizes `stream`, reads it and throws kbit::Error naming the malformed input. The
-  // harness calls it after a run, outside any timed region or graph capture; a no-op for the
-  // rows that record nothing.
+  // harness calls it after a run, outside any timed region or graph capture, before the run's
+  // buffers change or are freed (it may read them to name the input); a no-op for the rows that
+  // record nothing.
   virtual void check_after_run(cudaStream_t stream) { (void)stream; }
 };
 

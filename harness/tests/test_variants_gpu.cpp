@@ -133,9 +133,9 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
 // fragment_mma's own kernel configurations that its defaults do not reach on the sweep's small
 // problems (their short stream-K walks run one pipeline): one consumer warpgroup a pipeline beside
 // a producer warpgroup (setmaxnreg) on 2 and 3 pipelines, 2 pipelines of two warpgroups beside one
-// at 128 tokens, a commit group left in flight, 256-row tiles, the stage freed before the decode,
-// and the split tiles' store where it is not the default (the fixed owner on mma.sync, the last
-// arrival on wgmma), on shapes whose stream-K stripes cut tiles, at K = 2..5.
+// at 128 tokens, a commit group left in flight, 256-row tiles, and the split tiles' store where it
+// is not the default (the fixed owner on mma.sync, the last arrival on wgmma), on shapes whose
+// stream-K stripes cut tiles, at K = 2..5.
 TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;
@@ -441,8 +441,12 @@ TEST_CASE("grouped_mma builds its work list on the device and checks offsets whe
   const DeviceProblem& dp = owned.view();
   auto state = row.setup(p.d, resolve_options(row, {}));
   auto* off = const_cast<std::int64_t*>(dp.expert_offsets);
+  // On the test's stream, waited for: a pageable cudaMemcpy may return before the device has
+  // the bytes, and the runs below are on a non-blocking stream.
   auto upload = [&](const std::vector<std::int64_t>& o) {
-    KBIT_CUDA_CHECK(cudaMemcpy(off, o.data(), o.size() * sizeof(o[0]), cudaMemcpyHostToDevice));
+    KBIT_CUDA_CHECK(
+        cudaMemcpyAsync(off, o.data(), o.size() * sizeof(o[0]), cudaMemcpyHostToDevice, s.get()));
+    KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
   };
   auto output = [&] {
     std::vector<unsigned char> c(dp.C_bytes);
@@ -463,7 +467,7 @@ TEST_CASE("grouped_mma builds its work list on the device and checks offsets whe
   REQUIRE(other.expert_offsets.back() == p.d.M);
   for (const GemmDims* d : {&p.d, &other, &p.d}) {
     upload(d->expert_offsets);
-    KBIT_CUDA_CHECK(cudaMemset(dp.C, 0xff, dp.C_bytes));
+    KBIT_CUDA_CHECK(cudaMemsetAsync(dp.C, 0xff, dp.C_bytes, s.get()));
     KBIT_CUDA_CHECK(cudaGraphLaunch(exec, s.get()));
     KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
     const auto ref = make_reference(p.hw, p.A, *d, sample_rows(d->M, 1 << 20));

@@ -170,7 +170,7 @@ struct GroupedMmaState : VariantState {
 
 // Checked mode: the list builder recorded the first malformed offset (as e * 4 + fault) in
 // `status`; the run went on over the clamped list (no read or write outside A and C), and this
-// names the offset, after the run, so that run itself never synchronizes.
+// names the offset, after the run, so that the run itself never synchronizes.
 void GroupedMmaState::check_after_run(cudaStream_t stream) {
   if (!checked || !checked_offsets) return;
   const char* who = "grouped_mma";

@@ -52,15 +52,22 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   }
   const std::int64_t tt_opt = o.get(awq ? kAwqFragmentMmaTokenTile : kFragmentMmaTokenTile);
   // Small layers take the 64-token tile at 65..128 tokens: at most 12 k-tiles of 128 x 64 weights
-  // an SM (Qwen3's dense layers, 1280 k-tiles) a walk is a few k-steps long, and two m-tiles of
-  // 64 tokens (the second read of the weights from L2) give more, shorter walks with half the
-  // split-K partial: Qwen3 dense gate/up and down -11% / -14% at K = 4, -5% to -10% at K = 2, 3,
-  // 5; the GLM-4.7 shared layers (2560 k-tiles) and Llama3-8B down 2-12% slower. At 16 tokens
-  // the 8-token tile measured level at K = 2..4 and 2-8% slower at K = 5 (README.md, "Small
-  // layers"). kbit only (unmeasured on AWQ weights), and only where the kernel and the MMA are
-  // left to the rules.
+  // an SM (Qwen3's dense layers, 1280 k-tiles), two m-tiles of 64 tokens (the second read of the
+  // weights from L2) run on the same 128 blocks with twice the tiles and ring stages and half the
+  // split-K partial: Qwen3 dense gate/up and down -11% / -14% at K = 4, -6% to -10% at K = 2, 3, 5;
+  // the GLM-4.7 shared layers (2560 k-tiles) and Llama3-8B down 2-12% slower. At 16 tokens the
+  // 8-token tile measured level to 5% faster at K = 2..4 and 2-8% slower at K = 5 (README.md,
+  // "Small layers"). kbit only (unmeasured on AWQ weights), and only where no option of the own
+  // kernel is given (each names a configuration of the tile of its M).
   const std::int64_t sms_or_132 = sms > 0 ? sms : 132;
-  const bool small_layer = !awq && o.get(kFragmentMmaKernel) == 0 && o.get(kFragmentMmaMma) == 0 &&
+  bool own_options_given = false;
+  for (const OptionSpec* spec :
+       {&kFragmentMmaKernel, &kFragmentMmaMma, &kFragmentMmaStageKTiles, &kFragmentMmaPipelines,
+        &kFragmentMmaRowBlocks, &kFragmentMmaWalkOrder, &kFragmentMmaWaitHint,
+        &kFragmentMmaGroupInFlight, &kFragmentMmaSplitStore, &kFragmentMmaTileRows,
+        &kFragmentMmaScaleAfter})
+    own_options_given = own_options_given || o.get(*spec) != spec->default_value;
+  const bool small_layer = !awq && !own_options_given &&
                            (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN *
                                    ((d.K_dim + ws::Config::kTileK - 1) / ws::Config::kTileK) <=
                                12 * sms_or_132;

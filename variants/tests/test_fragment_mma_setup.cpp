@@ -342,13 +342,24 @@ TEST_CASE(
     // Every width: the rule counts weights, not bytes.
     for (int k : {2, 3, 5})
       CHECK(fragment_mma_choose(dense(m, 5120, 2048, k), {}, 132).token_tile == half);
-    // A token tile, kernel or MMA given: the rule is off.
+    // A token tile, or any option of the own kernel, given: the rule is off (each names a
+    // configuration of the tile of its M).
     CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), with({{"token_tile", whole}}), 132)
               .token_tile == whole);
-    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), with({{"kernel", 1}}), 132).token_tile ==
-          whole);
-    CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), with({{"mma", 1}}), 132).token_tile ==
-          whole);
+    for (const auto& [name, value] : {std::pair<const char*, std::int64_t>{"kernel", 1},
+                                      {"mma", 1},
+                                      {"stage_k_tiles", 1},
+                                      {"pipelines", 1},
+                                      {"row_blocks", 1},
+                                      {"walk_order", 2},
+                                      {"wait_hint_ns", 100},
+                                      {"group_in_flight", 1},
+                                      {"split_store", 1},
+                                      {"tile_rows", 128}}) {
+      INFO(name << " = " << value);
+      CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), with({{name, value}}), 132).token_tile ==
+            whole);
+    }
     // AWQ weights keep the tile of their M (unmeasured there).
     CHECK(variants::awq_fragment_mma_choose(awq_dense(m, 5120, 2048, 128), {}, 132).token_tile ==
           whole);
@@ -509,7 +520,9 @@ TEST_CASE(
   CHECK(fragment_mma_choose(dense(100, 28672, 8192, 4), {}, 132).tile_rows == 256);
   CHECK(fragment_mma_choose(dense(128, 28672, 4096, 4), {}, 132).tile_rows == 128);
   CHECK(fragment_mma_choose(dense(128, 4096, 14336, 4), {}, 132).tile_rows == 128);
-  CHECK(fragment_mma_choose(dense(128, 5120, 2048, 4), {}, 132).tile_rows == 128);
+  CHECK(
+      fragment_mma_choose(dense(128, 5120, 2048, 4), with({{"token_tile", 128}}), 132).tile_rows ==
+      128);
   CHECK(fragment_mma_choose(dense(64, 28672, 8192, 4), {}, 132).tile_rows == 128);
   CHECK(fragment_mma_choose(dense(128, 28672, 8192, 4), with({{"pipelines", 1}}), 132).tile_rows ==
         128);
