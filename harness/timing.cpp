@@ -4,9 +4,9 @@
 #include <chrono>
 #include <cmath>
 
+#include "harness/device_utils.hpp"
 #include "reference/error.hpp"
 #include "variants/common/cuda_check.hpp"
-#include "harness/device_utils.hpp"
 
 namespace kbit {
 
@@ -18,42 +18,38 @@ double percentile(std::vector<double> v, double p) {
   return v[lo] + (v[hi] - v[lo]) * (pos - double(lo));
 }
 
-namespace {
-
-// A graph of `count` launches, launch i on copy i % copies.
-class LaunchGraph {
- public:
-  LaunchGraph(const LaunchFn& launch, int count, int copies, cudaStream_t stream) {
-    KBIT_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-    try {
-      for (int i = 0; i < count; ++i) launch(i % copies, stream);
-    } catch (...) {
-      cudaGraph_t g = nullptr;
-      cudaStreamEndCapture(stream, &g);
-      if (g) cudaGraphDestroy(g);
-      cudaGetLastError();
-      throw;
-    }
+LaunchGraph::LaunchGraph(const LaunchFn& launch, int count, int copies, cudaStream_t stream) {
+  KBIT_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  try {
+    for (int i = 0; i < count; ++i) launch(i % copies, stream);
+  } catch (...) {
     cudaGraph_t g = nullptr;
-    const cudaError_t end = cudaStreamEndCapture(stream, &g);
-    if (end != cudaSuccess) {
-      cudaGetLastError();
-      throw Error(std::string("the run step could not be captured into a CUDA graph (") +
-                  cudaGetErrorString(end) + "): a run step must not allocate or synchronize");
-    }
-    graph_ = g;
-    KBIT_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+    cudaStreamEndCapture(stream, &g);
+    if (g) cudaGraphDestroy(g);
+    cudaGetLastError();
+    throw;
   }
-  ~LaunchGraph() {
-    if (exec_) cudaGraphExecDestroy(exec_);
-    if (graph_) cudaGraphDestroy(graph_);
+  cudaGraph_t g = nullptr;
+  const cudaError_t end = cudaStreamEndCapture(stream, &g);
+  if (end != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(std::string("the run step could not be captured into a CUDA graph (") +
+                cudaGetErrorString(end) + "): a run step must not allocate or synchronize");
   }
-  void replay(cudaStream_t stream) { KBIT_CUDA_CHECK(cudaGraphLaunch(exec_, stream)); }
+  graph_ = g;
+  KBIT_CUDA_CHECK(cudaGraphInstantiate(&exec_, graph_, 0));
+}
 
- private:
-  cudaGraph_t graph_ = nullptr;
-  cudaGraphExec_t exec_ = nullptr;
-};
+LaunchGraph::~LaunchGraph() {
+  if (exec_) cudaGraphExecDestroy(exec_);
+  if (graph_) cudaGraphDestroy(graph_);
+}
+
+void LaunchGraph::replay(cudaStream_t stream) {
+  KBIT_CUDA_CHECK(cudaGraphLaunch(exec_, stream));
+}
+
+namespace {
 
 // What one launch costs: on the GPU (the least of a few replays of a graph of 3 launches, so
 // that one slow replay, e.g. another process on the GPU, does not send a microsecond kernel down

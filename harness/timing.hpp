@@ -26,6 +26,21 @@ struct TimingResult {
 // One launch of the variant on weight copy `copy`; must not synchronize or allocate.
 using LaunchFn = std::function<void(int copy, cudaStream_t stream)>;
 
+// A CUDA graph of `count` launches, launch i on copy i % copies, captured on `stream` (a launch
+// that synchronizes or allocates is refused by name); destroyed with the object.
+class LaunchGraph {
+ public:
+  LaunchGraph(const LaunchFn& launch, int count, int copies, cudaStream_t stream);
+  LaunchGraph(const LaunchGraph&) = delete;
+  LaunchGraph& operator=(const LaunchGraph&) = delete;
+  ~LaunchGraph();
+  void replay(cudaStream_t stream);
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
 // `copies` > 1 rotates launch i onto copy i % copies (L2-cold); 1 reuses one copy (hot).
 TimingResult time_launches(const LaunchFn& launch, int copies, const TimingConfig& cfg,
                            cudaStream_t stream, double graph_threshold_us = 20.0);

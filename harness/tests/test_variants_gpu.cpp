@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "harness/options.hpp"
 #include "harness/registry.hpp"
 #include "harness/tests/sweep_tally.hpp"
+#include "harness/timing.hpp"
 #include "harness/weight_format.hpp"
 #include "reference/codebook.hpp"
 #include "reference/gemm_ref.hpp"
@@ -455,12 +457,13 @@ TEST_CASE("grouped_mma builds its work list on the device and checks offsets whe
   };
   const GemmBound bound = gemm_bound(p.d.dtype, p.d.dtype, p.d.K_dim, state->extra_additions());
 
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  KBIT_CUDA_CHECK(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeThreadLocal));
-  row.run(state.get(), p.d, dp.args(row, p.d, 0), s.get());
-  KBIT_CUDA_CHECK(cudaStreamEndCapture(s.get(), &graph));
-  KBIT_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  // One run of `st` captured as a graph (the harness's timing graphs).
+  auto run_graph = [&](VariantState* st) {
+    return std::make_unique<LaunchGraph>(
+        [&](int, cudaStream_t stream) { row.run(st, p.d, dp.args(row, p.d, 0), stream); }, 1, 1,
+        s.get());
+  };
+  const auto graph = run_graph(state.get());
   GemmDims other = p.d;  // the same rows routed otherwise: uniform, another seed
   other.expert_offsets = route_tokens(16, 40, 4, "uniform", 1.2, 99);
   REQUIRE(other.expert_offsets != p.d.expert_offsets);
@@ -468,13 +471,11 @@ TEST_CASE("grouped_mma builds its work list on the device and checks offsets whe
   for (const GemmDims* d : {&p.d, &other, &p.d}) {
     upload(d->expert_offsets);
     KBIT_CUDA_CHECK(cudaMemsetAsync(dp.C, 0xff, dp.C_bytes, s.get()));
-    KBIT_CUDA_CHECK(cudaGraphLaunch(exec, s.get()));
+    graph->replay(s.get());
     KBIT_CUDA_CHECK(cudaStreamSynchronize(s.get()));
     const auto ref = make_reference(p.hw, p.A, *d, sample_rows(d->M, 1 << 20));
     CHECK(check_output(ref, bound, d->dtype, output(), d->N).pass);
   }
-  KBIT_CUDA_CHECK(cudaGraphExecDestroy(exec));
-  KBIT_CUDA_CHECK(cudaGraphDestroy(graph));
 
   const std::int64_t M = p.d.M;
   const auto checked = row.setup(p.d, with_options(row, {"checked=1"}));
@@ -496,20 +497,13 @@ TEST_CASE("grouped_mma builds its work list on the device and checks offsets whe
     CHECK_THROWS_WITH(checked->check_after_run(s.get()),
                       Catch::Contains(entry) && Catch::Contains(c.words));
     // A checked run captured into a graph: each replay records again.
-    cudaGraph_t g = nullptr;
-    cudaGraphExec_t x = nullptr;
-    KBIT_CUDA_CHECK(cudaStreamBeginCapture(s.get(), cudaStreamCaptureModeThreadLocal));
-    row.run(checked.get(), p.d, dp.args(row, p.d, 0), s.get());
-    KBIT_CUDA_CHECK(cudaStreamEndCapture(s.get(), &g));
-    KBIT_CUDA_CHECK(cudaGraphInstantiate(&x, g, 0));
-    KBIT_CUDA_CHECK(cudaGraphLaunch(x, s.get()));
+    const auto checked_graph = run_graph(checked.get());
+    checked_graph->replay(s.get());
     CHECK_THROWS_WITH(checked->check_after_run(s.get()),
                       Catch::Contains(entry) && Catch::Contains(c.words));
     upload(p.d.expert_offsets);  // well-formed: the replay records nothing
-    KBIT_CUDA_CHECK(cudaGraphLaunch(x, s.get()));
+    checked_graph->replay(s.get());
     CHECK_NOTHROW(checked->check_after_run(s.get()));
-    KBIT_CUDA_CHECK(cudaGraphExecDestroy(x));
-    KBIT_CUDA_CHECK(cudaGraphDestroy(g));
     upload(o);
     // Unchecked: clamped into A and C, no fault (compute-sanitizer's memcheck runs this too).
     row.run(state.get(), p.d, dp.args(row, p.d, 0), s.get());

@@ -38,6 +38,16 @@ static_assert(same_option(kAwqFragmentMmaStageKTiles, kFragmentMmaStageKTiles) &
                   same_option(kAwqFragmentMmaScaleAfter, kFragmentMmaScaleAfter),
               "awq_fragment_mma's option specs are fragment_mma's but for their help");
 
+// The options that only the own kernel reads: refused where the shared mainloop runs.
+constexpr const OptionSpec* kOwnKernelOptions[] = {
+    &kFragmentMmaPipelines, &kFragmentMmaWalkOrder,     &kFragmentMmaRowBlocks,
+    &kFragmentMmaWaitHint,  &kFragmentMmaGroupInFlight, &kFragmentMmaSplitStore,
+    &kFragmentMmaTileRows};
+
+bool given(const VariantOptions& o, const OptionSpec& spec) {
+  return o.get(spec) != spec.default_value;
+}
+
 // fragment_mma_choose and awq_fragment_mma_choose: the same rules on both formats (awq: the AWQ
 // tiled repack, on the own kernel alone).
 FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bool awq) {
@@ -60,13 +70,10 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   // "Small layers"). kbit only (unmeasured on AWQ weights), and only where no option of the own
   // kernel is given (each names a configuration of the tile of its M).
   const std::int64_t sms_or_132 = sms > 0 ? sms : 132;
-  bool own_options_given = false;
-  for (const OptionSpec* spec :
-       {&kFragmentMmaKernel, &kFragmentMmaMma, &kFragmentMmaStageKTiles, &kFragmentMmaPipelines,
-        &kFragmentMmaRowBlocks, &kFragmentMmaWalkOrder, &kFragmentMmaWaitHint,
-        &kFragmentMmaGroupInFlight, &kFragmentMmaSplitStore, &kFragmentMmaTileRows,
-        &kFragmentMmaScaleAfter})
-    own_options_given = own_options_given || o.get(*spec) != spec->default_value;
+  bool own_options_given = given(o, kFragmentMmaKernel) || given(o, kFragmentMmaMma) ||
+                           given(o, kFragmentMmaStageKTiles) || given(o, kFragmentMmaScaleAfter);
+  for (const OptionSpec* spec : kOwnKernelOptions)
+    own_options_given = own_options_given || given(o, *spec);
   const bool small_layer = !awq && !own_options_given &&
                            (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN *
                                    ((d.K_dim + ws::Config::kTileK - 1) / ws::Config::kTileK) <=
@@ -184,12 +191,10 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   };
   const std::int64_t wait_hint = o.get(kFragmentMmaWaitHint);
   if (!own) {
-    for (const OptionSpec* spec :
-         {&kFragmentMmaPipelines, &kFragmentMmaWalkOrder, &kFragmentMmaRowBlocks,
-          &kFragmentMmaWaitHint, &kFragmentMmaGroupInFlight, &kFragmentMmaSplitStore,
-          &kFragmentMmaTileRows})
-      if (const std::int64_t v = o.get(*spec); v != spec->default_value)
-        refuse(std::string(spec->name) + " = " + std::to_string(v) + " is the own kernel's");
+    for (const OptionSpec* spec : kOwnKernelOptions)
+      if (given(o, *spec))
+        refuse(std::string(spec->name) + " = " + std::to_string(o.get(*spec)) +
+               " is the own kernel's");
   }
   if (const std::int64_t after = o.get(kFragmentMmaScaleAfter);
       after != 0 && !(own_sync && tt <= 16))
