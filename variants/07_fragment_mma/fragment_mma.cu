@@ -101,10 +101,12 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   // them. The shared mainloop: 2 k-tiles to 16 tokens.
   const std::int64_t pipes_opt = o.get(kFragmentMmaPipelines);
   const std::int64_t rb_opt = o.get(kFragmentMmaRowBlocks);
-  // Short walks: where 3 pipelines a block (3 x SMs walks) would stream fewer than 3 bytes of
-  // weights a walk for each byte of the walk's split-K partial (TT x 128 fp32 sums), the split-K
-  // traffic outweighs what the pipelines hide: one pipeline of two warpgroups a block (measured
-  // on Qwen3 dense and the Llama3 down projections, README.md's ladder, build I).
+  // Short walks: where 3 pipelines a block (3 x SMs walks) would decode fewer than 6 weights a
+  // walk (3 bytes at K = 4) for each byte of the walk's split-K partial (TT x 128 fp32 sums), the
+  // split-K traffic outweighs what the pipelines hide: one pipeline of two warpgroups a block
+  // (measured on Qwen3 dense and the Llama3 down projections at K = 4, README.md's ladder, build
+  // I). Weights, not bytes: a walk's work is its decode, which does not shrink with K (Llama3-8B
+  // gate/up at K = 2 and 64 tokens: 37.4 us on 3 pipelines against 42.7 on one, build O).
   const int k_bits = awq ? 4 : d.k_bits;
   // Weight rows a tile (kbit only: the AWQ row has no such option): 256 = two n-tiles on one
   // pipeline of the own wgmma at 64 and 128 tokens.
@@ -142,7 +144,8 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   const std::int64_t tiles =
       (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN * ((d.M + tt - 1) / tt);
   const std::int64_t walks3 = 3 * sms_or_132;
-  const std::int64_t weight_bytes = tiles * d.K_dim * ws::Config::kTileN * k_bits / 8;
+  const std::int64_t weights = tiles * d.K_dim * ws::Config::kTileN;  // the m-tiles' reads too
+  const std::int64_t weight_bytes = weights * k_bits / 8;
   // AWQ weights: one pipeline of two warpgroups ran 1.3-2x slower than 3 pipelines of one
   // warpgroup at 32 and 64 tokens and than 2 at 128 on every layer but the smallest, its
   // consumers waiting on the ring (README.md, "AWQ weights on the own kernel"). They take it
@@ -150,7 +153,7 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   // (Qwen3's dense layers, 5 MB), and 2 pipelines of one warpgroup at 128 tokens.
   const bool short_walks =
       awq ? weight_bytes < walks3 * 4 * ws::Config::kTileN * ws::Config::kTileK / 2
-          : weight_bytes < 3 * walks3 * tt * ws::Config::kTileN * 4;
+          : weights / 2 < 3 * walks3 * tt * ws::Config::kTileN * 4;
   const bool wgmma_p3 =
       tt <= 64 && !short_walks && (rb_opt == 0 || rb_opt == 2);  // of one warpgroup
   const bool awq_p2 = awq && tt > 64 && !short_walks && rb_opt == 0 && pipes_opt == 0;
@@ -280,10 +283,13 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     c.k_tiles = kt;
     c.pipelines = pipes;
     // The scale after the MMA by default on kbit (one FFMA an accumulator a block where a pair
-    // took an HMUL2 and a table load); on AWQ only when asked (2): its pairs need no table load,
-    // and at 16 tokens the FFMAs equal the HMUL2s they replace (README.md).
+    // took an HMUL2 and a table load). On AWQ where one scale spans a k-step (G >= 64 x k-tiles
+    // a stage: G = 128): one FFMA an accumulator a k-step where the pairs took 4 HMUL2 a word;
+    // elsewhere before (a block's FFMAs equal the HMUL2s they replace at 16 tokens, README.md).
     const std::int64_t after_opt = o.get(kFragmentMmaScaleAfter);
-    c.scale_after = own_sync && tt <= 16 && (awq ? after_opt == 2 : after_opt != 1);
+    const bool group_step = awq && d.awq_group >= 64 * kt;
+    c.scale_after = own_sync && tt <= 16 &&
+                    (awq ? after_opt == 2 || (after_opt == 0 && group_step) : after_opt != 1);
     // Four row blocks a warp at 16 tokens on 4 pipelines: half the activation loads and
     // per-k-step work a weight of two (README.md's ladder); at 8 tokens two were faster.
     c.row_blocks = own_wgmma                ? wgmma_rb

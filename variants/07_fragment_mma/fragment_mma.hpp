@@ -77,8 +77,8 @@ inline constexpr OptionSpec kFragmentMmaPipelines{
     "own kernel: walks a block runs over one table. mma.sync: 2 (one 16-row block a warp), 3 or "
     "4 (two row blocks a warp, or four: row_blocks); 0 = 4 to 16 tokens, 3 above. wgmma: 1, 2 "
     "or 3 (3: one warpgroup each, row_blocks 2); 0 = 3 at 32 and 64 tokens (2 with row_blocks "
-    "= 1), 1 at 128 and where 3 would make short stream-K walks (fewer than 3 bytes of "
-    "weights a walk a byte of its split-K partial; 2 there with row_blocks = 2)"};
+    "= 1), 1 at 128 and where 3 would make short stream-K walks (fewer than 6 weights a walk "
+    "a byte of its split-K partial; 2 there with row_blocks = 2)"};
 
 // How the own kernel lays its walks (each one stream-K stripe of the plan) on blocks
 // (variants/hopper/stream_k.hpp's WalkOrder).
@@ -198,7 +198,7 @@ void fragment_mma_run(VariantState* state, const GemmDims& dims, const GemmArgs&
 // (reference/awq.hpp awq_tile, the layout awq_gemm reads), M = 1..128, fp16. Its options are
 // fragment_mma's own-kernel ones under the same names and ranges (`choose` reads them by name),
 // with its own defaults: one warpgroup a pipeline from 32 tokens but on the smallest layers, the
-// scale before the MMA.
+// scale after the MMA at 8 and 16 tokens where one scale spans a k-step (G = 128), else before.
 inline constexpr OptionSpec kAwqFragmentMmaStageKTiles{
     "stage_k_tiles",
     0,
@@ -231,8 +231,9 @@ inline constexpr OptionSpec kAwqFragmentMmaScaleAfter{
     0,
     2,
     false,
-    "mma.sync at 8 and 16 tokens: 0 = before the MMA (HMUL2 on the pairs), 1 = before, 2 = "
-    "after (FFMA on each block's products, fp32 scales)"};
+    "mma.sync at 8 and 16 tokens: 0 = after where one scale spans a k-step (G = 128: one FFMA "
+    "an accumulator a k-step), else before; 1 = before the MMA (HMUL2 on the pairs), 2 = after "
+    "(FFMA on each group's products, fp32 scales)"};
 inline constexpr OptionSpec kAwqFragmentMmaTokenTile{
     "token_tile",
     0,

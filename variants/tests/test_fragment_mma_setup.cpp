@@ -312,6 +312,14 @@ TEST_CASE(
     CHECK(fragment_mma_choose(dense(m, 8192, 28672, 4), {}, 132).pipelines == 3);
     CHECK(fragment_mma_choose(dense(m, 4096, 14336, 4), {}, 132).pipelines == (m == 64 ? 1 : 3));
     CHECK(fragment_mma_choose(dense(m, 28672, 4096, 4), {}, 132).pipelines == 3);
+    // The rule counts weights, not bytes: every K takes K = 4's choice (Llama3-8B gate/up at K =
+    // 2 and 64 tokens: 29 MB of weights, 3 pipelines as at K = 4; 8B down at K = 2 and 32).
+    for (int k : {2, 3, 5}) {
+      INFO("K = " << k);
+      CHECK(fragment_mma_choose(dense(m, 28672, 4096, k), {}, 132).pipelines == 3);
+      CHECK(fragment_mma_choose(dense(m, 4096, 14336, k), {}, 132).pipelines == (m == 64 ? 1 : 3));
+      CHECK(fragment_mma_choose(dense(m, 5120, 2048, k), {}, 132).pipelines == 1);
+    }
     // row_blocks = 4 on a problem of many tiles is refused by its own name, not by a pipelines
     // count the default chose.
     CHECK_THROWS_WITH(fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"row_blocks", 4}}), 132),
@@ -568,7 +576,7 @@ TEST_CASE("awq_fragment_mma refuses what is not an AWQ problem to 128 rows, nami
 
 TEST_CASE(
     "awq_fragment_mma takes fragment_mma's kernel to 16 tokens, then one warpgroup a pipeline, "
-    "the scale before the MMA",
+    "the scale after the MMA to 16 tokens where one scale spans a k-step",
     "[variants]") {
   using variants::awq_fragment_mma_choose;
   using variants::fragment_mma_choose;
@@ -581,7 +589,8 @@ TEST_CASE(
         CHECK(a.own);
         CHECK(a.token_tile == k.token_tile);
         CHECK(a.wgmma == k.wgmma);
-        CHECK_FALSE(a.scale_after);
+        // After the MMA where a k-step (2 k-tiles, 128 k) holds one scale a row: G = 128.
+        CHECK(a.scale_after == (m <= 16 && group == 128));
         if (m <= 16) {
           CHECK(a.k_tiles == k.k_tiles);
           CHECK(a.pipelines == k.pipelines);
@@ -589,6 +598,9 @@ TEST_CASE(
           CHECK(awq_fragment_mma_choose(awq_dense(m, n, 2048, group),
                                         with({{"scale_after_mma", 2}}), 132)
                     .scale_after);
+          CHECK_FALSE(awq_fragment_mma_choose(awq_dense(m, n, 2048, group),
+                                              with({{"scale_after_mma", 1}}), 132)
+                          .scale_after);
           continue;
         }
         // One consumer warpgroup a pipeline: 3 at 32 and 64 tokens (2 k-tiles at 32), 2 at 128.
