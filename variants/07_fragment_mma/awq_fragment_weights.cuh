@@ -30,6 +30,9 @@ struct AwqFragmentWeights : awq::AwqWeights {
   // A stage never filled holds whatever the shared memory held: meta words there may be Inf or
   // NaN scales, which a short last k-step would multiply by the TMA's zeros (NaN).
   static constexpr bool kZeroRing = true;
+  // A scale a group of G k (a.group): at G >= 64 KT one a row over a k-step, so the mma.sync
+  // kernel's scale after the MMA adds each k-step's products once (sync_kernel.cuh).
+  static constexpr bool kGroupScales = true;
   static constexpr int kSyncMaxTokens = 16;  // its row has no `mma` option: wgmma from 32
   // No 256-row tiles: a meta tile's second group of 32 lies one n-tile's rows on (not two).
   static constexpr bool kTilePairs = false;

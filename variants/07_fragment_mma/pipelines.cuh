@@ -169,13 +169,23 @@ struct Pipeline {
     ring = ring_off + uint32_t(pipe * L::kRingBytes);
     const uint32_t bars0 = base + ring_off + (L::kBarriersAt - L::kRingAt);
     bars = bars0 + 16 * S * pipe;
-    if constexpr (W_::kZeroRing) {
-      // A format whose stale tiles may decode to Inf or NaN (a short last k-step multiplies its
-      // missing k-tile's stale weights by the TMA's zero activations): every ring starts zeroed,
-      // and refills bring only real tiles.
-      for (uint32_t o = 16 * threadIdx.x; o < uint32_t(C::kPipelines * L::kRingBytes);
-           o += 16 * blockDim.x)
-        dev::smem::store128(base, ring_off + o, make_uint4(0, 0, 0, 0));
+    if constexpr (W_::kZeroRing && KT > 1) {
+      // A format whose never-filled scale tiles may decode to Inf or NaN: a short last k-step
+      // multiplies its missing k-tiles' stale weights by the TMA's zero activations, and only a
+      // stage's k-tiles 1..KT - 1 can be missing (k-tile 0 is always copied). Their scale (meta)
+      // tiles start zeroed (scale 0: finite products); a refill brings only real tiles, and
+      // stale real tiles are finite. Zeroing every ring whole (192 KB at 8 tokens) delayed the
+      // producers' first copies on every layer.
+      constexpr uint32_t kChunks = L::kTileScaleBytes / 16;  // 16-byte stores a scale tile
+      constexpr uint32_t kTiles = uint32_t(C::kPipelines * S * (KT - 1));
+      for (uint32_t i = threadIdx.x; i < kTiles * kChunks; i += blockDim.x) {
+        const uint32_t tile = i / kChunks, stage_index = tile / (KT - 1);
+        const uint32_t j = 1 + tile % (KT - 1);
+        dev::smem::store128(base,
+                            ring_off + stage_index * L::kStageBytes + L::kScalesAt +
+                                j * L::kTileScaleBytes + 16 * (i % kChunks),
+                            make_uint4(0, 0, 0, 0));
+      }
       dev::fence_proxy_async_shared();  // before the producers' first copies over them
     }
     if (threadIdx.x == 0) {

@@ -8,6 +8,9 @@
 //   steps multiply into a zeroed set, and one FFMA an accumulator adds it scaled into the sums:
 //   TT / 2 FFMA a block-row pair where the HMUL2s cost 8 (fewer at 8 tokens, equal at 16), and no
 //   shared-memory wavefronts for the scales (decoded by arithmetic).
+// * Group scales (W::kGroupScales, AWQ): where a row's scale spans the whole k-step (G >= 64 KT),
+//   the k-step's MMAs all multiply into one zeroed set and one FFMA an accumulator a k-step adds
+//   it scaled: at G = 128 and 16 tokens 8 FFMA a row block and k-step where the HMUL2s took 32.
 #pragma once
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -74,6 +77,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 
   int s = 0;
   uint32_t phase = 0;
+  // One scale a row over the k-step (group scales of G >= 64 KT, uniform over the grid).
+  bool group_step = false;
+  if constexpr (kScaleAfter && W::kGroupScales) group_step = a.group >= 64 * KT;
   for (int t, ks0, ks1; pl.pieces.next(t, ks0, ks1);) {
     // Row block rb's two k16 steps of block h against token column n8 (b: its ldmatrix
     // fragments, b0 then b1), from the unscaled pairs f into a zeroed set, added scaled into the
@@ -93,10 +99,75 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       c[2] = fmaf(p[2], scale[rb][2 + h], c[2]);  // row0 + 8: (rr 1, block h)
       c[3] = fmaf(p[3], scale[rb][2 + h], c[3]);
     };
+    // The k-step's products of every k-tile into one zeroed set, added scaled by the row's
+    // one scale of the k-step (k-tile 0's, block 0: rows row0 and row0 + 8).
+    auto group_k_step = [&](uint32_t st) {
+      float p[RB][kAccRegs];
+      float scale0[RB][4];
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+        for (int r = 0; r < kAccRegs; ++r) p[rb][r] = 0.f;
+#pragma unroll
+      for (int j = 0; j < KT; ++j) {
+        uint32_t f[RB][16];
+        float scale[RB][4];
+#pragma unroll
+        for (int rb = 0; rb < RB; ++rb) {
+          const uint32_t w =
+              base + st + L::kWeightsAt + j * W::kWeightBytes + W::kRowBlockWeightBytes * rb;
+          const uint32_t sc =
+              base + st + L::kScalesAt + j * W::kScaleBytes + W::kRowBlockScaleBytes * rb;
+          dec.decode_unscaled(table, w, sc, f[rb], scale[rb]);
+          if (j == 0)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) scale0[rb][e] = scale[rb][e];
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int n8 = 0; n8 < TT / 8; ++n8) {
+            uint32_t b[4];
+            dev::ldmatrix_x4(b, base + st + j * L::kABytes + n8 * 1024 + b_lane[h]);
+            const uint32_t(&b0)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[0]);
+            const uint32_t(&b1)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[2]);
+#pragma unroll
+            for (int rb = 0; rb < RB; ++rb) {
+              const uint32_t(&f0)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h]);
+              const uint32_t(&f1)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h + 4]);
+              float(&q)[4] = *reinterpret_cast<float(*)[4]>(&p[rb][4 * n8]);
+              dev::mma_m16n8k16<T>(q, f0, b0);
+              dev::mma_m16n8k16<T>(q, f1, b1);
+            }
+          }
+      }
+#pragma unroll
+      for (int rb = 0; rb < RB; ++rb)
+#pragma unroll
+        for (int n8 = 0; n8 < TT / 8; ++n8) {
+          float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][0][4 * n8]);
+          const float(&q)[4] = *reinterpret_cast<const float(*)[4]>(&p[rb][4 * n8]);
+          c[0] = fmaf(q[0], scale0[rb][0], c[0]);  // row0
+          c[1] = fmaf(q[1], scale0[rb][0], c[1]);
+          c[2] = fmaf(q[2], scale0[rb][2], c[2]);  // row0 + 8
+          c[3] = fmaf(q[3], scale0[rb][2], c[3]);
+        }
+    };
 #pragma unroll 1
     for (int ks = ks0; ks < ks1; ++ks) {
       pl.wait(pl.full(s), phase);
       const uint32_t st = pl.stage(s);
+      if constexpr (kScaleAfter && W::kGroupScales) {
+        if (group_step) {
+          group_k_step(st);
+          dev::mbar_arrive(pl.empty(s));
+          if (++s == S) {
+            s = 0;
+            phase ^= 1u;
+          }
+          continue;
+        }
+      }
 #pragma unroll
       for (int j = 0; j < KT; ++j) {
         uint32_t f[RB][16];
