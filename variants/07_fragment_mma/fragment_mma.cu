@@ -106,7 +106,7 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   // split-K traffic outweighs what the pipelines hide: one pipeline of two warpgroups a block
   // (measured on Qwen3 dense and the Llama3 down projections at K = 4, README.md's ladder, build
   // I). Weights, not bytes: a walk's work is its decode, which does not shrink with K (Llama3-8B
-  // gate/up at K = 2 and 64 tokens: 37.4 us on 3 pipelines against 42.7 on one, build O).
+  // gate/up at K = 2 and 64 tokens: 36.9 us on 3 pipelines against 42.4 on one, build O).
   const int k_bits = awq ? 4 : d.k_bits;
   // Weight rows a tile (kbit only: the AWQ row has no such option): 256 = two n-tiles on one
   // pipeline of the own wgmma at 64 and 128 tokens.

@@ -233,7 +233,7 @@ inline constexpr OptionSpec kAwqFragmentMmaScaleAfter{
     false,
     "mma.sync at 8 and 16 tokens: 0 = after where one scale spans a k-step (G = 128: one FFMA "
     "an accumulator a k-step), else before; 1 = before the MMA (HMUL2 on the pairs), 2 = after "
-    "(FFMA on each group's products, fp32 scales)"};
+    "(FFMA on each block's products, or each k-step's where one scale spans it; fp32 scales)"};
 inline constexpr OptionSpec kAwqFragmentMmaTokenTile{
     "token_tile",
     0,

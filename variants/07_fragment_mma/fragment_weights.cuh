@@ -28,14 +28,14 @@ namespace kbit::variants::fragment {
 template <typename T>
 using KbitDecoder = ws::KbitWeights<4>::Decoder<T>;
 
-// On the own kernel (pipelines.cuh) a format also gives: kZeroRing (stale tiles may decode to
-// Inf or NaN: the rings start zeroed), kGroupScales (a scale spans a group of a.group k, not a
-// block of 32: sync_kernel.cuh scales a k-step's products once where a group holds it),
-// kSyncMaxTokens (the largest token tile its row may run on mma.sync: the rest are not compiled), a
-// decode_unscaled (the mma.sync kernel's scale after the MMA, kUnscaledFactor),
-// kRowBlockWeightBytes / kRowBlockScaleBytes (from one 16-row block's bytes of a k-tile to the
-// next), build_own_table (the table at its shared-window address), kTilePairs (256-row tiles
-// compiled) and a Decoder<T>(a, lane, tid) whose decode takes stage addresses.
+// On the own kernel (pipelines.cuh) a format also gives: kZeroRing (never-filled scale tiles may
+// decode to Inf or NaN: those a short k-step can leave stale start zeroed), kGroupScales (a scale
+// spans a group of a.group k, not a block of 32: sync_kernel.cuh scales a k-step's products once
+// where a group holds it), kSyncMaxTokens (the largest token tile its row may run on mma.sync: the
+// rest are not compiled), a decode_unscaled (the mma.sync kernel's scale after the MMA,
+// kUnscaledFactor), kRowBlockWeightBytes / kRowBlockScaleBytes (from one 16-row block's bytes of a
+// k-tile to the next), build_own_table (the table at its shared-window address), kTilePairs
+// (256-row tiles compiled) and a Decoder<T>(a, lane, tid) whose decode takes stage addresses.
 template <int K, bool kTwoTiles>
 struct FragmentWeightsT : ws::KbitWeights<K> {
   static_assert(K >= 2 && K <= 5, "the fragment-order layout: K = 2..5");
