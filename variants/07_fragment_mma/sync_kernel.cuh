@@ -99,6 +99,13 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       c[2] = fmaf(p[2], scale[rb][2 + h], c[2]);  // row0 + 8: (rr 1, block h)
       c[3] = fmaf(p[3], scale[rb][2 + h], c[3]);
     };
+    // Row block rb's weight and scale (code or meta) tiles of k-tile j in the stage at st.
+    auto weights_at = [&](uint32_t st, int j, int rb) {
+      return base + st + L::kWeightsAt + j * W::kWeightBytes + W::kRowBlockWeightBytes * rb;
+    };
+    auto scales_at = [&](uint32_t st, int j, int rb) {
+      return base + st + L::kScalesAt + j * W::kScaleBytes + W::kRowBlockScaleBytes * rb;
+    };
     // The k-step's products of every k-tile into one zeroed set, added scaled by the row's
     // one scale of the k-step (k-tile 0's, block 0: rows row0 and row0 + 8).
     auto group_k_step = [&](uint32_t st) {
@@ -114,11 +121,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         float scale[RB][4];
 #pragma unroll
         for (int rb = 0; rb < RB; ++rb) {
-          const uint32_t w =
-              base + st + L::kWeightsAt + j * W::kWeightBytes + W::kRowBlockWeightBytes * rb;
-          const uint32_t sc =
-              base + st + L::kScalesAt + j * W::kScaleBytes + W::kRowBlockScaleBytes * rb;
-          dec.decode_unscaled(table, w, sc, f[rb], scale[rb]);
+          dec.decode_unscaled(table, weights_at(st, j, rb), scales_at(st, j, rb), f[rb], scale[rb]);
           if (j == 0)
 #pragma unroll
             for (int e = 0; e < 4; ++e) scale0[rb][e] = scale[rb][e];
@@ -157,51 +160,42 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     for (int ks = ks0; ks < ks1; ++ks) {
       pl.wait(pl.full(s), phase);
       const uint32_t st = pl.stage(s);
-      if constexpr (kScaleAfter && W::kGroupScales) {
-        if (group_step) {
-          group_k_step(st);
-          dev::mbar_arrive(pl.empty(s));
-          if (++s == S) {
-            s = 0;
-            phase ^= 1u;
+      if (group_step) {  // a constant false where the format has no group scales
+        if constexpr (kScaleAfter && W::kGroupScales) group_k_step(st);
+      } else {
+#pragma unroll
+        for (int j = 0; j < KT; ++j) {
+          uint32_t f[RB][16];
+          float scale[RB][4];
+#pragma unroll
+          for (int rb = 0; rb < RB; ++rb) {
+            const uint32_t w = weights_at(st, j, rb), sc = scales_at(st, j, rb);
+            if constexpr (kScaleAfter)
+              dec.decode_unscaled(table, w, sc, f[rb], scale[rb]);
+            else
+              dec.decode(table, w, sc, row0, f[rb]);
           }
-          continue;
-        }
-      }
 #pragma unroll
-      for (int j = 0; j < KT; ++j) {
-        uint32_t f[RB][16];
-        float scale[RB][4];
+          for (int h = 0; h < 2; ++h) {  // block h: k16 steps 2h, 2h + 1
 #pragma unroll
-        for (int rb = 0; rb < RB; ++rb) {
-          const uint32_t w =
-              base + st + L::kWeightsAt + j * W::kWeightBytes + W::kRowBlockWeightBytes * rb;
-          const uint32_t sc =
-              base + st + L::kScalesAt + j * W::kScaleBytes + W::kRowBlockScaleBytes * rb;
-          if constexpr (kScaleAfter)
-            dec.decode_unscaled(table, w, sc, f[rb], scale[rb]);
-          else
-            dec.decode(table, w, sc, row0, f[rb]);
-        }
+            for (int n8 = 0; n8 < TT / 8; ++n8) {
+              uint32_t b[4];
+              dev::ldmatrix_x4(b, base + st + j * L::kABytes + n8 * 1024 + b_lane[h]);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {  // block h: k16 steps 2h, 2h + 1
-#pragma unroll
-          for (int n8 = 0; n8 < TT / 8; ++n8) {
-            uint32_t b[4];
-            dev::ldmatrix_x4(b, base + st + j * L::kABytes + n8 * 1024 + b_lane[h]);
-#pragma unroll
-            for (int rb = 0; rb < RB; ++rb) {
-              if constexpr (kScaleAfter) {
-                scaled_mma(rb, h, n8, f, scale, b);
-              } else {
-                const uint32_t(&b0)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[0]);
-                const uint32_t(&b1)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[2]);
-                const uint32_t(&f0)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h]);
-                const uint32_t(&f1)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h + 4]);
-                float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][0][4 * n8]);
-                float(&c1)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][kSets - 1][4 * n8]);
-                dev::mma_m16n8k16<T>(c, f0, b0);
-                dev::mma_m16n8k16<T>(c1, f1, b1);
+              for (int rb = 0; rb < RB; ++rb) {
+                if constexpr (kScaleAfter) {
+                  scaled_mma(rb, h, n8, f, scale, b);
+                } else {
+                  const uint32_t(&b0)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[0]);
+                  const uint32_t(&b1)[2] = *reinterpret_cast<const uint32_t(*)[2]>(&b[2]);
+                  const uint32_t(&f0)[4] = *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h]);
+                  const uint32_t(&f1)[4] =
+                      *reinterpret_cast<const uint32_t(*)[4]>(&f[rb][8 * h + 4]);
+                  float(&c)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][0][4 * n8]);
+                  float(&c1)[4] = *reinterpret_cast<float(*)[4]>(&acc[rb][kSets - 1][4 * n8]);
+                  dev::mma_m16n8k16<T>(c, f0, b0);
+                  dev::mma_m16n8k16<T>(c1, f1, b1);
+                }
               }
             }
           }
