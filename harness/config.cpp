@@ -7,6 +7,7 @@
 #include <cfloat>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -126,13 +127,15 @@ void check_weight_elems(const Ctx& c, const toml::node& where, std::int64_t n, s
 }
 
 // An integer or a list of integers, each in min..max (`why`: the reason for max), none twice.
-std::vector<std::int64_t> get_int_list(const Ctx& c, const toml::node& n, const std::string& key,
-                                       std::int64_t min,
-                                       std::int64_t max = std::numeric_limits<std::int64_t>::max(),
-                                       const std::string& why = "") {
+// `check(entry, value)`, when given, sees each value first and fails with the entry's line.
+std::vector<std::int64_t> get_int_list(
+    const Ctx& c, const toml::node& n, const std::string& key, std::int64_t min,
+    std::int64_t max = std::numeric_limits<std::int64_t>::max(), const std::string& why = "",
+    const std::function<void(const toml::node&, std::int64_t)>& check = {}) {
   std::vector<std::int64_t> out;
   auto add = [&](const toml::node& e) {
     const std::int64_t v = get_int(c, e, key);
+    if (check) check(e, v);
     if (v < min)
       c.fail(e, key, "value " + std::to_string(v) + " is below the minimum " + std::to_string(min));
     check_limit(c, e, key, v, max, why);
@@ -149,15 +152,18 @@ std::vector<std::int64_t> get_int_list(const Ctx& c, const toml::node& n, const 
   return out;
 }
 
-// A string or a list of strings, none empty, none twice.
-std::vector<std::string> get_string_list(const Ctx& c, const toml::node& n,
-                                         const std::string& key) {
+// A string or a list of strings, none empty, none twice. `check(entry, value)`, when given, sees
+// each value after those rules and fails with the entry's line.
+std::vector<std::string> get_string_list(
+    const Ctx& c, const toml::node& n, const std::string& key,
+    const std::function<void(const toml::node&, const std::string&)>& check = {}) {
   std::vector<std::string> out;
   auto add = [&](const toml::node& e) {
     std::string v = get_string(c, e, key);
     if (v.empty()) c.fail(e, key, "holds an empty string");
     if (std::find(out.begin(), out.end(), v) != out.end())
       c.fail(e, key, "names \"" + v + "\" twice");
+    if (check) check(e, v);
     out.push_back(std::move(v));
   };
   if (const auto* a = n.as_array()) {
@@ -363,15 +369,14 @@ void parse_timing(const Ctx& c, const toml::table& t, TimingConfig& tc) {
 void parse_check(const Ctx& c, const toml::table& t, CheckConfig& cc) {
   check_keys(c, t, {"enabled", "seed", "max_rows"}, " in [check]");
   if (auto* n = t.get("enabled")) cc.enabled = get_bool(c, *n, "enabled");
-  if (auto* n = t.get("seed")) {
-    const std::int64_t s = get_int(c, *n, "seed");
-    if (s < 0) c.fail(*n, "seed", "must not be negative");
-    cc.seed = std::uint64_t(s);
-  }
+  if (auto* n = t.get("seed"))
+    cc.seed = std::uint64_t(get_int_in(c, *n, "seed", 0, std::numeric_limits<std::int64_t>::max()));
   if (auto* n = t.get("max_rows")) {
     if (!cc.enabled) c.fail(*n, "max_rows", "sets the check's rows; [check] enabled = false");
     const std::int64_t r = get_int(c, *n, "max_rows");
-    if (r < 2) c.fail(*n, "max_rows", "must be at least 2 (first and last row)");
+    if (r < 2)
+      c.fail(*n, "max_rows",
+             "= " + std::to_string(r) + " must be at least 2 (the first and the last row)");
     check_limit(c, *n, "max_rows", r, kMaxRows, kRowsWhy);  // more than M checks every row
     cc.max_rows = int(r);
   }
@@ -425,9 +430,10 @@ void parse_options(const Ctx& c, const toml::node& n, ExperimentConfig& e) {
       GivenOption g;
       g.name = std::string(k.str());
       g.where = c.path() + ":" + std::to_string(v.source().begin.line);
-      if (auto b = v.value_exact<bool>())
+      if (auto b = v.value_exact<bool>()) {
         g.value = *b ? 1 : 0;
-      else if (auto i = v.value_exact<std::int64_t>())
+        g.boolean = true;
+      } else if (auto i = v.value_exact<std::int64_t>())
         g.value = *i;
       else
         c.fail(v, key, "must be an integer or true/false");
@@ -575,18 +581,23 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
   if (e.has_kbit()) {
     if (!t.contains("k_bits"))
       throw Error(path + ": key 'k_bits' is missing (the \"kbit\" format runs its bit widths)");
-    for (std::int64_t k : get_int_list(c, *t.get("k_bits"), "k_bits", 0)) {
+    auto k_range = [&](const toml::node& entry, std::int64_t k) {
       if (k < kMinKBits || k > kMaxKBits)
-        c.fail(*t.get("k_bits"), "k_bits",
-               "value " + std::to_string(k) + " is outside the supported range 2..5");
+        c.fail(entry, "k_bits",
+               "value " + std::to_string(k) + " is outside the supported range " +
+                   std::to_string(kMinKBits) + ".." + std::to_string(kMaxKBits));
+    };
+    for (std::int64_t k :
+         get_int_list(c, *t.get("k_bits"), "k_bits", kMinKBits, kMaxKBits, "", k_range))
       e.k_bits.push_back(int(k));
-    }
   } else if (t.contains("k_bits")) {
     c.fail(*t.get("k_bits"), "k_bits",
            "is for kbit weights; 'formats' has no \"kbit\" (AWQ weights are 4-bit)");
   }
   if (!t.contains("dtype")) throw Error(path + ": key 'dtype' is missing");
-  for (const auto& s : get_string_list(c, *t.get("dtype"), "dtype")) {
+  // Each entry a GEMM input type, none twice under another spelling ("half" is fp16).
+  std::vector<std::string> spelled;
+  get_string_list(c, *t.get("dtype"), "dtype", [&](const toml::node& entry, const std::string& s) {
     // parse_dtype knows fp32 too, which is no GEMM input type here: list only what is allowed.
     DType d = DType::f32;
     try {
@@ -594,10 +605,15 @@ ExperimentConfig parse_experiment(const std::string& text, const std::string& pa
     } catch (const Error&) {
     }
     if (d == DType::f32)
-      c.fail(*t.get("dtype"), "dtype",
-             "= '" + s + "' is not one of the GEMM input types fp16, bf16");
+      c.fail(entry, "dtype", "= '" + s + "' is not one of the GEMM input types fp16, bf16");
+    const auto seen = std::find(e.dtypes.begin(), e.dtypes.end(), d);
+    if (seen != e.dtypes.end())
+      c.fail(entry, "dtype",
+             "= '" + s + "' is " + dtype_name(d) + ", which '" +
+                 spelled[std::size_t(seen - e.dtypes.begin())] + "' names already");
     e.dtypes.push_back(d);
-  }
+    spelled.push_back(s);
+  });
   if (auto* n = t.get("codebook")) {
     if (!e.has_kbit()) c.fail(*n, "codebook", "is for kbit weights; 'formats' has no \"kbit\"");
     if (const auto* a = n->as_array()) {

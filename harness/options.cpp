@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <limits>
 
 #include "reference/error.hpp"
 
@@ -35,6 +36,10 @@ VariantOptions resolve_options(const VariantRow& row, const std::vector<GivenOpt
     if (spec == row.options.end())
       throw Error(at + "option '" + g.name + "' is not an option of " + std::string(row.name) +
                   " (its options: " + known_names(row) + ")");
+    if (g.boolean && !spec->boolean)
+      throw Error(at + "option " + g.name + " of " + std::string(row.name) + " = " +
+                  (g.value ? "true" : "false") + " is not a boolean option; give an integer in " +
+                  std::to_string(spec->min) + ".." + std::to_string(spec->max));
     if (g.value < spec->min || g.value > spec->max)
       throw Error(at + "option " + g.name + " of " + std::string(row.name) + " = " +
                   std::to_string(g.value) + " is outside " + std::to_string(spec->min) + ".." +
@@ -82,13 +87,22 @@ GivenOption parse_option_flag(const std::string& flag) {
   const std::string v = flag.substr(eq + 1);
   if (v == "true" || v == "false") {
     g.value = v == "true";
+    g.boolean = true;
     return g;
   }
-  errno = 0;
-  char* end = nullptr;
-  const long long x = std::strtoll(v.c_str(), &end, 10);
-  if (errno != 0 || end == v.c_str() || *end != '\0')
+  // Digits after an optional '-' (no '+', spaces or hex), as every number of the command line.
+  const std::size_t first = v[0] == '-' ? 1 : 0;
+  const bool digits =
+      v.size() > first && std::all_of(v.begin() + std::ptrdiff_t(first), v.end(),
+                                      [](char ch) { return ch >= '0' && ch <= '9'; });
+  if (!digits)
     throw Error("--option '" + flag + "': value '" + v + "' is not an integer, true or false");
+  errno = 0;
+  const long long x = std::strtoll(v.c_str(), nullptr, 10);
+  if (errno == ERANGE)
+    throw Error("--option '" + flag + "': value '" + v + "' is outside " +
+                std::to_string(std::numeric_limits<std::int64_t>::min()) + ".." +
+                std::to_string(std::numeric_limits<std::int64_t>::max()));
   g.value = x;
   return g;
 }

@@ -295,3 +295,84 @@ TEST_CASE("command-line numbers are refused as given: negative, nan, inf, overfl
                     Catch::Contains("--k-bits names 4 twice"));
   CHECK_NOTHROW(refuse_duplicates("--m", std::vector<std::int64_t>{1, 2}));
 }
+
+TEST_CASE("k_bits, dtype and [check] refusals name the entry's line, the value and the range",
+          "[inputs]") {
+  // k_bits below 2 names the supported range, as above 5 does.
+  for (const char* v : {"-1", "0", "1", "6"}) {
+    INFO(v);
+    CHECK_THROWS_WITH(parse(sub(kDense, "k_bits = [2, 4]", std::string("k_bits = [2, ") + v + "]")),
+                      Catch::Contains(":4: key 'k_bits' value " + std::string(v) +
+                                      " is outside the supported range 2..5"));
+  }
+  // The line of the entry in a list over several lines.
+  CHECK_THROWS_WITH(parse(sub(kDense, "k_bits = [2, 4]", "k_bits = [\n  2,\n  7,\n]")),
+                    Catch::Contains(":6: key 'k_bits' value 7"));
+  CHECK_THROWS_WITH(
+      parse(sub(kDense, "dtype = [\"fp16\"]", "dtype = [\n  \"fp16\",\n  \"fp8\",\n]")),
+      Catch::Contains(":7: key 'dtype' = 'fp8'"));
+  // One dtype under two spellings would run every problem twice.
+  CHECK(parse(sub(kDense, "dtype = [\"fp16\"]", "dtype = [\"half\", \"bf16\"]")).dtypes ==
+        std::vector<DType>{DType::f16, DType::bf16});
+  CHECK_THROWS_WITH(parse(sub(kDense, "dtype = [\"fp16\"]", "dtype = [\"fp16\", \"half\"]")),
+                    Catch::Contains(":5: key 'dtype' = 'half' is fp16") &&
+                        Catch::Contains("'fp16' names already"));
+  CHECK_THROWS_WITH(
+      parse(sub(kDense, "dtype = [\"fp16\"]", "dtype = [\"bfloat16\", \"fp16\", \"bf16\"]")),
+      Catch::Contains(":5: key 'dtype' = 'bf16' is bf16") &&
+          Catch::Contains("'bfloat16' names already"));
+  // [check]: the value and its range.
+  CHECK_THROWS_WITH(parse(kDense + "[check]\nseed = -1\n"),
+                    Catch::Contains(":8: key 'seed' = -1 must be in 0..9223372036854775807"));
+  CHECK(parse(kDense + "[check]\nseed = 9223372036854775807\n").check.seed ==
+        9223372036854775807ull);
+  for (const char* v : {"1", "0", "-5"}) {
+    INFO(v);
+    CHECK_THROWS_WITH(
+        parse(kDense + "[check]\nmax_rows = " + v + "\n"),
+        Catch::Contains(":8: key 'max_rows' = " + std::string(v) + " must be at least 2"));
+  }
+  CHECK(parse(kDense + "[check]\nmax_rows = 2\n").check.max_rows == 2);
+}
+
+TEST_CASE("row options: true and false only for boolean options, integers as written", "[inputs]") {
+  const std::string bulk =
+      sub(kDense, "variants = [\"cublas_fp16\"]", "variants = [\"read_bulk\"]");
+  // A boolean option takes true / false or 0 / 1.
+  CHECK(parse(bulk + "[options.read_bulk]\nstriped = true\n").options.size() == 1);
+  CHECK(parse(bulk + "[options.read_bulk]\nstriped = 1\n").options.size() == 1);
+  // An integer option refuses them rather than reading true as 1.
+  CHECK_THROWS_WITH(parse(bulk + "[options.read_bulk]\nstages = true\n"),
+                    Catch::Contains(P("e.toml") + ":8") &&
+                        Catch::Contains("option stages of read_bulk = true is not a boolean") &&
+                        Catch::Contains("1..16"));
+  CHECK_THROWS_WITH(parse(bulk + "[options.read_bulk]\nblocks_per_sm = false\n"),
+                    Catch::Contains(":8") && Catch::Contains("blocks_per_sm") &&
+                        Catch::Contains("= false is not a boolean") && Catch::Contains("0..32"));
+  // validate's --option the same.
+  const VariantRow& ws = find_variant("warp_specialized");
+  CHECK_THROWS_WITH(resolve_options(ws, {parse_option_flag("mma=true")}),
+                    Catch::Contains("--option mma=true") &&
+                        Catch::Contains("mma of warp_specialized = true is not a boolean") &&
+                        Catch::Contains("0..2"));
+  auto value_of = [](const VariantOptions& o, const std::string& name) {
+    for (const auto& [n, v] : o.values)
+      if (n == name) return v;
+    FAIL("no option " << name);
+    return std::int64_t(-1);
+  };
+  CHECK(value_of(resolve_options(ws, {parse_option_flag("mma=1")}), "mma") == 1);
+  CHECK(value_of(resolve_options(find_variant("read_bulk"), {parse_option_flag("striped=true")}),
+                 "striped") == 1);
+  // Values as written: digits after an optional '-', nothing else; overflow refused as such.
+  CHECK(parse_option_flag("before_wait=-1").value == -1);
+  CHECK(parse_option_flag("chunk=016").value == 16);
+  for (const char* f : {"chunk= 16", "chunk=+16", "chunk=16 ", "chunk=0x10", "chunk=1e3", "chunk=-",
+                        "chunk=TRUE"}) {
+    INFO(f);
+    CHECK_THROWS_WITH(parse_option_flag(f), Catch::Contains("is not an integer, true or false"));
+  }
+  CHECK_THROWS_WITH(parse_option_flag("chunk=99999999999999999999"),
+                    Catch::Contains("'99999999999999999999' is outside "
+                                    "-9223372036854775808..9223372036854775807"));
+}
