@@ -5,7 +5,8 @@ synthetic runs: no GPU.
     python3 harness/tests/test_run_tools.py
 
 merge_runs: two parts join into the first part's folder with every row, the summed counts, each
-part's metadata under parts/, and the parts removed; refused (nothing written or removed): a folder
+part's metadata under parts/, and the parts removed; a part stopped before its end joins too (its
+rows counted from its CSV, the run "partial", no peers' counts); refused (nothing written or removed): a folder
 given twice, parts of different builds, a problem in two parts. auto_check: exit 0 when auto matches
 its chosen row; 1 with the problem named when it is slower than the band, when its chosen row is
 missing, or when a row of ours failed.
@@ -88,6 +89,26 @@ class MergeRuns(unittest.TestCase):
         for part in ("run_a", "run_b"):
             self.assertTrue(os.path.exists(os.path.join(self.a, "parts", part, "run.json")))
         self.assertFalse(os.path.exists(os.path.join(self.a, "peers_status.json")))
+
+    def test_a_stopped_part_joins_and_makes_the_run_partial(self):
+        # A part whose process was stopped before its end: no end time, no summary.
+        with open(os.path.join(self.b, "run.json")) as f:
+            run = json.load(f)
+        run["status"] = "running"
+        del run["finished_utc"], run["summary"], run["peers_status"]
+        with open(os.path.join(self.b, "run.json"), "w") as f:
+            json.dump(run, f)
+        r = tool(MERGE, self.a, self.b)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        with open(os.path.join(self.a, "run.json")) as f:
+            merged = json.load(f)
+        self.assertEqual(merged["status"], "partial")
+        self.assertEqual(merged["finished_utc"], "20260101T000100Z")
+        self.assertEqual(merged["summary"]["rows"], 3)
+        self.assertEqual(merged["summary"]["check_passed"], 3)
+        self.assertEqual([p["finished_utc"] for p in merged["merged_from"]],
+                         ["20260101T000100Z", None])
+        self.assertNotIn("peers_status", merged)
 
     def assert_refused(self, r, words):
         self.assertNotEqual(r.returncode, 0)

@@ -10,8 +10,8 @@ hash, git SHA and GPU model (run.json's device.name: a mix is refused, naming ea
 the same CSV header, and no problem row (shape, M, K, dtype, weight format (the codebook column),
 variant, PDL) may appear in two of them; else it refuses before writing anything. The joined folder
 takes the first part's name: results.csv holds every part's rows; run.json is the first part's with
-`merged_from` (each part's argv, start, end, status and device), the summary counts and the peers'
-counts summed, and `overrides.shapes` the union; each part's own run.json and peer files are kept
+`merged_from` (each part's argv, start, end, status and device), the summary counts (a stopped
+part's counted from its CSV; the joined status then "partial") and the peers' counts summed, and `overrides.shapes` the union; each part's own run.json and peer files are kept
 under parts/<part name>/. The parts' folders are removed only once the joined one is in place. """
 import csv
 import json
@@ -28,6 +28,18 @@ def load(part):
     with open(os.path.join(part, "results.csv"), newline="") as f:
         rows = list(csv.reader(f))
     return run, rows
+
+
+def counted(header, rows):
+    """The summary of a part that wrote none, from its CSV: rows, checks passed and failed, and
+    rows with an error."""
+    body = rows[1:]
+    check = header.index("check") if "check" in header else None
+    error = header.index("error") if "error" in header else None
+    return {"rows": len(body),
+            "check_passed": sum(1 for r in body if check is not None and r[check] == "pass"),
+            "check_failed": sum(1 for r in body if check is not None and r[check] == "fail"),
+            "errors": sum(1 for r in body if error is not None and r[error] != "")}
 
 
 def same(parts, values, what):
@@ -83,15 +95,24 @@ def main(parts):
                          f"{os.path.basename(part)}")
             seen[key] = os.path.basename(part)
     merged = json.loads(json.dumps(runs[0]))
+    # A part whose process was stopped (a sweep that ran out of time) has no end time and no
+    # summary: its rows count from its CSV, and the joined run is "partial".
     merged["merged_from"] = [
         {"part": os.path.basename(p), "argv": r["argv"], "started_utc": r["started_utc"],
-         "finished_utc": r["finished_utc"], "status": r["status"], "device": r["device"]}
+         "finished_utc": r.get("finished_utc"), "status": r["status"], "device": r["device"]}
         for p, r in zip(parts, runs)]
-    merged["finished_utc"] = max(r["finished_utc"] for r in runs)
+    ends = [r["finished_utc"] for r in runs if r.get("finished_utc")]
+    merged["finished_utc"] = max(ends) if ends else None
     merged["status"] = "complete" if all(r["status"] == "complete" for r in runs) else "partial"
-    merged["summary"] = {k: sum(r["summary"].get(k, 0) for r in runs) for k in runs[0]["summary"]}
+    summaries = [r.get("summary") or counted(header, rows) for r, (_, rows) in zip(runs, loaded)]
+    names = []
+    for summary in summaries:
+        names += [k for k in summary if k not in names]
+    merged["summary"] = {k: sum(summary.get(k, 0) for summary in summaries) for k in names}
     if all("peers_status" in r for r in runs):
         merged["peers_status"] = sum_peers([r["peers_status"] for r in runs])
+    else:  # a part without its peers' counts: the first part's alone would read as the whole run's
+        merged.pop("peers_status", None)
     shapes = []  # in the parts' order, each once (parts may share their globs)
     for r in runs:
         shapes += [s for s in r.get("overrides", {}).get("shapes", []) if s not in shapes]
