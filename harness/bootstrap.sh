@@ -8,7 +8,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 
-PKGS="cmake ninja-build g++ git libeigen3-dev catch2 libcli11-dev libtomlplusplus-dev nlohmann-json3-dev python3 python3-matplotlib"
+PKGS="cmake ninja-build g++ git xz-utils libeigen3-dev catch2 libcli11-dev libtomlplusplus-dev nlohmann-json3-dev python3 python3-matplotlib"
 
 install_deps() {
   [ -d .deps/usr ] && return 0

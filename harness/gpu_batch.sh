@@ -3,6 +3,8 @@
 #   harness/gpu_batch.sh STEP...
 # Steps, run in order; each logs to $LOGS/<n>_<step>.log and a failure does not stop the rest:
 #   build                  configure + build (header libraries from .deps/usr when present)
+#   unpack                 the binaries harness/tools/pack_binaries.sh packed into .khbin, in place
+#                          of `build` (refused unless the tree is the one packed)
 #   test                   ctest --preset gpu: every test, and a GPU test that would skip (no
 #                          device visible) fails
 #   validate:NAME[:ARGS]   kbit-harness validate --variant NAME ARGS (ARGS: ',' for spaces)
@@ -59,6 +61,7 @@ for s in "$@"; do
   case $kind in
     build) step build bash -c 'extra=""; [ -d .deps/usr ] && extra="-DCMAKE_PREFIX_PATH=$PWD/.deps/usr";
              cmake --preset default $extra -DKBIT_PTXAS_VERBOSE=ON >/dev/null && cmake --build --preset default -j16' ;;
+    unpack) step unpack harness/tools/pack_binaries.sh --unpack ;;
     test) step test ctest --preset gpu -j4 ;;
     validate) v=${arg%%:*}; x=""; [[ $arg == *:* ]] && x=${arg#*:}
               step "validate_$v" $H validate --variant $v $x ;;
