@@ -6,10 +6,10 @@ synthetic runs: no GPU.
 
 merge_runs: two parts join into the first part's folder with every row, the summed counts, each
 part's metadata under parts/, and the parts removed; a part stopped before its end joins too (its
-rows counted from its CSV, the run "partial", no peers' counts); refused (nothing written or removed): a folder
-given twice, parts of different builds, a problem in two parts. auto_check: exit 0 when auto matches
-its chosen row; 1 with the problem named when it is slower than the band, when its chosen row is
-missing, or when a row of ours failed.
+rows counted from its CSV, the run "partial", no peers' counts); refused (nothing written or
+removed): a folder given twice, parts of different builds, a problem in two parts. auto_check:
+exit 0 when auto matches its chosen row; 1 with the problem named when it is slower than the band,
+when its chosen row is missing, or when a row of ours failed.
 """
 
 import csv

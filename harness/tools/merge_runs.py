@@ -11,8 +11,10 @@ the same CSV header, and no problem row (shape, M, K, dtype, weight format (the 
 variant, PDL) may appear in two of them; else it refuses before writing anything. The joined folder
 takes the first part's name: results.csv holds every part's rows; run.json is the first part's with
 `merged_from` (each part's argv, start, end, status and device), the summary counts (a stopped
-part's counted from its CSV; the joined status then "partial") and the peers' counts summed, and `overrides.shapes` the union; each part's own run.json and peer files are kept
-under parts/<part name>/. The parts' folders are removed only once the joined one is in place. """
+part's counted from its CSV; the joined status then "partial") and the peers' counts summed (none
+where a part has none), and `overrides.shapes` the union; each part's own run.json and peer files
+are kept under parts/<part name>/. The parts' folders are removed only once the joined one is in
+place. """
 import csv
 import json
 import os
@@ -111,7 +113,7 @@ def main(parts):
     merged["summary"] = {k: sum(summary.get(k, 0) for summary in summaries) for k in names}
     if all("peers_status" in r for r in runs):
         merged["peers_status"] = sum_peers([r["peers_status"] for r in runs])
-    else:  # a part without its peers' counts: the first part's alone would read as the whole run's
+    else:  # a part without its peers' counts: the first part's would read as the whole run's
         merged.pop("peers_status", None)
     shapes = []  # in the parts' order, each once (parts may share their globs)
     for r in runs:

@@ -26,7 +26,10 @@ contents() {
   tr '\n' '\0' < .khbin/sources | xargs -0 -r sha256sum | sha256sum | cut -d' ' -f1
 }
 if [ "${1:-}" = --unpack ]; then
-  [ -f .khbin/manifest ] || { echo "unpack: no .khbin/manifest (pack with harness/tools/pack_binaries.sh, carry .khbin)" >&2; exit 2; }
+  [ -f .khbin/manifest ] || {
+    echo "unpack: no .khbin/manifest (pack with harness/tools/pack_binaries.sh, carry .khbin)" >&2
+    exit 2
+  }
   [ -f .khbin/sources ] || { echo "unpack: no .khbin/sources (pack again)" >&2; exit 2; }
   missing=$(while IFS= read -r f; do [ -f "$f" ] || echo "$f"; done < .khbin/sources)
   if [ -n "$missing" ]; then
@@ -36,13 +39,15 @@ if [ "${1:-}" = --unpack ]; then
   here=$(contents)
   packed=$(sed -n 's/^sources //p' .khbin/manifest)
   if [ "$here" != "$packed" ]; then
-    echo "unpack: the tree is not the one packed (a listed file differs: sources $here here, $packed packed)" >&2
+    echo "unpack: the tree is not the one packed (a listed file differs:" \
+      "sources $here here, $packed packed)" >&2
     exit 3
   fi
   extra=$(comm -23 <(compiled) <(grep -E '^(harness|variants|reference)/' .khbin/sources |
     grep -E '\.(cu|cuh|cpp|hpp|h)$|/CMakeLists\.txt$' | LC_ALL=C sort))
   if [ -n "$extra" ]; then
-    echo "unpack: the tree is not the one packed (compiled sources the pack did not list: $(echo $extra))" >&2
+    echo "unpack: the tree is not the one packed (compiled sources the pack did not list:" \
+      "$(echo $extra))" >&2
     exit 3
   fi
   while read -r kind path sum; do
@@ -57,7 +62,8 @@ if [ "${1:-}" = --unpack ]; then
 fi
 [ $# -gt 0 ] || set -- build/harness/kbit-harness
 for b in "$@"; do
-  [ -f "$b" ] && [ -x "$b" ] || { echo "pack_binaries: $b is not an executable file (build it first)" >&2; exit 2; }
+  [ -f "$b" ] && [ -x "$b" ] ||
+    { echo "pack_binaries: $b is not an executable file (build it first)" >&2; exit 2; }
 done
 rm -rf .khbin && mkdir -p .khbin
 git ls-files --cached --others --exclude-standard -- . ':!results' ':!docs' ':!*.md' |
@@ -71,7 +77,8 @@ done
 total=$(du -sb .khbin | cut -f1)
 limit=$((60 * 1024 * 1024))
 if [ "$total" -gt "$limit" ]; then
-  echo "pack_binaries: .khbin holds $total bytes, over the $limit a call can carry beside the rest" >&2
+  echo "pack_binaries: .khbin holds $total bytes, over the $limit a call can carry" \
+    "beside the rest" >&2
   exit 3
 fi
 echo "pack_binaries: $# binaries, $total bytes in .khbin, $(wc -l < .khbin/sources) source files"
