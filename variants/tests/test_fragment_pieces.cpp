@@ -169,6 +169,12 @@ TEST_CASE("the plan's walks cover every unit once, in order, with split-K's cont
             if (mode != SplitMode::force_on) REQUIRE(w.grid <= slots);
             if (mode == SplitMode::force_off) REQUIRE((w.dp_tiles == tiles && w.split_tiles == 0));
             if (mode == SplitMode::force_on) REQUIRE(w.split_tiles == (k_steps >= 2 ? tiles : 0));
+            // Split-K forced on: where the even share of the slots, ceil(units / slots), already
+            // splits every tile (or no tile can split: one k-step), the stripes are that share,
+            // one wave of them.
+            const int share = (tiles * k_steps + slots - 1) / slots;
+            if (mode == SplitMode::force_on && (k_steps == 1 || share < k_steps))
+              REQUIRE((w.per == share && w.grid <= slots));
             ++plans;
           }
   CHECK(plans == 4 * 5 * 3 * 500 * 7);
@@ -211,6 +217,51 @@ TEST_CASE("the plan at Llama3-70B gate/up, M = 16 on an H200: every tile split, 
   CHECK(whole.dp_tiles == 1056);
   CHECK(whole.split_tiles == 0);
   CHECK(whole.grid == 528);
+}
+
+TEST_CASE(
+    "stream_k_whole_tiles: whole tiles when they keep 90% of the slots busy, else all but "
+    "the last two waves",
+    "[fragment][pieces]") {
+  using variants::ws::stream_k_whole_tiles;
+  // 10 slots. Busy share over all waves: tiles / (waves x 10).
+  const SplitMode a = SplitMode::automatic;
+  CHECK(stream_k_whole_tiles(5, 10, a) == 0);    // one partial wave, 50%: all stripes
+  CHECK(stream_k_whole_tiles(10, 10, a) == 10);  // one whole wave
+  CHECK(stream_k_whole_tiles(17, 10, a) == 0);   // 17 of 20, 85%: two waves, all stripes
+  CHECK(stream_k_whole_tiles(18, 10, a) == 18);  // 18 of 20: exactly 90% stays whole
+  CHECK(stream_k_whole_tiles(19, 10, a) == 19);
+  CHECK(stream_k_whole_tiles(20, 10, a) == 20);
+  CHECK(stream_k_whole_tiles(25, 10, a) == 10);  // 25 of 30, 83%: the first wave whole
+  CHECK(stream_k_whole_tiles(26, 10, a) == 10);
+  CHECK(stream_k_whole_tiles(27, 10, a) == 27);  // 27 of 30: 90%
+  CHECK(stream_k_whole_tiles(35, 10, a) == 20);  // 35 of 40, 87.5%: two waves whole
+  CHECK(stream_k_whole_tiles(36, 10, a) == 36);  // 36 of 40: 90%
+  CHECK(stream_k_whole_tiles(60, 10, a) == 60);  // six whole waves
+  // 528 slots (an H200's 132 SMs x 4 pipelines): 1000 of 1056 (94.7%), 900 of 1056 (85.2%).
+  CHECK(stream_k_whole_tiles(1000, 528, a) == 1000);
+  CHECK(stream_k_whole_tiles(900, 528, a) == 0);
+  CHECK(stream_k_whole_tiles(1400, 528, a) == 528);  // 1400 of 1584 (88.4%): one wave whole
+  for (int tiles : {5, 18, 25, 36}) {
+    CHECK(stream_k_whole_tiles(tiles, 10, SplitMode::force_on) == 0);
+    CHECK(stream_k_whole_tiles(tiles, 10, SplitMode::force_off) == tiles);
+  }
+  // Over many counts: whole tiles are all tiles, or whole waves that leave the stripes more than
+  // one wave's tiles and fewer than two waves' (all tiles when there are fewer than two waves).
+  for (int slots : {1, 4, 10, 132, 528})
+    for (int tiles = 1; tiles <= 3000; ++tiles) {
+      const int dp = stream_k_whole_tiles(tiles, slots, a);
+      INFO("tiles " << tiles << " slots " << slots << " whole " << dp);
+      const int waves = (tiles + slots - 1) / slots;
+      const bool busy = 10ll * tiles >= 9ll * waves * slots;  // >= 90% of waves x slots
+      if (busy && tiles >= slots) {
+        REQUIRE(dp == tiles);
+      } else {
+        REQUIRE(dp % slots == 0);
+        REQUIRE(tiles - dp < 2 * slots);
+        REQUIRE((dp == 0 || tiles - dp > slots));
+      }
+    }
 }
 
 TEST_CASE("walk_grid: block-major fills the GPU, small problems spread over every SM",
@@ -259,6 +310,30 @@ TEST_CASE("walk_grid: block-major fills the GPU, small problems spread over ever
   const WalkGrid b = walk_grid(big, 4, 132, WalkOrder::by_problem);
   CHECK(b.blocks == 128);
   CHECK_FALSE(b.pipeline_major);
+  // Three walks (3 tiles of 2 k-steps, stripes of min(4, k-steps) = 2): one block of 4
+  // pipelines block-major; spread, one block a walk: 3 blocks, not 4 (the plan's grid) nor the
+  // 132 resident.
+  const StreamK three = variants::ws::plan_stream_k(3, 2, 528, 4, SplitMode::automatic);
+  CHECK(three.walks == 3);
+  CHECK(three.grid == 4);
+  const WalkGrid t = walk_grid(three, 4, 132, WalkOrder::by_problem);
+  CHECK(t.blocks == 3);
+  CHECK(t.pipeline_major);
+  CHECK(walk_grid(three, 4, 132, WalkOrder::spread).blocks == 3);
+  CHECK(check_walks(3, 2, three, 4, t.blocks * 4) == "");
+  // By problem: spread only where block-major leaves more than a tenth of the resident blocks
+  // idle. 10 resident blocks of 4 pipelines: 36 walks are 9 blocks (one idle, a tenth: stays
+  // block-major), 32 walks 8 (two idle: spread over all 10).
+  const StreamK nine = variants::ws::plan_stream_k(36, 1, 40, 4, SplitMode::automatic);
+  REQUIRE(nine.grid == 36);
+  const WalkGrid n9 = walk_grid(nine, 4, 10, WalkOrder::by_problem);
+  CHECK(n9.blocks == 9);
+  CHECK_FALSE(n9.pipeline_major);
+  const StreamK eight = variants::ws::plan_stream_k(32, 1, 40, 4, SplitMode::automatic);
+  REQUIRE(eight.grid == 32);
+  const WalkGrid n8 = walk_grid(eight, 4, 10, WalkOrder::by_problem);
+  CHECK(n8.blocks == 10);
+  CHECK(n8.pipeline_major);
   // One pipeline a block (the shared mainloop): the plan's grid whatever the order asks.
   const StreamK one = variants::ws::plan_stream_k(40, 16, 264, 1, SplitMode::automatic);
   CHECK(walk_grid(one, 1, 264, WalkOrder::by_problem).blocks == one.grid);
