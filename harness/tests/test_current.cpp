@@ -65,6 +65,19 @@ TEST_CASE("CURRENT lines: malformed ones are refused with the place", "[current]
                     Catch::StartsWith("C:4: 'gemv/run_a' is not the name of a run folder"));
   CHECK_THROWS_WITH(parse_current_line("NVIDIA:H200 run_a", "C:5", r),
                     Catch::StartsWith("C:5: GPU 'NVIDIA:H200' is not written as run folders"));
+  // "." and ".." name the experiment's folder and its parent, never a run folder.
+  for (const std::string run : {".", ".."}) {
+    INFO("run folder " << run);
+    CHECK_THROWS_WITH(parse_current_line("NVIDIA_H200 " + run, "C:6", r),
+                      Catch::StartsWith("C:6: '" + run + "' is not the name of a run folder"));
+    CHECK_THROWS_WITH(parse_current_line(run, "C:7", r),
+                      Catch::StartsWith("C:7: '" + run + "' is not the name of a run folder"));
+  }
+  // Only a line starting with '#' is a comment: a note after a run makes three or more words.
+  CHECK_THROWS_WITH(parse_current_line("NVIDIA_H200 run_a # the H200", "C:8", r),
+                    Catch::StartsWith("C:8: 'NVIDIA_H200 run_a # the H200' has 5 words"));
+  CHECK_THROWS_WITH(parse_current_line("NVIDIA_H200 run_a #note", "C:9", r),
+                    Catch::StartsWith("C:9: 'NVIDIA_H200 run_a #note' has 3 words"));
 }
 
 TEST_CASE("CURRENT refusals name the file and the line", "[current]") {
@@ -84,6 +97,32 @@ TEST_CASE("CURRENT refusals name the file and the line", "[current]") {
       Catch::StartsWith(file + ":3: a second run of GPU NVIDIA_H100_80GB_HBM3 (line 1"));
   s.current("gemv", "\n# none yet\n");
   CHECK_THROWS_WITH(read_current(s.root, "gemv"), Catch::StartsWith(file + " names no run"));
+  // A refusal quotes a CRLF file's line without its carriage return.
+  s.current("gemv", "NVIDIA_H200 " + kH200Run + " extra\r\n");
+  CHECK_THROWS_WITH(
+      read_current(s.root, "gemv"),
+      Catch::StartsWith(file + ":1: 'NVIDIA_H200 " + kH200Run + " extra' has 3 words"));
+  // A plain file of the name is not a run folder.
+  std::ofstream(s.root + "/gemv/plain_file") << "{}\n";
+  s.current("gemv", "plain_file\n");
+  CHECK_THROWS_WITH(read_current(s.root, "gemv"),
+                    Catch::StartsWith(file + ":1: names 'plain_file', which is not in"));
+  // device.name must be a non-empty string (the GPU the run was timed on).
+  fs::create_directory(s.root + "/gemv/odd");
+  for (const char* device :
+       {R"({"name": ""})", R"({"name": 7})", R"({"model": "NVIDIA H200"})", R"("NVIDIA H200")"}) {
+    INFO("device " << device);
+    std::ofstream(s.root + "/gemv/odd/run.json", std::ios::trunc)
+        << "{\"device\": " << device << "}\n";
+    s.current("gemv", "odd\n");
+    CHECK_THROWS_WITH(
+        read_current(s.root, "gemv"),
+        Catch::StartsWith(file + ":1: " + s.root + "/gemv/odd/run.json has no device.name"));
+    s.current("gemv", "NVIDIA_H200 odd\n");
+    CHECK_THROWS_WITH(
+        read_current(s.root, "gemv"),
+        Catch::StartsWith(file + ":1: " + s.root + "/gemv/odd/run.json has no device.name"));
+  }
   // dispatch build reads CURRENT the same way: the missing run refuses the whole build.
   s.current("gemv", "NVIDIA_H200 20260309T000000Z_gone\n");
   CHECK_THROWS_WITH(build_dispatch_tables(s.root),

@@ -777,3 +777,107 @@ TEST_CASE("dispatch rows: grouped_auto refuses AWQ problems before looking anyth
     CHECK_THROWS_WITH(g.setup(d, {}), "grouped_auto runs kbit problems; the weights are " + format);
   }
 }
+
+TEST_CASE("dispatch lookup: two shape names of the same dimensions at one M, the faster answers",
+          "[dispatch]") {
+  // The same (N, K_dim) timed under two layer names: at the same M the faster entry answers,
+  // whichever the table lists first.
+  for (const bool ws_faster : {false, true}) {
+    INFO("warp_specialized faster: " << ws_faster);
+    DispatchTable t;
+    t.gpu = kGpuA;
+    DispatchEntry one = entry("warp_specialized", 16), two = entry("fetch_dequant", 16);
+    one.shape = "layer.one", two.shape = "layer.two";
+    one.median_us = ws_faster ? 10 : 20;
+    two.median_us = ws_faster ? 20 : 10;
+    t.entries = {one, two};
+    const char* fastest = ws_faster ? "warp_specialized" : "fetch_dequant";
+    CHECK(choose_variant(&t, dense(4096, 4096, 16), 90).variant == fastest);
+    t.entries = {two, one};
+    CHECK(choose_variant(&t, dense(4096, 4096, 16), 90).variant == fastest);
+  }
+}
+
+TEST_CASE("dispatch lookup: the problem's own shape before another of the same N*K_dim",
+          "[dispatch]") {
+  // 4096 x 1024 and 1024 x 4096 are equally far by |log(N*K_dim) difference|: each problem takes
+  // the entry of its own shape.
+  DispatchTable t;
+  t.gpu = kGpuA;
+  DispatchEntry wide = entry("fetch_dequant", 16), tall = entry("warp_specialized", 16);
+  wide.shape = "wide", wide.N = 4096, wide.K_dim = 1024;
+  tall.shape = "tall", tall.N = 1024, tall.K_dim = 4096;
+  t.entries = {wide, tall};
+  DispatchChoice c = choose_variant(&t, dense(4096, 1024, 16), 90);
+  CHECK(c.variant == "fetch_dequant");
+  CHECK_THAT(c.reason, Catch::StartsWith("exact: wide M = 16"));
+  c = choose_variant(&t, dense(1024, 4096, 16), 90);
+  CHECK(c.variant == "warp_specialized");
+  CHECK_THAT(c.reason, Catch::StartsWith("exact: tall M = 16"));
+  // At another M the own shape's M rule answers, not the other shape's exact M.
+  wide.M = 64;
+  t.entries = {wide, tall};
+  c = choose_variant(&t, dense(4096, 1024, 16), 90);
+  CHECK(c.variant == "fetch_dequant");
+  CHECK_THAT(c.reason, Catch::StartsWith("nearest M: wide M = 64 for M = 16"));
+}
+
+TEST_CASE("dispatch lookup: entries of another dtype never answer", "[dispatch]") {
+  // table_a holds fp16 entries only: a bf16 problem takes the fixed rule, not test.big's fp16
+  // entry (fetch_dequant at M = 64, the nearest at or above 20).
+  const DispatchTable& t = table_a();
+  const DispatchChoice c = choose_variant(&t, dense(4096, 4096, 20, 4, DType::bf16), 90);
+  CHECK(c.variant == "warp_specialized");
+  CHECK(c.reason == "fixed rule: the table has no K = 4 bf16 dense entry");
+  CHECK(choose_variant(&t, dense(4096, 4096, 20), 90).variant == "fetch_dequant");
+}
+
+TEST_CASE("dispatch lookup: the fixed rule above compute capability 9.0", "[dispatch][awq]") {
+  // warp_specialized, awq_fragment_mma and awq_gemm are sm_90a kernels: on a device above 9.0
+  // dense problems past M = 4 take fetch_dequant, AWQ ones awq_gemv at M <= 4, else a refusal
+  // naming the compute capability.
+  for (const std::int64_t m : {5, 16, 300}) {
+    INFO("M = " << m);
+    const DispatchChoice c = choose_variant(nullptr, dense(4096, 4096, m), 100, "no table");
+    CHECK(c.variant == "fetch_dequant");
+    CHECK(c.reason == "fixed rule: no table");
+  }
+  CHECK(choose_variant(nullptr, awq(4096, 4096, 4), 100).variant == "awq_gemv");
+  for (const std::int64_t m : {5, 16, 128, 300}) {
+    INFO("M = " << m);
+    CHECK_THROWS_WITH(choose_variant(nullptr, awq(4096, 4096, m), 100),
+                      Catch::Contains("no variant an auto row may run covers awq_g128") &&
+                          Catch::Contains("on compute capability 10.0") &&
+                          Catch::Contains("9.0 only"));
+  }
+}
+
+TEST_CASE("dispatch lookup: the crossover rule at grouped_mma's own limits", "[dispatch]") {
+  // grouped_mma takes up to kGroupedMmaMaxExperts experts and M x N below 2^31; past either the
+  // rule keeps grouped_scalar_gemv.
+  const int most = variants::kGroupedMmaMaxExperts;
+  CHECK(choose_variant(nullptr, moe(512, 2048, most, 8 * most), 90).variant == "grouped_mma");
+  CHECK(choose_variant(nullptr, moe(512, 2048, most + 1, 8 * (most + 1)), 90).variant ==
+        "grouped_scalar_gemv");
+  const std::int64_t m = (std::int64_t(1) << 31) / 4096;  // M x N = 2^31 at N = 4096
+  CHECK(choose_variant(nullptr, moe(4096, 2048, 64, m - 1), 90).variant == "grouped_mma");
+  CHECK(choose_variant(nullptr, moe(4096, 2048, 64, m), 90).variant == "grouped_scalar_gemv");
+}
+
+TEST_CASE("dispatch rows: auto_may_pick takes a kbit row in any layout the harness builds",
+          "[dispatch]") {
+  // A gemm row of kbit weights is a candidate whatever kbit layout it reads; one of AWQ layouts
+  // never is.
+  VariantRow row = find_variant("fetch_dequant");
+  for (const LayoutKind k :
+       {LayoutKind::flat, LayoutKind::tiled, LayoutKind::fragment, LayoutKind::dequantized}) {
+    row.layout.kind = k;
+    INFO("layout " << layout_name(row.layout));
+    CHECK(auto_may_pick(row));
+  }
+  for (const LayoutKind k : {LayoutKind::awq, LayoutKind::awq_tiled}) {
+    row.layout.kind = k;
+    INFO("layout " << layout_name(row.layout));
+    CHECK_FALSE(auto_may_pick(row));
+  }
+}
