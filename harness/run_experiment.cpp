@@ -174,6 +174,12 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
     const VariantOptions& opts = c.options.at(row);
     const WeightLayout layout = row_layout(*row, d);  // once: the launches below reuse it
     Outcome o = execute_and_check(*row, opts, d, prob, ref ? &*ref : nullptr, c.stream.get());
+    // A failure after the check: its message, the device's error cleared and whether it stuck.
+    auto fail = [&](std::string what) {
+      o.error = std::move(what);
+      cudaGetLastError();
+      o.sticky = cudaDeviceSynchronize() != cudaSuccess;
+    };
     if (o.error.empty()) {
       // The row's options first (every value, defaults included), then its own description.
       const std::string set = opts.describe();
@@ -196,18 +202,14 @@ void run_problem(Context& c, const Layer& L, const GemmDims& d, const HostWeight
         r.sm_mhz_after = t.sm_mhz_after;
         r.rel_noise = t.rel_noise;
       } catch (const std::exception& e) {
-        o.error = std::string("timing: ") + e.what();
-        cudaGetLastError();
-        o.sticky = cudaDeviceSynchronize() != cudaSuccess;
+        fail(std::string("timing: ") + e.what());
       }
       // What the timed launches recorded for the host (checked offsets), read after them.
       if (o.error.empty()) {
         try {
           o.state->check_after_run(c.stream.get());
         } catch (const std::exception& e) {
-          o.error = e.what();
-          cudaGetLastError();
-          o.sticky = cudaDeviceSynchronize() != cudaSuccess;
+          fail(e.what());
         }
       }
     }

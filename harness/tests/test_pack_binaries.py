@@ -50,6 +50,11 @@ class PackBinaries(unittest.TestCase):
     def unpack(self):
         return sh(self.dir, self.pack, "--unpack", check=False)
 
+    def packed_without_binary(self):
+        """Packs, then deletes the binary, as a machine that did not build it has none."""
+        sh(self.dir, self.pack)
+        os.remove(self.binary)
+
     def test_unpacks_what_was_packed(self):
         r = sh(self.dir, self.pack)
         self.assertIn("1 binaries", r.stdout)
@@ -61,8 +66,7 @@ class PackBinaries(unittest.TestCase):
         self.assertTrue(os.access(self.binary, os.X_OK))
 
     def test_the_batch_step_unpacks(self):
-        sh(self.dir, self.pack)
-        os.remove(self.binary)
+        self.packed_without_binary()
         logs = os.path.join(self.dir, "logs")
         r = subprocess.run(["bash", "harness/gpu_batch.sh", "unpack"], cwd=self.dir,
                            capture_output=True, text=True,
@@ -73,8 +77,7 @@ class PackBinaries(unittest.TestCase):
             self.assertEqual(f.read(), self.content)
 
     def test_a_changed_tracked_file_is_refused(self):
-        sh(self.dir, self.pack)
-        os.remove(self.binary)
+        self.packed_without_binary()
         with open(os.path.join(self.dir, "source.cpp"), "a") as f:
             f.write("// changed\n")
         r = self.unpack()
@@ -83,8 +86,7 @@ class PackBinaries(unittest.TestCase):
         self.assertFalse(os.path.exists(self.binary))
 
     def test_a_stale_or_absent_git_and_a_docs_change_unpack(self):
-        sh(self.dir, self.pack)
-        os.remove(self.binary)
+        self.packed_without_binary()
         os.makedirs(os.path.join(self.dir, "docs"))
         with open(os.path.join(self.dir, "docs", "notes.md"), "w") as f:
             f.write("changed after packing\n")
@@ -95,8 +97,7 @@ class PackBinaries(unittest.TestCase):
             self.assertEqual(f.read(), self.content)
 
     def test_a_missing_file_or_an_unlisted_source_is_refused(self):
-        sh(self.dir, self.pack)
-        os.remove(self.binary)
+        self.packed_without_binary()
         os.rename(os.path.join(self.dir, "source.cpp"), os.path.join(self.dir, "moved.cpp"))
         r = self.unpack()
         self.assertEqual(r.returncode, 3)

@@ -16,10 +16,10 @@
 # (docs/gpu_machines.md, "A call without a build").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-# The compiled sources under the three source folders, one a line, sorted.
+# Of the paths on stdin, the compiled sources under the three source folders, sorted.
 compiled() {
-  find harness variants reference -type f \( -name '*.cu' -o -name '*.cuh' -o -name '*.cpp' \
-    -o -name '*.hpp' -o -name '*.h' -o -name CMakeLists.txt \) 2>/dev/null | LC_ALL=C sort
+  grep -E '^(harness|variants|reference)/(.*\.(cu|cuh|cpp|hpp|h)|(.*/)?CMakeLists\.txt)$' |
+    LC_ALL=C sort
 }
 # The hash of the listed files' contents (names included).
 contents() {
@@ -43,8 +43,8 @@ if [ "${1:-}" = --unpack ]; then
       "sources $here here, $packed packed)" >&2
     exit 3
   fi
-  extra=$(comm -23 <(compiled) <(grep -E '^(harness|variants|reference)/' .khbin/sources |
-    grep -E '\.(cu|cuh|cpp|hpp|h)$|/CMakeLists\.txt$' | LC_ALL=C sort))
+  extra=$(comm -23 <(find harness variants reference -type f 2>/dev/null | compiled) \
+    <(compiled < .khbin/sources))
   if [ -n "$extra" ]; then
     echo "unpack: the tree is not the one packed (compiled sources the pack did not list:" \
       "$(echo $extra))" >&2
