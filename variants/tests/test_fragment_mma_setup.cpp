@@ -133,9 +133,10 @@ TEST_CASE("fragment_mma refuses pipeline counts its own kernel cannot run, namin
 TEST_CASE("fragment_mma refuses an option that would change nothing where it is given",
           "[variants]") {
   using variants::fragment_mma_setup;
-  // The own kernel's options where the shared mainloop runs (256 tokens: wgmma; kernel = 1).
+  // The own kernel's options where the shared mainloop runs (256 tokens at M > 512: wgmma;
+  // kernel = 1).
   for (const char* name : {"pipelines", "walk_order", "row_blocks", "wait_hint_ns"}) {
-    CHECK_THROWS_WITH(fragment_mma_setup(dense(256, kN, kK, 4), with({{name, 2}})),
+    CHECK_THROWS_WITH(fragment_mma_setup(dense(1024, kN, kK, 4), with({{name, 2}})),
                       Catch::Contains(std::string(name) + " = 2 is the own kernel's") &&
                           Catch::Contains("256 tokens run the shared mainloop"));
     CHECK_THROWS_WITH(fragment_mma_setup(dense(64, kN, kK, 4), with({{"kernel", 1}, {name, 2}})),
@@ -146,7 +147,7 @@ TEST_CASE("fragment_mma refuses an option that would change nothing where it is 
       fragment_mma_setup(dense(16, kN, kK, 4), with({{"kernel", 1}, {"row_blocks", 4}})),
       Catch::Contains("row_blocks = 4") && Catch::Contains("the shared mainloop"));
   for (const char* name : {"group_in_flight", "split_store"})
-    CHECK_THROWS_WITH(fragment_mma_setup(dense(256, kN, kK, 4), with({{name, 1}})),
+    CHECK_THROWS_WITH(fragment_mma_setup(dense(1024, kN, kK, 4), with({{name, 1}})),
                       Catch::Contains(std::string(name) + " = 1 is the own kernel's") &&
                           Catch::Contains("256 tokens run the shared mainloop"));
   CHECK_THROWS_WITH(fragment_mma_setup(dense(16, kN, kK, 4), with({{"group_in_flight", 1}})),
@@ -379,8 +380,41 @@ TEST_CASE(
                               {32, 32},
                               {33, 64},
                               {64, 64},
-                              {129, 256}})
+                              {129, 128},
+                              {512, 128},
+                              {513, 256}})
     CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 132).token_tile == tt);
+}
+
+TEST_CASE(
+    "fragment_mma: prefill chunks of 129..512 tokens on the own kernel where a layer is small",
+    "[variants]") {
+  using variants::fragment_mma_choose;
+  // At most 64 k-tiles of 128 x 64 an SM: the own wgmma kernel's 128-token tile over m-tiles.
+  // Qwen3 dense (1280 k-tiles), GLM-4.7 shared (2560), Llama3-8B down (7168 = 54.3 an SM).
+  for (const auto& [n, k] :
+       {std::pair<std::int64_t, std::int64_t>{5120, 2048}, {2048, 10240}, {4096, 14336}})
+    for (std::int64_t m : {129, 256, 300, 512}) {
+      INFO("N " << n << " K_dim " << k << " M " << m);
+      const auto c = fragment_mma_choose(dense(m, n, k, 4), {}, 132);
+      CHECK(c.token_tile == 128);
+      CHECK(c.own);
+      CHECK(c.wgmma);
+      // Above 512 tokens, or with the shared mainloop's options, the shared mainloop.
+      CHECK_FALSE(fragment_mma_choose(dense(m + 512, n, k, 4), {}, 132).own);
+      CHECK_FALSE(fragment_mma_choose(dense(m, n, k, 4), with({{"kernel", 1}}), 132).own);
+      CHECK(fragment_mma_choose(dense(m, n, k, 4), with({{"mma", 1}}), 132).token_tile == 256);
+    }
+  // The boundary: 64 k-tiles an SM on 132 SMs (8448) takes it, one more n-tile's worth does not;
+  // on fewer SMs the bound moves with them.
+  CHECK(fragment_mma_choose(dense(256, 128 * 132, 4096, 4), {}, 132).own);
+  CHECK_FALSE(fragment_mma_choose(dense(256, 128 * 133, 4096, 4), {}, 132).own);
+  CHECK_FALSE(fragment_mma_choose(dense(256, 5120, 2048, 4), {}, 19).own);
+  CHECK(fragment_mma_choose(dense(256, 5120, 2048, 4), {}, 20).own);
+  // Llama3-70B (217 k-tiles an SM) and the fused Llama3-8B gate/up (109) keep the shared
+  // mainloop; AWQ weights are not taken (awq_fragment_mma holds 1..128 rows).
+  CHECK_FALSE(fragment_mma_choose(dense(256, 28672, 8192, 4), {}, 132).own);
+  CHECK_FALSE(fragment_mma_choose(dense(256, 28672, 4096, 4), {}, 132).own);
 }
 
 TEST_CASE(
@@ -694,5 +728,5 @@ TEST_CASE("fragment_mma's own kernel stores a split tile by its fixed owner on w
           wgmma);
   }
   // The shared mainloop keeps its last arrival.
-  CHECK_FALSE(fragment_mma_choose(dense(256, 5120, 2048, 4), {}, 132).split_owner);
+  CHECK_FALSE(fragment_mma_choose(dense(1024, 5120, 2048, 4), {}, 132).split_owner);
 }
