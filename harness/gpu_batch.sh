@@ -61,7 +61,12 @@ for s in "$@"; do
   case $kind in
     build) step build bash -c 'extra=""; [ -d .deps/usr ] && extra="-DCMAKE_PREFIX_PATH=$PWD/.deps/usr";
              cmake --preset default $extra -DKBIT_PTXAS_VERBOSE=ON >/dev/null && cmake --build --preset default -j16' ;;
-    unpack) step unpack harness/tools/pack_binaries.sh --unpack ;;
+    # The packed binary runs the peers with the interpreter it was configured with here
+    # (KBIT_PYTHON, e.g. /usr/bin/python3), which on a lent machine lacks torch: the site-packages
+    # of the PATH's python3 (the one there that imports torch) go on PYTHONPATH too.
+    unpack) step unpack harness/tools/pack_binaries.sh --unpack
+            site=$(python3 -c 'import site, torch; print(site.getsitepackages()[0])' 2>/dev/null) &&
+              export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$site ;;
     test) step test ctest --preset gpu -j4 ;;
     validate) v=${arg%%:*}; x=""; [[ $arg == *:* ]] && x=${arg#*:}
               step "validate_$v" $H validate --variant $v $x ;;
