@@ -4,7 +4,8 @@
 # Steps, run in order; each logs to $LOGS/<n>_<step>.log and a failure does not stop the rest:
 #   build                  configure + build (header libraries from .deps/usr when present)
 #   unpack                 the binaries harness/tools/pack_binaries.sh packed into .khbin, in place
-#                          of `build` (refused unless the tree is the one packed)
+#                          of `build` (refused unless the tree is the one packed); the site-packages
+#                          of this machine's python3 (torch) join PYTHONPATH for the peers
 #   test                   ctest --preset gpu: every test, and a GPU test that would skip (no
 #                          device visible) fails
 #   validate:NAME[:ARGS]   kbit-harness validate --variant NAME ARGS (ARGS: ',' for spaces)
@@ -61,12 +62,21 @@ for s in "$@"; do
   case $kind in
     build) step build bash -c 'extra=""; [ -d .deps/usr ] && extra="-DCMAKE_PREFIX_PATH=$PWD/.deps/usr";
              cmake --preset default $extra -DKBIT_PTXAS_VERBOSE=ON >/dev/null && cmake --build --preset default -j16' ;;
-    # The packed binary runs the peers with the interpreter it was configured with here
-    # (KBIT_PYTHON, e.g. /usr/bin/python3), which on a lent machine lacks torch: the site-packages
-    # of the PATH's python3 (the one there that imports torch) go on PYTHONPATH too.
+    # The packed binary runs the peers with the interpreter it was configured with where it was
+    # built (KBIT_PYTHON, e.g. /usr/bin/python3), which may lack torch here: once the binary is in
+    # place, the site-packages of the PATH's python3 (one that imports torch) go on PYTHONPATH,
+    # where that interpreter is the same Python (major.minor) as the configured one.
     unpack) step unpack harness/tools/pack_binaries.sh --unpack
-            site=$(python3 -c 'import site, torch; print(site.getsitepackages()[0])' 2>/dev/null) &&
-              export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}$site ;;
+            if [ -x "$H" ]; then
+              cfg_py=$(strings "$H" 2>/dev/null | grep -m1 -E '^/[^ ]*python3[.0-9]*$')
+              site=$(python3 -c 'import site, sys, torch
+print(site.getsitepackages()[0], "%d.%d" % sys.version_info[:2])' 2>/dev/null)
+              ver=$([ -n "$cfg_py" ] && "$cfg_py" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)
+              if [ -n "$site" ] && [ "${site#* }" = "$ver" ]; then
+                export PYTHONPATH=${PYTHONPATH:+$PYTHONPATH:}${site% *}
+              fi
+              echo "unpack: the peers run with ${cfg_py:-an unknown python} ${ver:-(not found)}; PYTHONPATH=${PYTHONPATH:-}"
+            fi ;;
     test) step test ctest --preset gpu -j4 ;;
     validate) v=${arg%%:*}; x=""; [[ $arg == *:* ]] && x=${arg#*:}
               step "validate_$v" $H validate --variant $v $x ;;

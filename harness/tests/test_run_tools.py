@@ -9,7 +9,9 @@ part's metadata under parts/, and the parts removed; a part stopped before its e
 rows counted from its CSV, the run "partial", no peers' counts); refused (nothing written or
 removed): a folder given twice, parts of different builds, a problem in two parts. auto_check:
 exit 0 when auto matches its chosen row; 1 with the problem named when it is slower than the band,
-when its chosen row is missing, or when a row of ours failed.
+when its chosen row is missing, or when a row of ours failed. launch_cost: the line through a
+row's times over k_dim (per k, per launch), a failed row left out, one k_dim not fitted, the k_dim
+range and the unit honoured, bad arguments refused.
 """
 
 import csv
@@ -24,6 +26,7 @@ import unittest
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MERGE = os.path.join(ROOT, "harness", "tools", "merge_runs.py")
 CHECK = os.path.join(ROOT, "harness", "tools", "auto_check.py")
+COST = os.path.join(ROOT, "harness", "tools", "launch_cost.py")
 HEADER = ["experiment", "shape", "M", "N", "K_dim", "k_bits", "dtype", "variant", "median_us",
           "check", "pdl", "sm_mhz_before", "sm_mhz_after", "config", "error"]
 
@@ -201,6 +204,61 @@ class AutoCheck(unittest.TestCase):
                         row("a1", 1, "scalar_gemv", 10, check="fail")])
         self.assertEqual(r.returncode, 1)
         self.assertIn("FAILED scalar_gemv at a1 M=1", r.stdout)
+
+
+def cost_row(M, k_dim, variant, us, check="pass", pdl=0):
+    return ["t", "s", M, 28672, k_dim, 4, "fp16", variant, us, check, pdl, 1980, 1980, "", ""]
+
+
+class LaunchCost(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.csv = os.path.join(self.dir, "run", "results.csv")
+        rows = [cost_row(16, k, "ours", 3.0 + 2.0 * k / 4096) for k in (2048, 4096, 8192, 16384)]
+        # A peer with a launch of 10 us and 1.5 us per 4096 k; its failed row would bend the line.
+        rows += [cost_row(16, k, "peer", 10.0 + 1.5 * k / 4096) for k in (4096, 16384)]
+        rows.append(cost_row(16, 8192, "peer", 999.0, check="fail"))
+        rows.append(cost_row(16, 8192, "ours", 1.0, pdl=1))  # one k_dim with PDL: not fitted
+        write_run(os.path.join(self.dir, "run"), rows)
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def line(self, out, variant):
+        return next(l for l in out.splitlines() if f" {variant} " in l + " ")
+
+    def test_the_line_of_each_row(self):
+        r = tool(COST, self.csv)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ours = self.line(r.stdout, "ours").split()
+        self.assertEqual(ours[-4:], ["2048,4096,8192,16384", "2.00", "3.00", "0.00"])
+        peer = self.line(r.stdout, "peer").split()
+        self.assertEqual(peer[-4:], ["4096,16384", "1.50", "10.00", "0.00"])
+        self.assertIn("(one k_dim: not fitted)", self.line(r.stdout, "ours (PDL)"))
+
+    def test_range_and_unit(self):
+        r = tool(COST, self.csv, "--k-min", "8192", "--per", "8192")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ours = self.line(r.stdout, "ours").split()
+        self.assertEqual(ours[-4:], ["8192,16384", "4.00", "3.00", "0.00"])
+        self.assertIn("not fitted", self.line(r.stdout, "peer"))
+        r = tool(COST, self.csv, "--k-max", "4096")
+        self.assertEqual(self.line(r.stdout, "ours").split()[-4:],
+                         ["2048,4096", "2.00", "3.00", "0.00"])
+
+    def test_refusals(self):
+        r = tool(COST, self.csv, "--per", "0")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--per 0", r.stderr)
+        r = tool(COST, self.csv, "--k-min", "8192", "--k-max", "4096")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("--k-max 4096 is below --k-min 8192", r.stderr)
+        bad = os.path.join(self.dir, "bad.csv")
+        with open(bad, "w") as f:
+            f.write("M,N\n1,2\n")
+        r = tool(COST, bad)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("has no column(s)", r.stderr)
 
 
 if __name__ == "__main__":

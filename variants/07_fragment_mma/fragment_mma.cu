@@ -6,8 +6,9 @@
 // PRMT from a register of two pairs' plane-4 bits, 128 KB table; fragment_weights.cuh). Dense
 // problems only, with the shared dense tile order and plan (variants/hopper/dense_tiles.cuh,
 // launcher.cuh), on the own kernel (pipelines.cuh: mma.sync consumers to 16 tokens,
-// sync_kernel.cuh; wgmma at 32..128, wgmma_kernel.cuh) or the shared mainloop
-// (variants/hopper/mainloop.cuh: 256 tokens, and `kernel = 1`). README.md beside this file.
+// sync_kernel.cuh; wgmma at 32..128, wgmma_kernel.cuh, and over m-tiles at 129..512 tokens on
+// small layers) or the shared mainloop (variants/hopper/mainloop.cuh: 256 tokens, and `kernel =
+// 1`). README.md beside this file.
 #include <cuda_runtime.h>
 
 #include <string>
@@ -80,10 +81,10 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   // Prefill chunks of 129..512 tokens on layers of at most 64 k-tiles an SM (Qwen3 dense, the
   // GLM-4.7 shared layers, Llama3-8B's unfused gate and down: 10-54) take the own wgmma kernel's
   // 128-token tile over several m-tiles, where the shared mainloop's 256-token tile leaves SMs
-  // idle or splits short walks: Qwen3 dense -27% to -32%, GLM-4.7 shared -9% to -18%, Llama3-8B
-  // -2% to -8% at 256 and 512 tokens; the Llama3-70B layers (217 k-tiles an SM) moved -4% to +2%
-  // and keep the shared mainloop (README.md, "Prefill chunks on the own kernel"). kbit only, and
-  // only where neither `kernel` nor `mma` is given.
+  // idle or splits short walks: Qwen3 dense -16% to -32%, GLM-4.7 shared -11% to -17%, Llama3-8B
+  // -3% to -8% at 256 and 512 tokens; the Llama3-70B layers (217 k-tiles an SM) ran +1% to +3%
+  // with it and keep the shared mainloop (README.md, "Prefill chunks on the own kernel"). kbit
+  // only, and only where neither `kernel` nor `mma` is given.
   const bool own_prefill = !awq && !given(o, kFragmentMmaKernel) && !given(o, kFragmentMmaMma) &&
                            d.M > 128 && d.M <= 512 && layer_k_tiles <= 64 * sms_or_132;
   const int tt_by_m = own_prefill ? 128 : ws::token_tile_for(d.M);

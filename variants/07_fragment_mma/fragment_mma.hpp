@@ -15,7 +15,8 @@ inline constexpr OptionSpec kFragmentMmaTokenTile{
     256,
     false,
     "tokens per tile (the MMA's N): 8 (mma.sync only), 16, 32, 64, 128 or 256; 0 = by M (and "
-    "the layer: 64 at 65..128 tokens on a small one)",
+    "the layer: 64 at 65..128 tokens on a small one, 128 on the own kernel at 129..512 tokens on "
+    "one of at most 64 k-tiles an SM)",
     /*multiple_of=*/8,
     /*power_of_two=*/true};
 // The consumers' MMA, as variant 03's option.
@@ -27,7 +28,7 @@ inline constexpr OptionSpec kFragmentMmaMma{
     false,
     "consumer MMA where it exists: 0 = by token tile (the own kernel: mma.sync to 16 tokens, "
     "wgmma at 32..128; the shared mainloop's wgmma at 256), 1 = wgmma (own 32..128, shared "
-    "16..256), 2 = mma.sync (8..64)"};
+    "16..256), 2 = mma.sync (8..64); given, the shared mainloop keeps 129..512 tokens"};
 
 // k-tiles a stage: on the own kernel's mma.sync 2 at 8 and 16 tokens, 1 or 2 at 32 and 64 (0 =
 // 1); on its wgmma 1 or 2 (0 = 2 where the registers and the ring hold it); on the shared mainloop

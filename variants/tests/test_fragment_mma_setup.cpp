@@ -402,9 +402,16 @@ TEST_CASE(
       CHECK(c.wgmma);
       // Above 512 tokens, or with the shared mainloop's options, the shared mainloop.
       CHECK_FALSE(fragment_mma_choose(dense(m + 512, n, k, 4), {}, 132).own);
-      CHECK_FALSE(fragment_mma_choose(dense(m, n, k, 4), with({{"kernel", 1}}), 132).own);
+      CHECK(fragment_mma_choose(dense(m, n, k, 4), with({{"kernel", 1}}), 132).token_tile == 256);
       CHECK(fragment_mma_choose(dense(m, n, k, 4), with({{"mma", 1}}), 132).token_tile == 256);
+      // No SM count visible: taken as 132.
+      CHECK(fragment_mma_choose(dense(m, n, k, 4), {}, 0).own);
     }
+  // The tile's rows by the 256-row rule, whose walk counts every m-tile's weights: Llama3-8B down
+  // (4096 x 14336) streams 3.4 bytes of weights a byte of partial at 256 tokens (128 rows), 6.8 at
+  // 512 (256 rows).
+  CHECK(fragment_mma_choose(dense(256, 4096, 14336, 4), {}, 132).tile_rows == 128);
+  CHECK(fragment_mma_choose(dense(512, 4096, 14336, 4), {}, 132).tile_rows == 256);
   // The boundary: 64 k-tiles an SM on 132 SMs (8448) takes it, one more n-tile's worth does not;
   // on fewer SMs the bound moves with them.
   CHECK(fragment_mma_choose(dense(256, 128 * 132, 4096, 4), {}, 132).own);
@@ -415,6 +422,8 @@ TEST_CASE(
   // mainloop; AWQ weights are not taken (awq_fragment_mma holds 1..128 rows).
   CHECK_FALSE(fragment_mma_choose(dense(256, 28672, 8192, 4), {}, 132).own);
   CHECK_FALSE(fragment_mma_choose(dense(256, 28672, 4096, 4), {}, 132).own);
+  CHECK_THROWS_WITH(variants::awq_fragment_mma_choose(awq_dense(256, 5120, 2048, 128), {}, 132),
+                    Catch::Contains("token tile 256"));
 }
 
 TEST_CASE(
