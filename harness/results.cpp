@@ -1,5 +1,6 @@
 #include "harness/results.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ctime>
@@ -58,6 +59,18 @@ std::string num(double v, int digits = 6) {
   return s.str();
 }
 }  // namespace
+
+std::vector<std::size_t> low_clock_rows(const std::vector<ResultRow>& rows, double fraction) {
+  double highest = 0;
+  for (const ResultRow& r : rows) highest = std::max({highest, r.sm_mhz_before, r.sm_mhz_after});
+  std::vector<std::size_t> low;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const double b = rows[i].sm_mhz_before, a = rows[i].sm_mhz_after;
+    const double lower = b > 0 && a > 0 ? std::min(b, a) : std::max(b, a);  // 0: no reading
+    if (lower > 0 && lower < fraction * highest) low.push_back(i);
+  }
+  return low;
+}
 
 std::vector<std::string> row_fields(const ResultRow& r) {
   return {r.experiment,

@@ -34,6 +34,13 @@ struct ResultRow {
   std::string weights_source = "normal";
 };
 
+// Rows timed at a throttled SM clock: those whose lower nonzero reading (sm_mhz_before,
+// sm_mhz_after) is below `fraction` of the highest reading of any row of the run. On the H200 a
+// row read 1576-1620 MHz where the run's others read 1950-1980, and its time rose by about as much
+// (power or thermal throttling after long tensor-bound rows): such a row is not comparable with
+// its neighbours. Rows without a reading (0: the peers' before the timing) are judged by the other.
+std::vector<std::size_t> low_clock_rows(const std::vector<ResultRow>& rows, double fraction = 0.9);
+
 // The column names, in order (the first 19 are the documented core columns).
 const std::vector<std::string>& result_columns();
 std::vector<std::string> row_fields(const ResultRow& r);

@@ -385,6 +385,20 @@ void print_summary(const Context& c) {
   }
 }
 
+// The rows timed at a throttled SM clock (results.hpp's low_clock_rows), named after the summary:
+// their times are not comparable with the run's others (re-time them, or compare within a row).
+void print_low_clock_rows(const std::vector<ResultRow>& rows) {
+  const std::vector<std::size_t> low = low_clock_rows(rows);
+  if (low.empty()) return;
+  double highest = 0;
+  for (const ResultRow& r : rows) highest = std::max({highest, r.sm_mhz_before, r.sm_mhz_after});
+  std::printf("%zu row(s) timed below 90%% of the run's highest SM clock (%.0f MHz):\n", low.size(),
+              highest);
+  for (std::size_t i : low)
+    std::printf("  %s %s M=%lld: %.0f / %.0f MHz\n", rows[i].variant.c_str(), rows[i].shape.c_str(),
+                (long long)rows[i].M, rows[i].sm_mhz_before, rows[i].sm_mhz_after);
+}
+
 // The peers' rows the runner appended to the CSV, into the summary table.
 void read_peer_rows(const std::string& csv, Context& c) {
   std::ifstream f(csv);
@@ -709,6 +723,7 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
       c.summary.size(), c.passed, c.failures, c.errors, c.skipped_unsupported, dir.c_str());
   if (c.aborted) std::cerr << "run aborted: " << c.abort_reason << "\n";
   if (!peer_rows.empty()) std::printf("%s\n", peers_summary(run["peers_status"]).c_str());
+  print_low_clock_rows(c.summary);
   if (opts.plot) plot_run(dir);
   return (c.failures || c.errors || c.aborted) ? kExitCheckFailed : kExitOk;
 }

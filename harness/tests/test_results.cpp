@@ -152,3 +152,22 @@ TEST_CASE("run.json's build records the configure-time flags (a variant's knobs)
   CHECK(j["cxx_flags"] == cxx);
   CHECK(!j["nvcc_version"].get<std::string>().empty());
 }
+
+TEST_CASE("rows timed below 90% of the run's highest SM clock are named", "[results]") {
+  auto row = [](double before, double after) {
+    ResultRow r;
+    r.sm_mhz_before = before;
+    r.sm_mhz_after = after;
+    return r;
+  };
+  // The highest reading is any row's, before or after; a row's lower nonzero reading is judged.
+  const std::vector<ResultRow> rows = {row(1980, 1975), row(1620, 1624), row(1980, 1700),
+                                       row(0, 1790),    row(0, 1700),    row(0, 0),
+                                       row(1782, 1990)};
+  // 90% of 1990 = 1791: 1624 -> 1620, 1700, 1790 (no before), 1700 (no before) are below;
+  // 1782 is below too; a row without readings is not judged.
+  CHECK(low_clock_rows(rows) == std::vector<std::size_t>{1, 2, 3, 4, 6});
+  CHECK(low_clock_rows(rows, 0.85) == std::vector<std::size_t>{1});  // 1691.5: 1700 is not
+  CHECK(low_clock_rows({row(1980, 1980), row(1900, 1890)}).empty());
+  CHECK(low_clock_rows({}).empty());
+}

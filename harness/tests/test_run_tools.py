@@ -11,7 +11,8 @@ removed): a folder given twice, parts of different builds, a problem in two part
 exit 0 when auto matches its chosen row; 1 with the problem named when it is slower than the band,
 when its chosen row is missing, or when a row of ours failed. launch_cost: the line through a
 row's times over k_dim (per k, per launch), a failed row left out, one k_dim not fitted, the k_dim
-range and the unit honoured, bad arguments refused.
+range and the unit honoured, a row timed at a throttled clock named (clocks.py's rule, which
+harness/results.cpp's low_clock_rows shares), bad arguments refused.
 """
 
 import csv
@@ -206,8 +207,8 @@ class AutoCheck(unittest.TestCase):
         self.assertIn("FAILED scalar_gemv at a1 M=1", r.stdout)
 
 
-def cost_row(M, k_dim, variant, us, check="pass", pdl=0):
-    return ["t", "s", M, 28672, k_dim, 4, "fp16", variant, us, check, pdl, 1980, 1980, "", ""]
+def cost_row(M, k_dim, variant, us, check="pass", pdl=0, mhz=1980):
+    return ["t", "s", M, 28672, k_dim, 4, "fp16", variant, us, check, pdl, mhz, mhz, "", ""]
 
 
 class LaunchCost(unittest.TestCase):
@@ -219,6 +220,9 @@ class LaunchCost(unittest.TestCase):
         rows += [cost_row(16, k, "peer", 10.0 + 1.5 * k / 4096) for k in (4096, 16384)]
         rows.append(cost_row(16, 8192, "peer", 999.0, check="fail"))
         rows.append(cost_row(16, 8192, "ours", 1.0, pdl=1))  # one k_dim with PDL: not fitted
+        # A row timed at a throttled clock (below 90% of the run's 1980 MHz) is named.
+        rows += [cost_row(8, k, "slow", 1.0 + k / 4096, mhz=1500 if k == 8192 else 1980)
+                 for k in (4096, 8192, 16384)]
         write_run(os.path.join(self.dir, "run"), rows)
 
     def tearDown(self):
@@ -235,6 +239,20 @@ class LaunchCost(unittest.TestCase):
         peer = self.line(r.stdout, "peer").split()
         self.assertEqual(peer[-4:], ["4096,16384", "1.50", "10.00", "0.00"])
         self.assertIn("(one k_dim: not fitted)", self.line(r.stdout, "ours (PDL)"))
+        self.assertIn("LOW CLOCK: k_dim 8192 at 1500 MHz", self.line(r.stdout, "slow"))
+        self.assertNotIn("LOW CLOCK", self.line(r.stdout, "peer"))
+
+    def test_low_clock_rule(self):
+        sys.path.insert(0, os.path.join(ROOT, "harness", "tools"))
+        import clocks
+        rows = [{"sm_mhz_before": "1980", "sm_mhz_after": "1975"},
+                {"sm_mhz_before": "1620", "sm_mhz_after": "1624"},
+                {"sm_mhz_before": "0", "sm_mhz_after": "1790"},  # no reading before: the other
+                {"sm_mhz_before": "", "sm_mhz_after": ""},        # no reading: not judged
+                {"sm_mhz_before": "1782", "sm_mhz_after": "1990"}]
+        self.assertEqual(clocks.low_clock(rows), {1, 2, 4})  # below 0.9 x 1990 = 1791
+        self.assertEqual(clocks.low_clock(rows, 0.85), {1})
+        self.assertEqual(clocks.low_clock([]), set())
 
     def test_range_and_unit(self):
         r = tool(COST, self.csv, "--k-min", "8192", "--per", "8192")

@@ -3,7 +3,9 @@
 a least-squares line of median_us over k_dim / PER for every (M, N, K, dtype, variant, PDL) group
 of checked or probe rows (a peer's and cuBLAS's rows included), its slope the cost per PER of k
 (the weight stream and the decode) and its intercept the cost of a launch (launch, prologue, the
-walks' ends). Groups with fewer than two k_dim values in [--k-min, --k-max] are listed unfitted.
+walks' ends). Groups with fewer than two k_dim values in [--k-min, --k-max] are listed unfitted;
+a row timed below 90% of the run's highest SM clock (clocks.py) is named after its group's line
+(leave its k_dim out with --k-min / --k-max, or re-time it).
 
     python3 harness/tools/launch_cost.py results/NAME/RUN/results.csv [--k-min 4096]
         [--k-max N] [--per 4096]
@@ -16,6 +18,7 @@ import csv
 import sys
 from collections import defaultdict
 
+from clocks import low_clock, lower_clock
 from weight_format import awq_format
 
 USED_CHECKS = ("pass", "probe", "skipped")  # rows whose time stands (a failed check's does not)
@@ -34,9 +37,11 @@ def fit(points):
 
 
 def groups(rows, k_min, k_max, per):
-    """{(M, N, K, dtype, variant): {k_dim: us}} of the rows that count, k_dim in [k_min, k_max]."""
+    """{(M, N, K, dtype, variant): {k_dim: (us, MHz where the clock was low, else 0)}} of the rows
+    that count, k_dim in [k_min, k_max]."""
     out = defaultdict(dict)
-    for r in rows:
+    low = low_clock(rows)
+    for i, r in enumerate(rows):
         if r.get("check") not in USED_CHECKS or not r.get("median_us") or r.get("error"):
             continue
         k_dim = int(r["K_dim"])
@@ -44,7 +49,8 @@ def groups(rows, k_min, k_max, per):
             continue
         variant = r["variant"] + (" (PDL)" if r.get("pdl") == "1" else "")
         k = awq_format(r.get("codebook")) or r["k_bits"]
-        out[(int(r["M"]), int(r["N"]), k, r["dtype"], variant)][k_dim] = float(r["median_us"])
+        out[(int(r["M"]), int(r["N"]), k, r["dtype"], variant)][k_dim] = (
+            float(r["median_us"]), lower_clock(r) if i in low else 0)
     return out
 
 
@@ -73,8 +79,10 @@ def main(argv):
         if len(by_k) < 2:
             print(f"{head} {'(one k_dim: not fitted)':>34}")
             continue
-        slope, intercept, worst = fit([(kd / a.per, us) for kd, us in by_k.items()])
-        print(f"{head} {slope:12.2f} {intercept:11.2f} {worst:9.2f}")
+        slope, intercept, worst = fit([(kd / a.per, us) for kd, (us, _) in by_k.items()])
+        low = [f"k_dim {kd} at {mhz:.0f} MHz" for kd, (_, mhz) in sorted(by_k.items()) if mhz]
+        print(f"{head} {slope:12.2f} {intercept:11.2f} {worst:9.2f}"
+              f"{'  LOW CLOCK: ' + ', '.join(low) if low else ''}")
 
 
 if __name__ == "__main__":
