@@ -157,8 +157,10 @@ struct GroupedMmaState : VariantState {
   std::string describe() const override {
     return "tile " + std::to_string(token_tile) + " tokens x 128 weight rows x " +
            std::to_string(64 * kernel.k_tiles_per_stage) + " k, " + std::to_string(kernel.stages) +
-           "-stage TMA ring, RS wgmma (weights from registers); (expert, m-tile, n-tile) tiles "
-           "listed on the device (at most " +
+           "-stage TMA ring, " +
+           (kernel.sync ? "mma.sync (weights from registers, activations by ldmatrix)"
+                        : "RS wgmma (weights from registers)") +
+           "; (expert, m-tile, n-tile) tiles listed on the device (at most " +
            std::to_string(capacity) + " m-tiles x " + std::to_string(n_tiles) +
            " n-tiles), round-robin over " + std::to_string(grid) + " blocks" +
            (checked ? ", offsets checked" : "");
