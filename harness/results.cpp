@@ -60,9 +60,14 @@ std::string num(double v, int digits = 6) {
 }
 }  // namespace
 
-std::vector<std::size_t> low_clock_rows(const std::vector<ResultRow>& rows, double fraction) {
+double highest_sm_clock(const std::vector<ResultRow>& rows) {
   double highest = 0;
   for (const ResultRow& r : rows) highest = std::max({highest, r.sm_mhz_before, r.sm_mhz_after});
+  return highest;
+}
+
+std::vector<std::size_t> low_clock_rows(const std::vector<ResultRow>& rows, double fraction) {
+  const double highest = highest_sm_clock(rows);
   std::vector<std::size_t> low;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const double b = rows[i].sm_mhz_before, a = rows[i].sm_mhz_after;

@@ -40,6 +40,9 @@ struct ResultRow {
 // (power or thermal throttling after long tensor-bound rows): such a row is not comparable with
 // its neighbours. Rows without a reading (0: the peers' before the timing) are judged by the other.
 std::vector<std::size_t> low_clock_rows(const std::vector<ResultRow>& rows, double fraction = 0.9);
+// The highest SM clock reading (MHz) of any row, before or after its timing: what they are judged
+// by.
+double highest_sm_clock(const std::vector<ResultRow>& rows);
 
 // The column names, in order (the first 19 are the documented core columns).
 const std::vector<std::string>& result_columns();

@@ -390,10 +390,8 @@ void print_summary(const Context& c) {
 void print_low_clock_rows(const std::vector<ResultRow>& rows) {
   const std::vector<std::size_t> low = low_clock_rows(rows);
   if (low.empty()) return;
-  double highest = 0;
-  for (const ResultRow& r : rows) highest = std::max({highest, r.sm_mhz_before, r.sm_mhz_after});
   std::printf("%zu row(s) timed below 90%% of the run's highest SM clock (%.0f MHz):\n", low.size(),
-              highest);
+              highest_sm_clock(rows));
   for (std::size_t i : low)
     std::printf("  %s %s M=%lld: %.0f / %.0f MHz\n", rows[i].variant.c_str(), rows[i].shape.c_str(),
                 (long long)rows[i].M, rows[i].sm_mhz_before, rows[i].sm_mhz_after);

@@ -166,6 +166,7 @@ TEST_CASE("rows timed below 90% of the run's highest SM clock are named", "[resu
                                        row(1782, 1990)};
   // 90% of 1990 = 1791: 1624 -> 1620, 1700, 1790 (no before), 1700 (no before) are below;
   // 1782 is below too; a row without readings is not judged.
+  CHECK(highest_sm_clock(rows) == 1990);
   CHECK(low_clock_rows(rows) == std::vector<std::size_t>{1, 2, 3, 4, 6});
   CHECK(low_clock_rows(rows, 0.85) == std::vector<std::size_t>{1});  // 1691.5: 1700 is not
   CHECK(low_clock_rows({row(1980, 1980), row(1900, 1890)}).empty());

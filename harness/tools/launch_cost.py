@@ -36,7 +36,7 @@ def fit(points):
     return slope, intercept, worst
 
 
-def groups(rows, k_min, k_max, per):
+def groups(rows, k_min, k_max):
     """{(M, N, K, dtype, variant): {k_dim: (us, MHz where the clock was low, else 0)}} of the rows
     that count, k_dim in [k_min, k_max]."""
     out = defaultdict(dict)
@@ -73,7 +73,7 @@ def main(argv):
         sys.exit(f"launch_cost: {a.csv} has no column(s) {', '.join(sorted(missing))}")
     print(f"{'M':>5} {'N':>6} {'K':>8} {'dtype':5} {'variant':28} {'k_dim values':>24} "
           f"{'us / ' + str(a.per) + ' k':>12} {'us / launch':>11} {'max resid':>9}")
-    for (m, n, k, dtype, variant), by_k in sorted(groups(rows, a.k_min, a.k_max, a.per).items()):
+    for (m, n, k, dtype, variant), by_k in sorted(groups(rows, a.k_min, a.k_max).items()):
         ks = ",".join(str(x) for x in sorted(by_k))
         head = f"{m:>5} {n:>6} {k:>8} {dtype:5} {variant:28} {ks:>24}"
         if len(by_k) < 2:
