@@ -220,14 +220,18 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         for (int set = 1; set < kSets; ++set) sum[rb][r] += acc[rb][set][r];
         if constexpr (kScaleAfter) sum[rb][r] *= W::kUnscaledFactor;  // the scales were / 16
       }
+    // The storer's sums a round trip: all of them to 16 tokens (8 or 32), else 16 (beside 32
+    // or 64 tokens' accumulators more spilled).
+    constexpr int kLoadFloats = TT <= 16 ? RB * kAccRegs : 16;
     if (a.split_owner)
-      ws::store_tile_sums_owned<TT, T, P, RB, 16, C::kPipeConsumers>(
+      ws::store_tile_sums_owned<TT, T, P, RB, 16, C::kPipeConsumers, kLoadFloats>(
           a, t, ks0 == 0, row0, lane, sum, C::kReleaseBarrier + pipe, C::kStoreBarrier + pipe, tid);
     else
-      ws::store_tile_sums<TT, T, P, RB>(a, t, row0, lane, sum, [&](int* counter, int contributors) {
-        return dev::splitk::group_arrive_is_last<C::kPipeConsumers>(
-            counter, contributors, C::kStoreBarrier + pipe, tid == 0, &s_last[pipe]);
-      });
+      ws::store_tile_sums<TT, T, P, RB, 16, kLoadFloats>(
+          a, t, row0, lane, sum, [&](int* counter, int contributors) {
+            return dev::splitk::group_arrive_is_last<C::kPipeConsumers>(
+                counter, contributors, C::kStoreBarrier + pipe, tid == 0, &s_last[pipe]);
+          });
     zero_acc();
   }
 }

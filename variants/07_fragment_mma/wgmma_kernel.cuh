@@ -116,7 +116,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     }
   };
   auto store = [&](int t, bool owner) {  // the accumulators are the sums (one set)
-    if (a.split_owner)
+    if (a.split_owner)  // 16 sums a round trip (32 measured level or slower: F-062)
       ws::store_tile_sums_owned<TT, T, P, RB, kRbRows, C::kPipeConsumers>(
           a, t, owner, row0, pl.lane, acc, C::kReleaseBarrier + pl.pipe, C::kStoreBarrier + pl.pipe,
           tid);

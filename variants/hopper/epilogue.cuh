@@ -59,35 +59,40 @@ __device__ __forceinline__ void store_tile_sums_split(const typename P::Args& a,
         dev::splitk::add4(slot(rb, j), sum[rb][j], sum[rb][j + 1], sum[rb][j + 2], sum[rb][j + 3]);
   }
   if (!split.stores(a.counters + t, contributors)) return;
-  // The storer: a row block's sums, up to 16 at a time, loaded (one L2 round trip), stored to C
-  // where inside it (with its own added where kOwn), and zeroed for the next call.
-  constexpr int kChunk = kAccRegs < 16 ? kAccRegs : 16;
+  // The storer: its sums kBatch at a time across row blocks (Split::kLoadFloats: a batch is one
+  // L2 round trip, where 16 of one row block at a time waited one each, 4 at 16 tokens), stored
+  // to C where inside it (with its own added where kOwn), and zeroed for the next call.
+  using S = std::decay_t<Split>;
+  constexpr int kBatch = S::kLoadFloats < kRegs ? S::kLoadFloats : kRegs;
+  static_assert(kAccRegs % 4 == 0 && kBatch % 4 == 0 && kRegs % kBatch == 0, "whole float4s");
 #pragma unroll
-  for (int rb = 0; rb < RB; ++rb) {
+  for (int r0 = 0; r0 < kRegs; r0 += kBatch) {
+    float4 v[kBatch / 4];
 #pragma unroll
-    for (int j0 = 0; j0 < kAccRegs; j0 += kChunk) {
-      float4 v[kChunk / 4];
+    for (int q = 0; q < kBatch / 4; ++q) {
+      const int r = r0 + 4 * q;
+      v[q] = dev::splitk::load_sums4(slot(r / kAccRegs, r % kAccRegs));
+    }
 #pragma unroll
-      for (int j = 0; j < kChunk / 4; ++j) v[j] = dev::splitk::load_sums4(slot(rb, j0 + 4 * j));
+    for (int q = 0; q < kBatch / 4; ++q) {
+      const int r = r0 + 4 * q;
+      const float f[4] = {v[q].x, v[q].y, v[q].z, v[q].w};
 #pragma unroll
-      for (int j = 0; j < kChunk / 4; ++j) {
-        const float f[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (const int i = index(rb * kAccRegs + j0 + 4 * j + e); i >= 0)
-            C[i] = dev::from_float<T>(std::decay_t<Split>::kOwn ? f[e] + sum[rb][j0 + 4 * j + e]
-                                                                : f[e]);
-        dev::splitk::clear4(slot(rb, j0 + 4 * j));
-      }
+      for (int e = 0; e < 4; ++e)
+        if (const int i = index(r + e); i >= 0)
+          C[i] = dev::from_float<T>(S::kOwn ? f[e] + value(r + e) : f[e]);
+      dev::splitk::clear4(slot(r / kAccRegs, r % kAccRegs));
     }
   }
 }
 
 // Every contributor adds; the last to arrive (is_last(counter, contributors): the consumers'
-// arrival, which syncs them) stores.
-template <typename IsLast>
+// arrival, which syncs them) stores, loading kLoadFloats_ sums a round trip (the registers that
+// hold them beside the accumulators: 16 where the kernel's budget is tight).
+template <typename IsLast, int kLoadFloats_>
 struct LastArrival {
   static constexpr bool kOwn = false;
+  static constexpr int kLoadFloats = kLoadFloats_;
   IsLast& is_last;
   __device__ __forceinline__ bool adds() const { return true; }
   __device__ __forceinline__ bool stores(int* counter, int contributors) const {
@@ -95,11 +100,13 @@ struct LastArrival {
   }
 };
 
-template <int TT, typename T, typename P, int RB, int kRbRows = 16, typename IsLast>
+template <int TT, typename T, typename P, int RB, int kRbRows = 16, int kLoadFloats = 16,
+          typename IsLast>
 __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t, int row0,
                                                 int lane, const float (&sum)[RB][TT / 2],
                                                 IsLast&& is_last) {
-  store_tile_sums_split<TT, T, P, RB, kRbRows>(a, t, row0, lane, sum, LastArrival<IsLast>{is_last});
+  store_tile_sums_split<TT, T, P, RB, kRbRows>(a, t, row0, lane, sum,
+                                               LastArrival<IsLast, kLoadFloats>{is_last});
 }
 
 // A fixed owner (variant 07's own kernel, a group of Threads consumer threads a walk): the piece
@@ -112,9 +119,11 @@ __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t
 // the group syncs on `owner_bar`, and each thread adds the workspace's sums to its own (no
 // reduction of the owner's), stores C and clears. Each barrier is used once a walk at most (a
 // walk has one piece of either kind at most), so arrivals never mix phases.
-template <int Threads>
+// The owner loads kLoadFloats_ sums a round trip (its accumulators stay live beside them).
+template <int Threads, int kLoadFloats_>
 struct FixedOwner {
   static constexpr bool kOwn = true;
+  static constexpr int kLoadFloats = kLoadFloats_;
   bool owner;
   int release_bar, owner_bar, tid;
   __device__ __forceinline__ bool adds() const { return !owner; }
@@ -134,13 +143,13 @@ struct FixedOwner {
   }
 };
 
-template <int TT, typename T, typename P, int RB, int kRbRows, int Threads>
+template <int TT, typename T, typename P, int RB, int kRbRows, int Threads, int kLoadFloats = 16>
 __device__ __forceinline__ void store_tile_sums_owned(const typename P::Args& a, int t, bool owner,
                                                       int row0, int lane,
                                                       const float (&sum)[RB][TT / 2],
                                                       int release_bar, int owner_bar, int tid) {
   store_tile_sums_split<TT, T, P, RB, kRbRows>(
-      a, t, row0, lane, sum, FixedOwner<Threads>{owner, release_bar, owner_bar, tid});
+      a, t, row0, lane, sum, FixedOwner<Threads, kLoadFloats>{owner, release_bar, owner_bar, tid});
 }
 
 }  // namespace kbit::variants::ws
