@@ -220,8 +220,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         for (int set = 1; set < kSets; ++set) sum[rb][r] += acc[rb][set][r];
         if constexpr (kScaleAfter) sum[rb][r] *= W::kUnscaledFactor;  // the scales were / 16
       }
-    // The storer's sums a round trip: all of them to 16 tokens (8 or 32), else 16 (beside 32
-    // or 64 tokens' accumulators more spilled).
+    // The storer's sums a round trip: all of them to 16 tokens (RB TT / 2: 8 or 32 by default),
+    // else 16 (at 32 and 64 tokens, `mma = 2` only, 32 spilled more in ptxas's report).
     constexpr int kLoadFloats = TT <= 16 ? RB * kAccRegs : 16;
     if (a.split_owner)
       ws::store_tile_sums_owned<TT, T, P, RB, 16, C::kPipeConsumers, kLoadFloats>(

@@ -59,9 +59,10 @@ __device__ __forceinline__ void store_tile_sums_split(const typename P::Args& a,
         dev::splitk::add4(slot(rb, j), sum[rb][j], sum[rb][j + 1], sum[rb][j + 2], sum[rb][j + 3]);
   }
   if (!split.stores(a.counters + t, contributors)) return;
-  // The storer: its sums kBatch at a time across row blocks (Split::kLoadFloats: a batch is one
-  // L2 round trip, where 16 of one row block at a time waited one each, 4 at 16 tokens), stored
-  // to C where inside it (with its own added where kOwn), and zeroed for the next call.
+  // The storer: its sums kBatch = min(Split::kLoadFloats, RB TT / 2) at a time across row
+  // blocks, a batch's loads in flight together (one L2 round trip a batch: the stores to C and
+  // the zeroes keep the next batch's loads behind them), then stored to C where inside it (with
+  // its own added where kOwn) and zeroed for the next call.
   using S = std::decay_t<Split>;
   constexpr int kBatch = S::kLoadFloats < kRegs ? S::kLoadFloats : kRegs;
   static_assert(kAccRegs % 4 == 0 && kBatch % 4 == 0 && kRegs % kBatch == 0, "whole float4s");
