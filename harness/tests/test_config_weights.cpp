@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -66,6 +67,8 @@ std::string write_file(const TempDir& dir, const std::string& name = "w.safetens
   const AwqTensor a = awq_of_weight();
   std::vector<std::uint16_t> bad(2 * 32, float_to_half(0.5f));
   bad[33] = 0x7E00;  // nan at [1, 1]
+  std::vector<std::uint16_t> scales_nan = a.scales;
+  scales_nan[2 * kN + 5] = 0x7E00;  // nan at [2, 5]
   const std::string text = safetensors_file(
       {{kW, "BF16", {kN, kK}, le16(weight_bf16())},
        {kQ + "qweight", "I32", {kK, kN / 8}, le32(u32(a.qweight))},
@@ -78,9 +81,25 @@ std::string write_file(const TempDir& dir, const std::string& name = "w.safetens
        {"bias", "F32", {kN}, le32(std::vector<std::uint32_t>(kN, 0x3F800000))},
        {"odd", "F16", {8, 48}, le16(std::vector<std::uint16_t>(8 * 48, 0x3C00))},
        {"ids", "I32", {4, 32}, le32(std::vector<std::uint32_t>(128, 5))},
-       {"bad", "F16", {2, 32}, le16(bad)}});
+       {"bad", "F16", {2, 32}, le16(bad)},
+       {"short_k.weight", "F16", {kN, kK / 2}, le16(std::vector<std::uint16_t>(kN * kK / 2, 0))},
+       {"qweight_short", "I32", {kK, 4}, le32(std::vector<std::uint32_t>(kK * 4, 0))},
+       {"scales_0rows", "F16", {0, kN}, ""},
+       {"scales_nan", "F16", {kK / 64, kN}, le16(scales_nan)}});
   std::filesystem::create_directories(std::filesystem::path(dir.path + "/" + name).parent_path());
   return dir.file(name, text);
+}
+
+// 64-bit FNV-1a of bytes as 16 lower-case hex digits (run.json's "fnv1a").
+std::string fnv1a_hex(const std::string& bytes) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (const char c : bytes) {
+    h ^= std::uint8_t(c);
+    h *= 1099511628211ull;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", (unsigned long long)h);
+  return buf;
 }
 
 // A config of one dense shape (its inline table's text), K = 4, fp16, cuBLAS; `formats` text
@@ -197,6 +216,11 @@ TEST_CASE("config weights: AWQ tensors are read as they are, their group the for
   CHECK(hw.awq.scales == a.scales);
   CHECK(hw.W == awq_dequantize(a));
   CHECK(weights_source(&s.weights, 64) == "w.safetensors:" + kQ + "qweight");
+  // Problems the config's formats exclude (check_weights_formats) are refused if asked for.
+  CHECK_THROWS_WITH(shape_host_weights(s, 4, 128, {}, 1),
+                    Contains("shape 'up': AWQ tensors of group 64 for an awq_g128 problem"));
+  CHECK_THROWS_WITH(shape_host_weights(s, 4, 0, make_codebook("nf", 4), 1),
+                    Contains("shape 'up': no tensor for a kbit problem"));
   const nlohmann::json j = weights_json(c)[0];
   CHECK(j["awq"]["group"] == 64);
   CHECK(j["awq"]["scales"]["name"] == kQ + "scales");
@@ -310,6 +334,29 @@ TEST_CASE("config weights: each refusal names the config line, key, shape, file,
         Contains(at + "key 'weights' of shape 'up' holds two weights: tensor "
                       "'narrow.weight' is [32, 256] (N, K_dim) but the AWQ tensors hold "
                       "N = 64, K_dim = 256"));
+    CHECK_THAT(
+        refused(config(awq_shape(", tensor = \"short_k.weight\""), "[\"kbit\", \"awq_g64\"]")),
+        Contains(at + "key 'weights' of shape 'up' holds two weights: tensor "
+                      "'short_k.weight' is [64, 128] (N, K_dim) but the AWQ tensors hold "
+                      "N = 64, K_dim = 256"));
+    // The AWQ tensors' shapes, and both weights' when both are given, as the message names them.
+    const std::string awq_text = "AWQ tensors qweight '" + kQ + "qweight' " + in +
+                                 " [256, 8], scales '" + kQ +
+                                 "scales' [4, 64] hold N = 64, K_dim = 256";
+    CHECK_THAT(refused(config("{ name = \"up\", n = 100, weights = { file = \"w.safetensors\", "
+                              "qweight = \"" +
+                                  kQ + "qweight\", qzeros = \"" + kQ + "qzeros\", scales = \"" +
+                                  kQ + "scales\" } }",
+                              "\"awq_g64\"")),
+               Contains(at + "key 'n' = 100 of shape 'up' is not its weights' (" + awq_text +
+                        "); give n = 64 or leave it out"));
+    CHECK_THAT(refused(config("{ name = \"up\", k_dim = 512, weights = { file = "
+                              "\"w.safetensors\", tensor = \"" +
+                                  kW + "\", qweight = \"" + kQ + "qweight\", qzeros = \"" + kQ +
+                                  "qzeros\", scales = \"" + kQ + "scales\" } }",
+                              "[\"kbit\", \"awq_g64\"]")),
+               Contains(at + "key 'k_dim' = 512 of shape 'up' is not its weights' (tensor '" + kW +
+                        "' " + in + " is [64, 256]; " + awq_text + "); give k_dim = 256"));
     // A shape without weights still needs both.
     CHECK_THAT(refused(config("{ name = \"up\", n = 64 }")),
                Contains("key 'k_dim' is missing from a shape"));
@@ -332,6 +379,14 @@ TEST_CASE("config weights: each refusal names the config line, key, shape, file,
                Contains("scales has 3 rows (groups) for K_dim = 256 (qweight's rows)"));
     CHECK_THAT(refused(awq(qw, "qzeros_short", sc)),
                Contains("tensor 'qzeros_short' " + in + " has shape [4, 4], not [4, 8]"));
+    CHECK_THAT(refused(awq("qweight_short", qz, sc)),
+               Contains(at + "key 'weights' of shape 'up': tensor 'qweight_short' " + in +
+                        " has shape [256, 4], not [256, 8]"));
+    CHECK_THAT(refused(awq(qw, qz, "scales_0rows")),
+               Contains("scales has 0 rows (groups) for K_dim = 256 (qweight's rows)"));
+    CHECK_THAT(refused(awq(qw, qz, "scales_nan")),
+               Contains(at + "key 'weights' of shape 'up': tensor 'scales_nan' " + in +
+                        " holds nan at [2, 5]"));
     CHECK_THAT(
         refused(config(
             "{ name = \"up\", weights = { file = \"w.safetensors\", qweight = \"" + qw + "\" } }",
@@ -363,6 +418,12 @@ TEST_CASE("config weights: each refusal names the config line, key, shape, file,
     CHECK_THAT(
         refused(config("{ name = \"up\", weights = { file = \"w.safetensors\", tensor = 3 } }")),
         Contains(at + "key 'weights.tensor' of shape 'up' must be a string"));
+    CHECK_THAT(
+        refused(config("{ name = \"up\", weights = { file = \"w.safetensors\", tensor = \"\" } }")),
+        Contains(at + "key 'weights.tensor' of shape 'up' must not be empty"));
+    CHECK_THAT(
+        refused(config("{ name = \"up\", weights = { file = \"\", tensor = \"" + kW + "\" } }")),
+        Contains(at + "key 'weights.file' of shape 'up' must not be empty"));
   }
   SECTION("a problem kind that cannot take them: MoE layers") {
     const std::string moe =
@@ -374,4 +435,117 @@ TEST_CASE("config weights: each refusal names the config line, key, shape, file,
     CHECK_THAT(refused(moe), Contains(path + ":2: key 'weights' is for dense shapes: an moe layer "
                                              "draws N(0,1) weights for each of its experts"));
   }
+}
+
+TEST_CASE("config weights: run.json names each tensor by the FNV-1a of its bytes, MoE as drawn",
+          "[config][weights]") {
+  TempDir dir("config_weights");
+  write_file(dir);
+  const AwqTensor a = awq_of_weight();
+  const std::string path = dir.path + "/e.toml";
+  const nlohmann::json j = weights_json(parse_experiment(
+      config(awq_shape(", tensor = \"" + kW + "\""), "[\"kbit\", \"awq_g64\"]"), path));
+  REQUIRE(j.size() == 1);
+  CHECK(j[0]["tensor"]["fnv1a"] == fnv1a_hex(le16(weight_bf16())));
+  CHECK(j[0]["awq"]["qweight"]["fnv1a"] == fnv1a_hex(le32(u32(a.qweight))));
+  CHECK(j[0]["awq"]["qzeros"]["fnv1a"] == fnv1a_hex(le32(u32(a.qzeros))));
+  CHECK(j[0]["awq"]["scales"]["fnv1a"] == fnv1a_hex(le16(a.scales)));
+  CHECK(j[0]["awq"]["qweight"]["name"] == kQ + "qweight");
+  CHECK(j[0]["awq"]["qzeros"]["name"] == kQ + "qzeros");
+  // An MoE layer draws N(0,1) weights: recorded after the dense shapes.
+  const nlohmann::json m = weights_json(parse_experiment(
+      config(tensor_shape(kW), "",
+             "moe = [{ name = \"e\", experts = 8, k_dim = 256, n = 64, top_k = 2 }]\n"
+             "tokens = [4]\n"),
+      path));
+  REQUIRE(m.size() == 2);
+  CHECK(m[0]["tensor"]["fnv1a"] == fnv1a_hex(le16(weight_bf16())));
+  CHECK(m[1] == nlohmann::json::parse(R"({"shape":"e","source":"normal"})"));
+}
+
+TEST_CASE("config weights: a refusal names the line of the key at fault in a weights table",
+          "[config][weights]") {
+  TempDir dir("config_weights");
+  write_file(dir);
+  std::filesystem::create_directories(dir.path + "/shapes");
+  const std::string in = "in safetensors file '" + dir.path + "/shapes/../w.safetensors'";
+  // shapes/m.toml: the table at line 4, its keys at lines 5, 6 (, 7, 8).
+  auto refused = [&](const std::string& keys, const std::string& formats = "") {
+    dir.file("shapes/m.toml", "model = \"m\"\n[[shape]]\nname = \"up\"\n[shape.weights]\n" + keys);
+    try {
+      parse_experiment(config("{ include = \"shapes/m.toml\" }", formats), dir.path + "/e.toml");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const std::string m = dir.path + "/shapes/m.toml:";
+  CHECK_THAT(refused("file = \"none.safetensors\"\ntensor = \"" + kW + "\"\n"),
+             Contains(m + "5: key 'weights.file' of shape 'up' = \"none.safetensors\": cannot "
+                          "open safetensors file"));
+  CHECK_THAT(refused("file = \"../w.safetensors\"\ntensor = \"ids\"\n"),
+             Contains(m + "6: key 'weights.tensor' of shape 'up': tensor 'ids' " + in +
+                      " is I32, not F16, BF16 or F32"));
+  CHECK_THAT(refused("file = \"../w.safetensors\"\n"),
+             Contains(m + "4: key 'weights' of shape 'up' names no tensor"));
+  // The AWQ tensors' refusal: the line of one of their keys (6..8), not the table's.
+  CHECK_THAT(refused("file = \"../w.safetensors\"\nqweight = \"" + kQ + "qweight\"\nqzeros = \"" +
+                         kQ + "qzeros\"\nscales = \"scales_f32\"\n",
+                     "\"awq_g64\""),
+             Catch::Matches(".*/shapes/m\\.toml:[678]: key 'weights' of shape 'up': tensor "
+                            "'scales_f32' .* is F32, not F16.*"));
+  CHECK(refused("file = \"../w.safetensors\"\ntensor = \"" + kW + "\"\n") == "(accepted)");
+}
+
+TEST_CASE("config weights: N and K_dim of file weights are held to the limits of n and k_dim",
+          "[config][weights]") {
+  TempDir dir("config_weights");
+  // All-zero tensors, their data never written. "edge" is N = kMaxDim (the most); "tall" one row
+  // more, "wide" K_dim one block past kMaxDim; the AWQ tensors of group 32 "big_*" hold
+  // N x K_dim = 2^31 elements (one above the limit), "many_*" N = kMaxDim + 8.
+  const std::int64_t big_k = 2048, big_n = kMaxDim, many_n = kMaxDim + 8;
+  test::write_zero_safetensors(dir.path + "/w.safetensors",
+                               {{"edge", "F16", {kMaxDim, 32}, ""},
+                                {"tall", "F16", {kMaxDim + 1, 32}, ""},
+                                {"wide", "F16", {8, kMaxDim + 32}, ""},
+                                {"big_qweight", "I32", {big_k, big_n / 8}, ""},
+                                {"big_qzeros", "I32", {big_k / 32, big_n / 8}, ""},
+                                {"big_scales", "F16", {big_k / 32, big_n}, ""},
+                                {"many_qweight", "I32", {32, many_n / 8}, ""},
+                                {"many_qzeros", "I32", {1, many_n / 8}, ""},
+                                {"many_scales", "F16", {1, many_n}, ""}},
+                               {2, 2, 2, 4, 4, 2, 4, 4, 2});
+  const std::string path = dir.path + "/e.toml";
+  const std::string in = "in safetensors file '" + dir.path + "/w.safetensors'";
+  auto refused = [&](const std::string& text) {
+    try {
+      parse_experiment(text, path);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(accepted)");
+  };
+  const ExperimentConfig c = parse_experiment(config(tensor_shape("edge")), path);
+  CHECK(c.shapes[0].n == kMaxDim);
+  CHECK(c.shapes[0].k_dim == 32);
+  CHECK_THAT(refused(config(tensor_shape("tall"))),
+             Contains("key 'weights.tensor' of shape 'up': tensor 'tall' " + in +
+                      " [1048577, 32]: N = 1048577, K_dim = 32; each is at most 1048576 (the "
+                      "limit of n and k_dim)"));
+  CHECK_THAT(refused(config(tensor_shape("wide"))),
+             Contains("tensor 'wide' " + in +
+                      " [8, 1048608]: N = 8, K_dim = 1048608; each is at most 1048576"));
+  auto awq = [&](const std::string& p) {
+    return config("{ name = \"up\", weights = { file = \"w.safetensors\", qweight = \"" + p +
+                      "qweight\", qzeros = \"" + p + "qzeros\", scales = \"" + p + "scales\" } }",
+                  "\"awq_g32\"");
+  };
+  CHECK_THAT(refused(awq("big_")),
+             Contains("key 'weights' of shape 'up': qweight 'big_qweight' " + in +
+                      " [2048, 131072], scales 'big_scales' [64, 1048576]: N x K_dim = "
+                      "2147483648 elements is above the limit 2147483647"));
+  CHECK_THAT(refused(awq("many_")),
+             Contains("qweight 'many_qweight' " + in +
+                      " [32, 131073], scales 'many_scales' [1, 1048584]: N = 1048584, "
+                      "K_dim = 32; each is at most 1048576"));
 }

@@ -5,11 +5,14 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "harness/input_file.hpp"
 #include "harness/safetensors.hpp"
 #include "harness/tests/safetensors_writer.hpp"
 #include "harness/tests/temp_dir.hpp"
@@ -39,8 +42,12 @@ std::string small_file() {
 }
 
 // 0: the file opens and each tensor of a read dtype reads (or is refused for a nan or inf);
-// 1: refused with kbit::Error. Any other exception fails the caller's CHECK_NOTHROW.
+// 1: refused with kbit::Error. Any other exception fails the caller's CHECK_NOTHROW. Every
+// refusal gives its reason beside the file's name.
 int outcome(const std::string& path) {
+  const auto names_file = [&](const Error& e) {
+    CHECK_THAT(std::string(e.what()), Contains("safetensors file '" + path + "'"));
+  };
   try {
     SafetensorsFile f(path);
     for (const auto& e : f.tensors()) {
@@ -49,11 +56,13 @@ int outcome(const std::string& path) {
           read_int32_tensor(f, e.name, e.shape);
         else if (e.dtype != StDtype::other)
           read_float_tensor(f, e.name, e.shape);
-      } catch (const Error&) {
+      } catch (const Error& err) {
+        names_file(err);
       }
     }
     return 0;
-  } catch (const Error&) {
+  } catch (const Error& err) {
+    names_file(err);
     return 1;
   }
 }
@@ -123,6 +132,10 @@ TEST_CASE("safetensors: a weight matrix as float32, its shape and values checked
                     Contains("tensor 'ids'") && Contains("is I32, not F16, BF16 or F32"));
   CHECK_THROWS_WITH(read_weight_matrix(f, "w", 100),
                     Contains("[2, 64] holds 128 elements, above the limit 100"));
+  // The limit is the most elements a weight may hold: 128 of 128 read, 128 of 127 refused.
+  CHECK(read_weight_matrix(f, "w", 128).values.size() == 128);
+  CHECK_THROWS_WITH(expect_weight_matrix(f, "w", 127),
+                    Contains("[2, 64] holds 128 elements, above the limit 127"));
 
   // A nan or an inf is refused with its index.
   // Element [1, 5] of w made inf, element [0, 3] of h a nan.
@@ -178,6 +191,110 @@ TEST_CASE("safetensors: a missing tensor, a wrong dtype or shape is refused, nam
                     Contains("tensor 'a.weight'") && Contains("has shape [2, 3], not [3, 2]"));
   CHECK_THROWS_WITH(read_float_tensor(f, "a.weight", {6}), Contains("not [6]"));
   CHECK_THROWS_WITH(read_float_tensor(f, "a.weight", {-1, 4}), Contains("not [any, 4]"));
+  // A size 0 asked is a size (only -1 matches any); a rank other than the tensor's is refused,
+  // whether the sizes asked are a prefix of its shape or run past it.
+  CHECK_THROWS_WITH(read_float_tensor(f, "a.weight", {0, 3}),
+                    Contains("has shape [2, 3], not [0, 3]"));
+  CHECK_THROWS_WITH(read_float_tensor(f, "a.weight", {2}), Contains("has shape [2, 3], not [2]"));
+  CHECK_THROWS_WITH(read_float_tensor(f, "a.weight", {-1}), Contains("not [any]"));
+  CHECK_THROWS_WITH(read_float_tensor(f, "a.weight", {2, 3, 1}), Contains("not [2, 3, 1]"));
+  CHECK_THROWS_WITH(read_int32_tensor(f, "d", {}), Contains("has shape [3], not []"));
+}
+
+TEST_CASE("safetensors: a missing tensor's refusal names at most 8 of the tensors present",
+          "[safetensors]") {
+  TempDir d("safetensors");
+  const auto names = [&](int count) {
+    std::vector<StTensor> t;
+    for (int i = 0; i < count; ++i) t.push_back({"t" + std::to_string(i), "I32", {1}, le32({0})});
+    const SafetensorsFile f(d.file("n.safetensors", safetensors_file(t)));
+    try {
+      f.tensor("nope");
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("(found)");
+  };
+  CHECK_THAT(names(0), Contains("tensor 'nope' is not in safetensors file '" + d.path +
+                                "/n.safetensors' (it holds no tensor)"));
+  CHECK_THAT(names(1), Contains("' (it holds t0)"));
+  CHECK_THAT(names(8), Contains("' (it holds t0, t1, t2, t3, t4, t5, t6, t7)"));
+  CHECK_THAT(names(9), Contains("' (it holds t0, t1, t2, t3, t4, t5, t6, t7, ... (9 in all))"));
+}
+
+TEST_CASE("safetensors: every dtype of the format opens at its size, those not read refused",
+          "[safetensors]") {
+  TempDir d("safetensors");
+  const std::vector<std::pair<std::string, int>> sizes = {
+      {"F16", 2},  {"BF16", 2},    {"F32", 4},     {"I32", 4},    {"F64", 8}, {"I64", 8},
+      {"U64", 8},  {"U32", 4},     {"I16", 2},     {"U16", 2},    {"I8", 1},  {"U8", 1},
+      {"BOOL", 1}, {"F8_E4M3", 1}, {"F8_E5M2", 1}, {"F8_E8M0", 1}};
+  std::vector<StTensor> all;
+  for (const auto& [dtype, size] : sizes)
+    all.push_back({dtype, dtype, {3}, std::string(std::size_t(3 * size), '\0')});
+  const std::string p = d.file("all.safetensors", safetensors_file(all));
+  const SafetensorsFile f(p);
+  REQUIRE(f.tensors().size() == sizes.size());
+  for (const auto& [dtype, size] : sizes) {
+    INFO("dtype " << dtype);
+    const SafetensorsEntry& e = f.tensor(dtype);
+    CHECK(e.dtype_name == dtype);
+    CHECK(e.end - e.begin == 3 * size);
+    CHECK(e.dtype == (dtype == "F16"    ? StDtype::f16
+                      : dtype == "BF16" ? StDtype::bf16
+                      : dtype == "F32"  ? StDtype::f32
+                      : dtype == "I32"  ? StDtype::i32
+                                        : StDtype::other));
+    if (e.dtype == StDtype::other) {
+      CHECK_THROWS_WITH(
+          read_float_tensor(f, dtype, {3}),
+          Contains("tensor '" + dtype + "' in safetensors file '" + p + "' is " + dtype +
+                   ", not F16, BF16 or F32 (the dtypes read are F16, BF16, F32, I32)"));
+      CHECK_THROWS_WITH(read_int32_tensor(f, dtype, {3}), Contains("is " + dtype + ", not I32"));
+    }
+    // One element's bytes short or over is refused, naming the dtype's size.
+    for (const int bytes : {2 * size, 4 * size}) {
+      const std::string q =
+          d.file("one.safetensors",
+                 safetensors_file({{"x", dtype, {3}, std::string(std::size_t(bytes), '\0')}}));
+      CHECK_THROWS_WITH(SafetensorsFile(q),
+                        Contains("hold " + std::to_string(bytes) + " bytes, but shape [3] of " +
+                                 dtype + " is 3 x " + std::to_string(size) + " bytes"));
+    }
+  }
+}
+
+TEST_CASE("safetensors: the largest finite value of each float dtype reads, inf and nan do not",
+          "[safetensors]") {
+  TempDir d("safetensors");
+  // Per dtype: the largest finite value, its negative, then -inf (at [2]) or the nan of the
+  // smallest payload (at [2]); the first two are finite in every dtype, the third in none.
+  const std::string p =
+      d.file("f.safetensors",
+             safetensors_file({{"f16_inf", "F16", {3}, le16({0x7BFF, 0xFBFF, 0xFC00})},
+                               {"f16_nan", "F16", {3}, le16({0x7BFF, 0xFBFF, 0x7C01})},
+                               {"bf16_inf", "BF16", {3}, le16({0x7F7F, 0xFF7F, 0xFF80})},
+                               {"bf16_nan", "BF16", {3}, le16({0x7F7F, 0xFF7F, 0x7F81})},
+                               {"f32_inf", "F32", {3}, le32({0x7F7FFFFF, 0xFF7FFFFF, 0xFF800000})},
+                               {"f32_nan", "F32", {3}, le32({0x7F7FFFFF, 0xFF7FFFFF, 0x7F800001})},
+                               {"f16_ok", "F16", {2}, le16({0x7BFF, 0xFBFF})},
+                               {"bf16_ok", "BF16", {2}, le16({0x7F7F, 0xFF7F})},
+                               {"f32_ok", "F32", {2}, le32({0x7F7FFFFF, 0xFF7FFFFF})}}));
+  const SafetensorsFile f(p);
+  for (const std::string dt : {"f16", "bf16", "f32"}) {
+    INFO("dtype " << dt);
+    CHECK_NOTHROW(check_finite_tensor(f, f.tensor(dt + "_ok")));
+    const std::vector<float> ok = read_float_tensor(f, dt + "_ok", {2});
+    CHECK(ok[0] == -ok[1]);
+    CHECK(std::isfinite(ok[0]));
+    for (const std::string bad : {"inf", "nan"}) {
+      const std::string name = dt + "_" + bad;
+      const std::string msg =
+          "tensor '" + name + "' in safetensors file '" + p + "' holds " + bad + " at [2]";
+      CHECK_THROWS_WITH(check_finite_tensor(f, f.tensor(name)), Contains(msg));
+      CHECK_THROWS_WITH(read_float_tensor(f, name, {3}), Contains(msg));
+    }
+  }
 }
 
 TEST_CASE("safetensors: a missing or special file, a short file, a bad header length",
@@ -205,6 +322,74 @@ TEST_CASE("safetensors: a missing or special file, a short file, a bad header le
   CHECK_THROWS_WITH(SafetensorsFile(d.file("huge.safetensors", b)),
                     Contains("the header length 1099511627976 is above the limit 104857600 "
                              "bytes (100 MiB)"));
+}
+
+TEST_CASE("safetensors: the header length, the offsets and the nesting at their bounds",
+          "[safetensors]") {
+  TempDir d("safetensors");
+  // 7 bytes cannot hold the length; 8 bytes hold it (0) and an empty header, which is no JSON.
+  const std::string s7 = d.file("s7.safetensors", std::string(7, '\0'));
+  CHECK_THROWS_WITH(SafetensorsFile(s7),
+                    Contains("safetensors file '" + s7 +
+                             "' is 7 bytes, shorter than the 8-byte length of its header"));
+  CHECK_THROWS_WITH(SafetensorsFile(d.file("s8.safetensors", std::string(8, '\0'))),
+                    Contains("the header (0 bytes) is not valid JSON"));
+  // A header length one byte past the file's end is refused by its length (the bytes after the
+  // end are never read), as is one a whole length (8 bytes) past it.
+  std::string b = safetensors_bytes("{}", "");
+  for (const int n : {3, 10}) {
+    b[0] = char(n);
+    const std::string l = d.file("long.safetensors", b);
+    CHECK_THROWS_WITH(
+        SafetensorsFile(l),
+        Contains("safetensors file '" + l + "': the header length " + std::to_string(n) +
+                 " is longer than the 2 bytes after the length (the file is 10 bytes)"));
+  }
+  // A header of exactly the limit's length is read (here: zero bytes, not JSON); one byte more is
+  // refused by its length. The files are sparse: their bytes past the length are never written.
+  for (const std::int64_t n : {kMaxSafetensorsHeaderBytes, kMaxSafetensorsHeaderBytes + 1}) {
+    std::string len(8, '\0');
+    for (int i = 0; i < 8; ++i) len[std::size_t(i)] = char((n >> (8 * i)) & 0xFF);
+    const std::string big = d.file("big.safetensors", len);
+    std::filesystem::resize_file(big, std::uintmax_t(8 + n));
+    if (n == kMaxSafetensorsHeaderBytes)
+      CHECK_THROWS_WITH(SafetensorsFile(big),
+                        Contains("the header (104857600 bytes) is not valid JSON"));
+    else
+      CHECK_THROWS_WITH(SafetensorsFile(big),
+                        Contains("the header length 104857601 is above the limit 104857600"));
+  }
+  const auto refusal = [&](const std::string& header, const std::string& data,
+                           const std::string& expect) {
+    INFO("header " << header);
+    const std::string p = d.file("h.safetensors", safetensors_bytes(header, data));
+    CHECK_THROWS_WITH(SafetensorsFile(p),
+                      Contains("safetensors file '" + p + "'") && Contains(expect));
+  };
+  const std::string e = R"("dtype":"F32","shape":[2])";
+  // An offset of 2^63 - 1 is a number the reader holds (and past the data); 2^63 is not.
+  refusal(R"({"a":{)" + e + R"(,"data_offsets":[0,9223372036854775807]}})", std::string(8, '\0'),
+          "data_offsets [0, 9223372036854775807] end past the data's 8 bytes");
+  refusal(R"({"a":{)" + e + R"(,"data_offsets":[0,9223372036854775808]}})", std::string(8, '\0'),
+          "tensor 'a' in safetensors file");
+  refusal(R"({"a":{)" + e + R"(,"data_offsets":[0,9223372036854775808]}})", std::string(8, '\0'),
+          "data_offsets[1] = 9223372036854775808 is above 2^63 - 1");
+  refusal(R"({"a":{)" + e + R"(,"data_offsets":[9223372036854775808,8]}})", std::string(8, '\0'),
+          "data_offsets[0] = 9223372036854775808 is above 2^63 - 1");
+  refusal(R"({"a":{"dtype":"F32","shape":[9223372036854775808],"data_offsets":[0,8]}})",
+          std::string(8, '\0'), "shape[0] = 9223372036854775808 is above 2^63 - 1");
+  // data_offsets of three numbers, or of none.
+  refusal(R"({"a":{)" + e + R"(,"data_offsets":[0,8,16]}})", std::string(16, '\0'),
+          "data_offsets [0,8,16] is not [begin, end]");
+  refusal(R"({"a":{)" + e + R"(,"data_offsets":[]}})", "", "data_offsets [] is not [begin, end]");
+  // Nesting to the limit is parsed (and refused for what it holds); one level more is not.
+  for (const int levels : {kMaxJsonDepth, kMaxJsonDepth + 1}) {
+    const std::string h = "{\"__metadata__\":" + std::string(std::size_t(levels), '[') +
+                          std::string(std::size_t(levels), ']') + "}";
+    refusal(h, "",
+            levels == kMaxJsonDepth ? "__metadata__ is a JSON array, not an object of strings"
+                                    : "the JSON header is nested deeper than the limit 64");
+  }
 }
 
 TEST_CASE("safetensors: a header that is not a JSON object of well-formed entries",
