@@ -469,7 +469,7 @@ TEST_CASE("config weights: a refusal names the line of the key at fault in a wei
   write_file(dir);
   std::filesystem::create_directories(dir.path + "/shapes");
   const std::string in = "in safetensors file '" + dir.path + "/shapes/../w.safetensors'";
-  // shapes/m.toml: the table at line 4, its keys at lines 5, 6 (, 7, 8).
+  // The included file: the table at line 4, its keys at lines 5, 6 (, 7, 8).
   auto refused = [&](const std::string& keys, const std::string& formats = "") {
     dir.file("shapes/m.toml", "model = \"m\"\n[[shape]]\nname = \"up\"\n[shape.weights]\n" + keys);
     try {
