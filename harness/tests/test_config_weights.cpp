@@ -120,6 +120,16 @@ std::string awq_shape(const std::string& extra = "") {
          "qweight\", qzeros = \"" + kQ + "qzeros\", scales = \"" + kQ + "scales\"" + extra + " } }";
 }
 
+// The refusal of config `text` at `path` (its message), or "(accepted)".
+std::string refusal_of(const std::string& text, const std::string& path) {
+  try {
+    parse_experiment(text, path);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
 }  // namespace
 
 TEST_CASE("config weights: a tensor gives the shape its N and K_dim, its problems quantize it",
@@ -279,14 +289,7 @@ TEST_CASE("config weights: each refusal names the config line, key, shape, file,
   TempDir dir("config_weights");
   const std::string st = write_file(dir);
   const std::string path = dir.path + "/e.toml";
-  auto refused = [&](const std::string& text) {
-    try {
-      parse_experiment(text, path);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(accepted)");
-  };
+  auto refused = [&](const std::string& text) { return refusal_of(text, path); };
   const std::string in = "in safetensors file '" + st + "'";
   const std::string at = path + ":2: ";
 
@@ -472,12 +475,7 @@ TEST_CASE("config weights: a refusal names the line of the key at fault in a wei
   // The included file: the table at line 4, its keys at lines 5, 6 (, 7, 8).
   auto refused = [&](const std::string& keys, const std::string& formats = "") {
     dir.file("shapes/m.toml", "model = \"m\"\n[[shape]]\nname = \"up\"\n[shape.weights]\n" + keys);
-    try {
-      parse_experiment(config("{ include = \"shapes/m.toml\" }", formats), dir.path + "/e.toml");
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(accepted)");
+    return refusal_of(config("{ include = \"shapes/m.toml\" }", formats), dir.path + "/e.toml");
   };
   const std::string m = dir.path + "/shapes/m.toml:";
   CHECK_THAT(refused("file = \"none.safetensors\"\ntensor = \"" + kW + "\"\n"),
@@ -517,14 +515,7 @@ TEST_CASE("config weights: N and K_dim of file weights are held to the limits of
                                {2, 2, 2, 4, 4, 2, 4, 4, 2});
   const std::string path = dir.path + "/e.toml";
   const std::string in = "in safetensors file '" + dir.path + "/w.safetensors'";
-  auto refused = [&](const std::string& text) {
-    try {
-      parse_experiment(text, path);
-    } catch (const Error& e) {
-      return std::string(e.what());
-    }
-    return std::string("(accepted)");
-  };
+  auto refused = [&](const std::string& text) { return refusal_of(text, path); };
   const ExperimentConfig c = parse_experiment(config(tensor_shape("edge")), path);
   CHECK(c.shapes[0].n == kMaxDim);
   CHECK(c.shapes[0].k_dim == 32);

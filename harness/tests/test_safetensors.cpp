@@ -67,6 +67,18 @@ int outcome(const std::string& path) {
   }
 }
 
+// A file of `header` and `data` in d is refused, the refusal naming the file and `expect`.
+struct Refusal {
+  const TempDir& d;
+  void operator()(const std::string& header, const std::string& data,
+                  const std::string& expect) const {
+    INFO("header " << header);
+    const std::string p = d.file("h.safetensors", safetensors_bytes(header, data));
+    CHECK_THROWS_WITH(SafetensorsFile(p),
+                      Contains("safetensors file '" + p + "'") && Contains(expect));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("safetensors: each dtype reads back its bit patterns exactly", "[safetensors]") {
@@ -359,13 +371,7 @@ TEST_CASE("safetensors: the header length, the offsets and the nesting at their 
       CHECK_THROWS_WITH(SafetensorsFile(big),
                         Contains("the header length 104857601 is above the limit 104857600"));
   }
-  const auto refusal = [&](const std::string& header, const std::string& data,
-                           const std::string& expect) {
-    INFO("header " << header);
-    const std::string p = d.file("h.safetensors", safetensors_bytes(header, data));
-    CHECK_THROWS_WITH(SafetensorsFile(p),
-                      Contains("safetensors file '" + p + "'") && Contains(expect));
-  };
+  const Refusal refusal{d};
   const std::string e = R"("dtype":"F32","shape":[2])";
   // An offset of 2^63 - 1 is a number the reader holds (and past the data); 2^63 is not.
   refusal(R"({"a":{)" + e + R"(,"data_offsets":[0,9223372036854775807]}})", std::string(8, '\0'),
@@ -395,13 +401,7 @@ TEST_CASE("safetensors: the header length, the offsets and the nesting at their 
 TEST_CASE("safetensors: a header that is not a JSON object of well-formed entries",
           "[safetensors]") {
   TempDir d("safetensors");
-  const auto refusal = [&](const std::string& header, const std::string& data,
-                           const std::string& expect) {
-    INFO("header " << header);
-    const std::string p = d.file("h.safetensors", safetensors_bytes(header, data));
-    CHECK_THROWS_WITH(SafetensorsFile(p),
-                      Contains("safetensors file '" + p + "'") && Contains(expect));
-  };
+  const Refusal refusal{d};
   const std::string e = R"("dtype":"F32","shape":[2])";
   refusal("{\"a\": ", "", "the header (6 bytes) is not valid JSON");
   refusal("[1, 2]", "", "the header is a JSON array, not an object of tensors");
