@@ -169,6 +169,12 @@ TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][
       // the last arrival on wgmma.
       {16, {{"split_store", 2}}},
       {64, {{"split_store", 1}}},
+      // A walk's last piece through the free ring (the default: from the registers), on tiles of
+      // 128 rows and of 256 (the last of N = 257's one n-tile).
+      {32, {{"staged_store", 2}}},
+      {64, {{"staged_store", 2}}},
+      {128, {{"staged_store", 2}}},
+      {128, {{"tile_rows", 256}, {"staged_store", 2}}},
   };
   for (const Set& set : sets) {
     std::vector<GivenOption> given{{"token_tile", set.token_tile, "test"}};
@@ -246,6 +252,7 @@ TEST_CASE("awq_fragment_mma's configurations pass an AWQ sweep", "[gpu][variants
       {64, {{"pipelines", 2}, {"row_blocks", 2}}},
       {128, {{"pipelines", 2}, {"row_blocks", 2}}},
       {128, {{"pipelines", 2}, {"row_blocks", 1}}},
+      {64, {{"staged_store", 2}}},  // through the free ring (the default: from the registers)
   };
   for (const Set& set : sets) {
     std::vector<GivenOption> given{{"token_tile", set.token_tile, "test"}};

@@ -141,6 +141,19 @@ inline constexpr OptionSpec kFragmentMmaSplitStore{
     "0 = the owner on wgmma (32..128 tokens), the last arrival on mma.sync (2 or 4 consumer warps "
     "a pipeline spare little waiting, and the owner's poll costs)"};
 
+// How the own kernel stores a walk's last piece.
+inline constexpr OptionSpec kFragmentMmaStagedStore{
+    "staged_store",
+    0,
+    0,
+    2,
+    false,
+    "own kernel's wgmma (32..128 tokens): how a walk's last piece reaches C. 1 = 2-byte stores "
+    "from the accumulators' registers (each warp instruction 16 bytes of 4 lines, as the "
+    "mma.sync kernel stores); 2 = through the pipeline's ring, free after the walk, as a "
+    "[token][row] tile stored 16 bytes a thread (whole lines: 0% to -17% of the time, but "
+    "racecheck reports hazards on the staged tile, variant 07's README); 0 = 1"};
+
 // Weight rows a tile of the own kernel's wgmma: the layout's n-tile, or two of them sharing each
 // stage's activation box (pipelines.cuh's kTileRows).
 inline constexpr OptionSpec kFragmentMmaTileRows{
@@ -172,6 +185,7 @@ struct FragmentMmaChoice {
   int walk_order = 0, wait_hint_ns = 0;  // own kernel
   bool group_in_flight = false;          // own wgmma: a k-tile's commit group under the next decode
   bool split_owner = false;              // own kernel: a split tile stored by its fixed owner
+  bool staged_store = false;             // own kernel: a walk's last piece stored through its ring
   int tile_rows = 128;                   // own wgmma: weight rows a tile (128 or 256)
 };
 // sms: the device's SM count (0: none visible, taken as 132, the H100's and H200's).

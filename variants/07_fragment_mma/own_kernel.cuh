@@ -179,6 +179,7 @@ inline std::unique_ptr<VariantState> plan_choice(const FragmentMmaChoice& c, ws:
   s->walk_order = c.own ? ws::WalkOrder(c.walk_order) : ws::WalkOrder::block_major;
   s->wait_hint_ns = c.wait_hint_ns;
   s->split_owner = c.own && c.split_owner;
+  s->staged_store = c.own && c.staged_store;
   ws::plan_dense(*s, d, o, who);
   return s;
 }

@@ -38,6 +38,8 @@ struct Pieces {
     u += ks1 - ks0;
     return true;
   }
+  // Whether the piece next() gave last is the walk's last (no piece follows it).
+  KBIT_HOST_DEVICE_INLINE bool last() const { return t >= dp_tiles && u >= u_end; }
   static KBIT_HOST_DEVICE_INLINE int least(int x, int y) { return x < y ? x : y; }
 };
 

@@ -32,6 +32,7 @@
 #include "variants/common/wgmma.cuh"
 #include "variants/hopper/config.cuh"
 #include "variants/hopper/dense_tiles.cuh"
+#include "variants/hopper/epilogue.cuh"
 #include "variants/hopper/producer.cuh"
 
 // The own kernels' dynamic shared memory, by a name of its own: its address is a link-time
@@ -286,5 +287,37 @@ struct Pipeline {
     }
   }
 };
+
+// A piece's sums to C (both own kernels; a consumer group of Threads threads a pipeline): a
+// split tile by its fixed owner (a.split_owner) or its last arrival, 2-byte stores from the
+// registers (epilogue.cuh's store_tile_sums_split) or, where `staged` (the wgmma kernel's walk's
+// last piece with a.staged_store: the ring is free), through the pipeline's ring at `stage`
+// (store_tile_staged). kLoadFloats: the storer's workspace sums a round trip.
+template <int TT, typename T, typename P, int RB, int kRbRows, int Threads, int kLoadFloats>
+__device__ __forceinline__ void store_piece(const ws::DenseTiles::Args& a, int t, bool owner,
+                                            bool staged, int row0, int lane,
+                                            const float (&sum)[RB][TT / 2], uint32_t stage, int tid,
+                                            int store_bar, int release_bar,
+                                            volatile int* last_flag) {
+  if (a.split_owner) {
+    ws::FixedOwner<Threads, kLoadFloats> split{owner, release_bar, store_bar, tid};
+    if (staged)
+      ws::store_tile_staged<TT, T, P, RB, kRbRows, Threads>(a, t, row0, lane, sum, split, stage,
+                                                            tid, store_bar);
+    else
+      ws::store_tile_sums_split<TT, T, P, RB, kRbRows>(a, t, row0, lane, sum, split);
+    return;
+  }
+  auto is_last = [&](int* counter, int contributors) {
+    return dev::splitk::group_arrive_is_last<Threads>(counter, contributors, store_bar, tid == 0,
+                                                      last_flag);
+  };
+  ws::LastArrival<decltype(is_last), kLoadFloats> split{is_last};
+  if (staged)
+    ws::store_tile_staged<TT, T, P, RB, kRbRows, Threads>(a, t, row0, lane, sum, split, stage, tid,
+                                                          store_bar);
+  else
+    ws::store_tile_sums_split<TT, T, P, RB, kRbRows>(a, t, row0, lane, sum, split);
+}
 
 }  // namespace kbit::variants::fragment

@@ -115,17 +115,13 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       phase ^= 1u;
     }
   };
-  auto store = [&](int t, bool owner) {  // the accumulators are the sums (one set)
-    if (a.split_owner)  // 16 sums a round trip (32 measured level or slower: F-062)
-      ws::store_tile_sums_owned<TT, T, P, RB, kRbRows, C::kPipeConsumers>(
-          a, t, owner, row0, pl.lane, acc, C::kReleaseBarrier + pl.pipe, C::kStoreBarrier + pl.pipe,
-          tid);
-    else
-      ws::store_tile_sums<TT, T, P, RB, kRbRows>(
-          a, t, row0, pl.lane, acc, [&](int* counter, int contributors) {
-            return dev::splitk::group_arrive_is_last<C::kPipeConsumers>(
-                counter, contributors, C::kStoreBarrier + pl.pipe, tid == 0, &s_last[pl.pipe]);
-          });
+  // The ring as a [token][row] tile of T for the walk's last piece (store_tile_staged).
+  static_assert(TT * (2 * C::kTileRows + 16) <= L::kRingBytes, "the staged tile fits the ring");
+  auto store = [&](int t, bool owner) {  // the accumulators are the sums (one set); 16 sums a
+                                         // round trip (32 measured level or slower: F-062)
+    store_piece<TT, T, P, RB, kRbRows, C::kPipeConsumers, 16>(
+        a, t, owner, a.staged_store && pl.pieces.last(), row0, pl.lane, acc, base + pl.stage(0),
+        tid, C::kStoreBarrier + pl.pipe, C::kReleaseBarrier + pl.pipe, &s_last[pl.pipe]);
   };
   auto fence_tile = [](Frag& f, int j) {
 #pragma unroll

@@ -59,12 +59,13 @@ __device__ __forceinline__ bool group_arrive_is_last(int* counter, int contribut
                                                      bool leader, volatile int* flag) {
   sync_named<Threads>(bar);
   if (leader) *flag = take_arrival(counter, contributors);
+  __syncwarp();  // bar.sync is .aligned: the leader's warp arrives once, reconverged
   sync_named<Threads>(bar);
   return *flag;
 }
 
-// A fixed owner's protocol (variant 07's own kernel: ws::store_tile_sums_owned): each other
-// contributor releases one count once its reductions are performed (after a barrier that
+// A fixed owner's protocol (variant 07's own kernel: ws::FixedOwner in hopper/epilogue.cuh): each
+// other contributor releases one count once its reductions are performed (after a barrier that
 // gathers its group's), and the owner acquires contributors - 1 of them before it reads the sums.
 __device__ __forceinline__ void release_count(int* counter) {
   asm volatile("red.release.gpu.global.add.s32 [%0], 1;" ::"l"(counter) : "memory");

@@ -23,7 +23,9 @@ struct DenseTiles {
     int wait_hint_ns;    // variant 07's own kernel: the suspend-time hint of its ring waits
                          // (producer and consumers; 0: poll)
     int split_owner;     // variant 07's own kernel: a split tile stored by its fixed owner
-                         // (epilogue.cuh's store_tile_sums_owned), else by its last arrival
+                         // (epilogue.cuh's FixedOwner), else by its last arrival
+    int staged_store;    // variant 07's own kernel: a walk's last piece stored through its
+                         // free ring (epilogue.cuh's store_tile_staged)
   };
   __device__ static int whole_tiles(const Args& a) { return a.dp_tiles; }
   __device__ static TileInfo tile(const Args& a, int t) {

@@ -95,6 +95,7 @@ struct DensePlan : VariantState {
   bool pipeline_major = false;                    // DenseTiles::Args::pipeline_major
   int wait_hint_ns = 0;                           // DenseTiles::Args::wait_hint_ns
   bool split_owner = false;                       // DenseTiles::Args::split_owner
+  bool staged_store = false;                      // DenseTiles::Args::staged_store
   Kernel kernel{};
   SplitKWorkspace split;  // its split tiles; allocated when a tile is split
   std::string describe() const override;

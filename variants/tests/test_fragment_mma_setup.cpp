@@ -2,6 +2,7 @@
 // the limit (the GPU tests in harness/tests/test_variants_gpu.cpp run what it accepts).
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -146,7 +147,7 @@ TEST_CASE("fragment_mma refuses an option that would change nothing where it is 
   CHECK_THROWS_WITH(
       fragment_mma_setup(dense(16, kN, kK, 4), with({{"kernel", 1}, {"row_blocks", 4}})),
       Catch::Contains("row_blocks = 4") && Catch::Contains("the shared mainloop"));
-  for (const char* name : {"group_in_flight", "split_store"})
+  for (const char* name : {"group_in_flight", "split_store", "staged_store"})
     CHECK_THROWS_WITH(fragment_mma_setup(dense(1024, kN, kK, 4), with({{name, 1}})),
                       Catch::Contains(std::string(name) + " = 1 is the own kernel's") &&
                           Catch::Contains("256 tokens run the shared mainloop"));
@@ -364,6 +365,7 @@ TEST_CASE(
                                       {"wait_hint_ns", 100},
                                       {"group_in_flight", 1},
                                       {"split_store", 1},
+                                      {"staged_store", 1},
                                       {"tile_rows", 128}}) {
       INFO(name << " = " << value);
       CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), with({{name, value}}), 132).token_tile ==
@@ -738,4 +740,34 @@ TEST_CASE("fragment_mma's own kernel stores a split tile by its fixed owner on w
   }
   // The shared mainloop keeps its last arrival.
   CHECK_FALSE(fragment_mma_choose(dense(1024, 5120, 2048, 4), {}, 132).split_owner);
+}
+
+TEST_CASE("fragment_mma's own wgmma stores a walk's last piece through its ring where asked",
+          "[variants]") {
+  using variants::fragment_mma_choose;
+  for (std::int64_t m : {1, 8, 16, 32, 64, 128, 256}) {
+    INFO("M = " << m);
+    const bool own = m <= 128;  // 256 tokens on Llama3-70B's 217 k-tiles an SM: the shared mainloop
+    const bool wgmma = own && m > 16;
+    CHECK_FALSE(fragment_mma_choose(dense(m, 28672, 8192, 4), {}, 132).staged_store);
+    const std::int64_t awq_m = std::min<std::int64_t>(m, 128);
+    CHECK_FALSE(variants::awq_fragment_mma_choose(awq_dense(awq_m, 28672, 8192, 128), {}, 132)
+                    .staged_store);
+    if (m > 16)
+      CHECK(variants::awq_fragment_mma_choose(awq_dense(awq_m, 28672, 8192, 128),
+                                              with({{"staged_store", 2}}), 132)
+                .staged_store);
+    if (wgmma) {
+      CHECK_FALSE(fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"staged_store", 1}}), 132)
+                      .staged_store);
+      CHECK(fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"staged_store", 2}}), 132)
+                .staged_store);
+    } else if (own) {  // the mma.sync kernel stores from the registers only
+      for (int v : {1, 2})
+        CHECK_THROWS_WITH(
+            fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"staged_store", v}}), 132),
+            Catch::Contains("staged_store = " + std::to_string(v) +
+                            " is the own kernel's wgmma's"));
+    }
+  }
 }
