@@ -175,6 +175,7 @@ TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][
       {64, {{"staged_store", 2}}},
       {128, {{"staged_store", 2}}},
       {128, {{"tile_rows", 256}, {"staged_store", 2}}},
+      {64, {{"split_store", 1}, {"staged_store", 2}}},  // the last arrival stores it
   };
   for (const Set& set : sets) {
     std::vector<GivenOption> given{{"token_tile", set.token_tile, "test"}};

@@ -320,9 +320,9 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     // (README.md).
     const std::int64_t split_store = o.get(kFragmentMmaSplitStore);
     c.split_owner = split_store == 2 || (split_store == 0 && own_wgmma);
-    // A walk's last piece through its free ring (whole lines to C) where asked on wgmma: 0% to -17%
-    // at 32..128 tokens, but compute-sanitizer's racecheck reports hazards on the staged tile
-    // (README.md, build T); on mma.sync +0.2% to +3%, not compiled there.
+    // A walk's last piece through its free ring (whole lines to C) where asked on wgmma: +0.4% to
+    // -11% at 32..128 tokens, but compute-sanitizer's racecheck reports hazards on the staged tile
+    // (README.md, build T); on mma.sync -2% to +3%, not compiled there.
     c.staged_store = own_wgmma && o.get(kFragmentMmaStagedStore) == 2;
     c.tile_rows = tile_rows;
   } else {

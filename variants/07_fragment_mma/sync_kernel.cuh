@@ -223,7 +223,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     // The storer's sums a round trip: all of them to 16 tokens (RB TT / 2: 8 or 32 by default),
     // else 16 (at 32 and 64 tokens, `mma = 2` only, 32 spilled more in ptxas's report).
     constexpr int kLoadFloats = TT <= 16 ? RB * kAccRegs : 16;
-    // From the registers (through the ring measured +0.2% to +3% here: README.md, build T).
+    // From the registers (through the ring measured -2% to +3% here: README.md, build T).
     store_piece<TT, T, P, RB, 16, C::kPipeConsumers, kLoadFloats>(
         a, t, ks0 == 0, /*staged=*/false, row0, lane, sum, 0, tid, C::kStoreBarrier + pipe,
         C::kReleaseBarrier + pipe, &s_last[pipe]);

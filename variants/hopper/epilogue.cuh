@@ -217,8 +217,9 @@ __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t
 // `release_bar` (the group's reductions issued) and the leader releases (red.release); the other
 // warps arrive and go on with their walk. The owner's leader acquires contributors - 1 counts,
 // the group syncs on `owner_bar`, and each thread adds the workspace's sums to its own (no
-// reduction of the owner's), stores C and clears. Each barrier is used once a walk at most (a
-// walk has one piece of either kind at most), so arrivals never mix phases.
+// reduction of the owner's), stores C and clears. release_bar is used once a walk at most (a walk
+// has one contributor's piece at most); owner_bar once, or (store_tile_staged) two or three times
+// in a row, each a sync of the whole group: arrivals never mix phases.
 // The owner loads kLoadFloats_ sums a round trip (its accumulators stay live beside them).
 template <int Threads, int kLoadFloats_>
 struct FixedOwner {
