@@ -299,25 +299,22 @@ __device__ __forceinline__ void store_piece(const ws::DenseTiles::Args& a, int t
                                             const float (&sum)[RB][TT / 2], uint32_t stage, int tid,
                                             int store_bar, int release_bar,
                                             volatile int* last_flag) {
-  if (a.split_owner) {
-    ws::FixedOwner<Threads, kLoadFloats> split{owner, release_bar, store_bar, tid};
+  auto store = [&](auto&& split) {
     if (staged)
       ws::store_tile_staged<TT, T, P, RB, kRbRows, Threads>(a, t, row0, lane, sum, split, stage,
                                                             tid, store_bar);
     else
       ws::store_tile_sums_split<TT, T, P, RB, kRbRows>(a, t, row0, lane, sum, split);
+  };
+  if (a.split_owner) {
+    store(ws::FixedOwner<Threads, kLoadFloats>{owner, release_bar, store_bar, tid});
     return;
   }
   auto is_last = [&](int* counter, int contributors) {
     return dev::splitk::group_arrive_is_last<Threads>(counter, contributors, store_bar, tid == 0,
                                                       last_flag);
   };
-  ws::LastArrival<decltype(is_last), kLoadFloats> split{is_last};
-  if (staged)
-    ws::store_tile_staged<TT, T, P, RB, kRbRows, Threads>(a, t, row0, lane, sum, split, stage, tid,
-                                                          store_bar);
-  else
-    ws::store_tile_sums_split<TT, T, P, RB, kRbRows>(a, t, row0, lane, sum, split);
+  store(ws::LastArrival<decltype(is_last), kLoadFloats>{is_last});
 }
 
 }  // namespace kbit::variants::fragment

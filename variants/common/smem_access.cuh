@@ -67,4 +67,8 @@ __device__ __forceinline__ void store128(uint32_t a, uint32_t off, uint4 v) {
                : "memory");
 }
 
+__device__ __forceinline__ void store16(uint32_t a, uint32_t off, unsigned short v) {
+  asm volatile("st.shared.b16 [%0], %1;" ::"r"(a + off), "h"(v) : "memory");
+}
+
 }  // namespace kbit::dev::smem

@@ -114,10 +114,6 @@ __device__ __forceinline__ void store_tile_sums_split(const typename P::Args& a,
                                       [](float* slot) { dev::splitk::clear4(slot); });
 }
 
-// One 16-bit element into shared memory (a shared-window address).
-__device__ __forceinline__ void store_shared_b16(uint32_t address, unsigned short bits) {
-  asm volatile("st.shared.b16 [%0], %1;" ::"r"(address), "h"(bits) : "memory");
-}
 template <typename T>
 __device__ __forceinline__ unsigned short bits_of(T v) {
   static_assert(sizeof(T) == 2, "a 16-bit output type");
@@ -149,7 +145,7 @@ __device__ __forceinline__ void store_tile_staged(const typename P::Args& a, int
     const int rb = r / kAccRegs, ra = r % kAccRegs;
     const int row = row0 + kRbRows * rb + 8 * ((ra >> 1) & 1);
     const int token = 2 * (lane & 3) + 8 * (ra >> 2) + (ra & 1);
-    store_shared_b16(stage + uint32_t(token * kPitch + 2 * row), bits_of(dev::from_float<T>(v)));
+    dev::smem::store16(stage, uint32_t(token * kPitch + 2 * row), bits_of(dev::from_float<T>(v)));
   };
   const int contributors = P::contributors(a, t);
   if (contributors == 1) {
