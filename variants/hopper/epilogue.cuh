@@ -216,6 +216,11 @@ __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t
 // reduction of the owner's), stores C and clears. release_bar is used once a walk at most (a walk
 // has one contributor's piece at most); owner_bar once, or (store_tile_staged) two or three times
 // in a row, each a sync of the whole group: arrivals never mix phases.
+// compute-sanitizer's racecheck (CUDA 13.0) reports RAW hazards on the staged store's tile in a
+// group that released a count this way earlier in its walk: it misreads bar.sync ordering after a
+// bar.arrive on another barrier (harness/tools/racecheck_probe.cu, mode 2: a correct program).
+// Every warp syncing, or each warp releasing its own count, kept racecheck quiet and bought
+// nothing (F-064); harness/gpu_batch.sh's sanitize step checks the two halves apart.
 // The owner loads kLoadFloats_ sums a round trip (its accumulators stay live beside them).
 template <int Threads, int kLoadFloats_>
 struct FixedOwner {

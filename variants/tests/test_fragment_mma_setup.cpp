@@ -742,32 +742,37 @@ TEST_CASE("fragment_mma's own kernel stores a split tile by its fixed owner on w
   CHECK_FALSE(fragment_mma_choose(dense(1024, 5120, 2048, 4), {}, 132).split_owner);
 }
 
-TEST_CASE("fragment_mma's own wgmma stores a walk's last piece through its ring where asked",
-          "[variants]") {
+TEST_CASE(
+    "fragment_mma's own wgmma stores a walk's last piece through its ring unless asked not to",
+    "[variants]") {
   using variants::fragment_mma_choose;
   for (std::int64_t m : {1, 8, 16, 32, 64, 128, 256}) {
     INFO("M = " << m);
     const bool own = m <= 128;  // 256 tokens on Llama3-70B's 217 k-tiles an SM: the shared mainloop
     const bool wgmma = own && m > 16;
-    CHECK_FALSE(fragment_mma_choose(dense(m, 28672, 8192, 4), {}, 132).staged_store);
+    CHECK(fragment_mma_choose(dense(m, 28672, 8192, 4), {}, 132).staged_store == wgmma);
     const std::int64_t awq_m = std::min<std::int64_t>(m, 128);
-    CHECK_FALSE(variants::awq_fragment_mma_choose(awq_dense(awq_m, 28672, 8192, 128), {}, 132)
-                    .staged_store);
+    CHECK(variants::awq_fragment_mma_choose(awq_dense(awq_m, 28672, 8192, 128), {}, 132)
+              .staged_store == (awq_m > 16));
     if (m > 16)
-      CHECK(variants::awq_fragment_mma_choose(awq_dense(awq_m, 28672, 8192, 128),
-                                              with({{"staged_store", 2}}), 132)
-                .staged_store);
+      CHECK_FALSE(variants::awq_fragment_mma_choose(awq_dense(awq_m, 28672, 8192, 128),
+                                                    with({{"staged_store", 1}}), 132)
+                      .staged_store);
     if (wgmma) {
       CHECK_FALSE(fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"staged_store", 1}}), 132)
                       .staged_store);
       CHECK(fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"staged_store", 2}}), 132)
                 .staged_store);
     } else if (own) {  // the mma.sync kernel stores from the registers only
-      for (int v : {1, 2})
-        CHECK_THROWS_WITH(
-            fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"staged_store", v}}), 132),
-            Catch::Contains("staged_store = " + std::to_string(v) +
-                            " is the own kernel's wgmma's"));
+      CHECK_FALSE(fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"staged_store", 1}}), 132)
+                      .staged_store);
+      CHECK_THROWS_WITH(
+          fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"staged_store", 2}}), 132),
+          Catch::Contains("staged_store = 2 is the own kernel's wgmma's"));
+    } else {  // the shared mainloop: no own-kernel option
+      CHECK_THROWS_WITH(
+          fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"staged_store", 1}}), 132),
+          Catch::Contains("staged_store = 1 is the own kernel's"));
     }
   }
 }
