@@ -10,10 +10,9 @@
 // their count (ws::FixedOwner): racecheck then reports RAW hazards on the staged store's tile
 // later in the walk although every access there is ordered by a bar.sync of the whole group
 // (F-064). A bar.arrive on the store barrier's own id instead would mix that barrier's phases.
-// Build and run (a GPU machine):
-//   nvcc -arch=sm_90a -O2 -lineinfo -o /tmp/racecheck_probe harness/tools/racecheck_probe.cu
+// Built as build/harness/kbit-racecheck-probe (or by nvcc -arch=sm_90a); on a GPU machine:
 //   for m in 0 1 2 4; do compute-sanitizer --tool racecheck --racecheck-report hazard \
-//     --print-limit 1 /tmp/racecheck_probe $m; done
+//     --print-limit 1 build/harness/kbit-racecheck-probe $m; done
 #include <cstdio>
 #include <cstdlib>
 
