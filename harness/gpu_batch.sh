@@ -85,6 +85,13 @@ print(site.getsitepackages()[0], "%d.%d" % sys.version_info[:2])' 2>/dev/null)
            python3 harness/tools/csv_brief.py \$(find results /tmp -name results.csv -newer $m 2>/dev/null | head -1)" ;;
     profile) step "profile_$(basename ${arg%% *} .toml)" $H profile $arg --no-plot ;;
     sanitize) c="--cases n200_k96 n1000_k2080 n5000_k480 n4000_k2048 moe_e8_n200_k96 --quick --no-seed-shapes"
+              rk=3  # racecheck's width
+              # An AWQ row's cases carry their group, and its weights are 4-bit (validate refuses
+              # a selection of none of the row's cases)
+              case $arg in awq_*)
+                c="--cases awq_g32_n200_k96 awq_g64_n5000_k384 awq_g128_n296_k1024 awq_g128_n1000_k2176 --quick --no-seed-shapes"
+                rk=4 ;;
+              esac
               step "memcheck_$arg" compute-sanitizer --tool memcheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 4
               step "synccheck_$arg" compute-sanitizer --tool synccheck --error-exitcode 9 $H validate --variant $arg $c --k-bits 4
               # racecheck hangs on scalar_gemv's cluster end (st.async, n5000_k480) and on its tagged
@@ -94,12 +101,13 @@ print(site.getsitepackages()[0], "%d.%d" % sys.version_info[:2])' 2>/dev/null)
               r=${c/n5000_k480 /}; r=${r/n4000_k2048 /}
               # racecheck misreads variant 07's split-K release (bar.arrive) before the staged
               # store's barriers (ws::FixedOwner, harness/tools/racecheck_probe.cu): its own
-              # kernels are checked without split tiles, then split from the registers
+              # kernels are checked without split tiles, then split from the registers (a split
+              # tile's owner storing through the ring is the one path racecheck leaves unchecked)
               if [ "$arg" = fragment_mma ] || [ "$arg" = awq_fragment_mma ]; then
-                step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg $r --k-bits 3 --split-k off
-                step "racecheck_${arg}_split" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg $r --k-bits 3 --split-k on --option staged_store=1
+                step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg $r --k-bits $rk --split-k off
+                step "racecheck_${arg}_split" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg $r --k-bits $rk --split-k on --option staged_store=1
               else
-                step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg $r --k-bits 3
+                step "racecheck_$arg" compute-sanitizer --tool racecheck --error-exitcode 9 $H validate --variant $arg $r --k-bits $rk
               fi
               [ "$arg" = scalar_gemv ] && step "racecheck_workspace_ends" compute-sanitizer --tool racecheck --error-exitcode 9 \
                 $H validate --variant $arg --cases n5000_k480 n4000_k2048 --quick --no-seed-shapes --k-bits 3 \

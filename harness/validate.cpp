@@ -457,6 +457,39 @@ void check_case_patterns(const ValidateOptions& o) {
   }
 }
 
+// AWQ weights are 4-bit: --k-bits without 4 leaves them out.
+bool awq_selected(const ValidateOptions& o, const VariantRow& row) {
+  return row.support.dense && !row.support.awq_groups.empty() &&
+         std::find(o.k_bits.begin(), o.k_bits.end(), 4) != o.k_bits.end();
+}
+
+// The --cases patterns must select at least one of the cases this row validates under --quick,
+// --no-seed-shapes and --k-bits (AWQ cases carry their group, awq_g128_n200_k96, and take K = 4):
+// a selection of none would validate nothing and pass.
+void check_row_selection(const ValidateOptions& o, const VariantRow& row) {
+  std::vector<Case> cases;
+  auto add = [&](const std::vector<Case>& m) { cases.insert(cases.end(), m.begin(), m.end()); };
+  if (row.support.dense && row.support.kbit) {
+    add(dense_cases(o.quick));
+    if (o.seed_shapes) add(seed_shape_cases());
+  }
+  if (awq_selected(o, row))
+    for (int g : row.support.awq_groups) {
+      add(awq_cases(g, o.quick));
+      if (o.seed_shapes) add(awq_seed_shape_cases(g));
+    }
+  if (row.support.grouped && row.support.kbit) add(moe_cases());
+  if (std::any_of(cases.begin(), cases.end(), [&](const Case& c) { return selected(o, c); }))
+    return;
+  std::string names;
+  for (const Case& c : cases) names += " " + c.name;
+  std::string ks;
+  for (int k : o.k_bits) ks += (ks.empty() ? "" : " ") + std::to_string(k);
+  throw Error(
+      "--cases and --k-bits " + ks + " select none of " + std::string(row.name) + "'s cases" +
+      (names.empty() ? std::string(" (it has none at these widths)") : "; they are:" + names));
+}
+
 }  // namespace
 
 int validate_variant(const ValidateOptions& o) {
@@ -466,6 +499,7 @@ int validate_variant(const ValidateOptions& o) {
                 " row: it computes no GEMM by design, so there is nothing to validate");
   for (int k : o.k_bits) check_k_bits(k);
   check_case_patterns(o);
+  check_row_selection(o, row);
   const std::string options = resolve_options(row, o.given_options).describe();  // checks them
   // The value is checked for every row, those without split-K included (they ignore it).
   if (o.split_k != "auto" && o.split_k != "on" && o.split_k != "off" && o.split_k != "both")
@@ -493,9 +527,7 @@ int validate_variant(const ValidateOptions& o) {
               query_device().name.c_str());
   Stream stream;
   Tally total;
-  // AWQ weights are 4-bit: --k-bits without 4 leaves them out.
-  const bool awq = row.support.dense && !row.support.awq_groups.empty() &&
-                   std::find(o.k_bits.begin(), o.k_bits.end(), 4) != o.k_bits.end();
+  const bool awq = awq_selected(o, row);
   if (row.support.dense && row.support.kbit) {
     validate_dense(o, row, dense_cases(o.quick), splits, stream, total);
     if (o.seed_shapes) {
@@ -513,6 +545,12 @@ int validate_variant(const ValidateOptions& o) {
               std::string(row.name).c_str(), total.problems, total.failed, total.nondeterministic,
               total.worst);
   for (const auto& r : total.repros) std::printf("repro: %s\n", r.c_str());
+  if (total.problems == 0) {  // every selected problem outside the row's support
+    std::cerr << "kbit-harness validate: no problem of " << std::string(row.name)
+              << " was run (every selected case and width is outside what it takes); nothing "
+                 "was validated\n";
+    return kExitBadInput;
+  }
   return total.failed ? kExitCheckFailed : kExitOk;
 }
 
