@@ -12,7 +12,11 @@ exit 0 when auto matches its chosen row; 1 with the problem named when it is slo
 when its chosen row is missing, or when a row of ours failed. launch_cost: the line through a
 row's times over k_dim (per k, per launch), a failed row left out, one k_dim not fitted, the k_dim
 range and the unit honoured, a row timed at a throttled clock named (clocks.py's rule, which
-harness/results.cpp's low_clock_rows shares), bad arguments refused.
+harness/results.cpp's low_clock_rows shares), bad arguments refused. compare_runs: two runs' rows
+matched, B/A - 1 and the peer-normalized change against numbers worked out by hand (the fastest
+passing peer row used, blank without a peer in both runs), a row without a time left out and
+counted, the LOW CLOCK and CHECK marks, the summary line; each refusal exits 2 naming the value,
+with nothing on stdout.
 """
 
 import csv
@@ -28,6 +32,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 MERGE = os.path.join(ROOT, "harness", "tools", "merge_runs.py")
 CHECK = os.path.join(ROOT, "harness", "tools", "auto_check.py")
 COST = os.path.join(ROOT, "harness", "tools", "launch_cost.py")
+COMPARE = os.path.join(ROOT, "harness", "tools", "compare_runs.py")
 HEADER = ["experiment", "shape", "M", "N", "K_dim", "k_bits", "dtype", "variant", "median_us",
           "check", "pdl", "sm_mhz_before", "sm_mhz_after", "config", "error"]
 
@@ -277,6 +282,97 @@ class LaunchCost(unittest.TestCase):
         r = tool(COST, bad)
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("has no column(s)", r.stderr)
+
+
+class CompareRuns(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp()
+        self.a = os.path.join(self.dir, "run_a")
+        self.b = os.path.join(self.dir, "run_b")
+        write_run(self.a, [
+            row("s1", 1, "ours", 10.0), row("s1", 16, "ours", 20.0, check="fail"),
+            row("s1", 1, "peer_x", 20.0, mhz=1700), row("s1", 1, "peer_y", 25.0),
+            row("s1", 1, "peer_z", 5.0, check="fail"),  # faster, but its time does not stand
+            row("s1", 16, "peer_x", 40.0),
+            row("s1", 4, "ours", ""),  # a refused row: no time
+            row("s3", 1, "ours", 10.0), row("s3", 1, "peer_x", 30.0)])
+        write_run(self.b, [
+            row("s1", 1, "ours", 11.0), row("s1", 16, "ours", 19.0, mhz=1500),
+            row("s1", 1, "peer_x", 24.0), row("s1", 1, "peer_y", 18.0),
+            row("s1", 16, "peer_x", 40.0), row("s1", 4, "ours", 12.0),
+            row("s3", 1, "ours", 10.0)])  # no peer row at s3 in B
+
+    def tearDown(self):
+        shutil.rmtree(self.dir)
+
+    def line(self, out, shape, M, variant):
+        return next(l for l in out.splitlines()
+                    if l.split()[:2] == [shape, str(M)] and l.split()[4] == variant)
+
+    def test_changes_marks_and_summary(self):
+        r = tool(COMPARE, self.a, self.b, "--peer", "peer")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # 11 / 10 - 1; peers: A's fastest passing 20 (peer_x), B's 18 (peer_y):
+        # (11 / 18) / (10 / 20) - 1 = +22.22%.
+        self.assertEqual(self.line(r.stdout, "s1", 1, "ours").split()[5:9],
+                         ["10.000", "11.000", "+10.00%", "+22.22%"])
+        self.assertIn("LOW CLOCK A peer 1700 MHz", self.line(r.stdout, "s1", 1, "ours"))
+        # 19 / 20 - 1 = (19 / 40) / (20 / 40) - 1 = -5%; B's row at 1500 MHz, A's failed its check.
+        m16 = self.line(r.stdout, "s1", 16, "ours")
+        self.assertEqual(m16.split()[5:9], ["20.000", "19.000", "-5.00%", "-5.00%"])
+        self.assertIn("CHECK A fail; LOW CLOCK B 1500 MHz", m16)
+        s3 = self.line(r.stdout, "s3", 1, "ours")  # no peer in B: the column blank
+        self.assertEqual(s3.split()[5:], ["10.000", "10.000", "+0.00%"])
+        self.assertNotIn("LOW CLOCK", s3)
+        # A's s1 M=4 has no time (B's is then timed in B only); peer_z and s3's peer_x: A only.
+        self.assertIn("without a time (left out): A 1, B 0; timed in one run only: A 2, B 1",
+                      r.stdout)
+        self.assertIn("summary ours: 3 rows, B/A-1 median +0.00% range -5.00% .. +10.00%; "
+                      "peer-normalized (2 rows with a peer in both) median +8.61% range "
+                      "-5.00% .. +22.22%", r.stdout)
+
+    def test_filters(self):
+        r = tool(COMPARE, self.a, self.b, "--variant", "ours", "--m", "16", "--shape", "s*")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("rows compared: 1;", r.stdout)
+        self.assertIn("summary ours: 1 rows, B/A-1 median -5.00%", r.stdout)
+        self.assertNotIn("peer-normalized", r.stdout)
+        self.assertNotIn("peer_x", r.stdout)
+
+    def assert_refused(self, r, words):
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn(words, r.stderr)
+        self.assertEqual(r.stdout, "")
+
+    def test_refusals(self):
+        self.assert_refused(tool(COMPARE, self.a, self.dir), f"{self.dir}: no results.csv")
+        self.assert_refused(tool(COMPARE, self.a, self.b, "--variant", "nope"),
+                            "--variant 'nope' is in neither run")
+        self.assert_refused(tool(COMPARE, self.a, self.b, "--variant", "peer_z"),
+                            f"--variant 'peer_z' is only in {self.a}")
+        self.assert_refused(tool(COMPARE, self.a, self.b, "--peer", "marlin"),
+                            "--peer 'marlin': no variant")
+        self.assert_refused(tool(COMPARE, self.a, self.b, "--m", "1,x"), "--m '1,x'")
+        self.assert_refused(tool(COMPARE, self.a, self.b, "--shape", "q*"),
+                            "have no timed row in common among the rows chosen")
+        other = os.path.join(self.dir, "other")
+        write_run(other, [row("s9", 1, "ours", 10.0)])
+        self.assert_refused(tool(COMPARE, self.a, other), "have no timed row in common")
+        bad = os.path.join(self.dir, "bad")
+        write_run(bad, [r[:8] + r[9:] for r in [row("s1", 1, "ours", 10.0)]],
+                  header=HEADER[:8] + HEADER[9:])
+        self.assert_refused(tool(COMPARE, self.a, bad), "results.csv has no column(s) median_us")
+
+    def test_two_gpu_models_are_refused_unless_any_gpu(self):
+        with open(os.path.join(self.b, "run.json")) as f:
+            run = json.load(f)
+        run["device"]["name"] = "GPU Y"
+        with open(os.path.join(self.b, "run.json"), "w") as f:
+            json.dump(run, f)
+        self.assert_refused(tool(COMPARE, self.a, self.b), "on 'GPU X'")
+        r = tool(COMPARE, self.a, self.b, "--any-gpu")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("(GPU Y, no device column)", r.stdout)
 
 
 if __name__ == "__main__":
