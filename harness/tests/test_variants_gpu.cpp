@@ -135,9 +135,9 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
 // fragment_mma's own kernel configurations that its defaults do not reach on the sweep's small
 // problems (their short stream-K walks run one pipeline): one consumer warpgroup a pipeline beside
 // a producer warpgroup (setmaxnreg) on 2 and 3 pipelines, 2 pipelines of two warpgroups beside one
-// at 128 tokens, a commit group left in flight, 256-row tiles, and the split tiles' store where it
-// is not the default (the fixed owner on mma.sync, the last arrival on wgmma), on shapes whose
-// stream-K stripes cut tiles, at K = 2..5.
+// at 128 tokens, a commit group left in flight, 256-row tiles, the split tiles' store where it is
+// not the default (the fixed owner on mma.sync, the last arrival on wgmma) and a walk's last piece
+// from the registers on wgmma, on shapes whose stream-K stripes cut tiles, at K = 2..5.
 TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;

@@ -1,6 +1,6 @@
 // compute-sanitizer racecheck against named barriers: a probe of the tool, not of a kernel.
-// Two groups of 256 threads (the block's ninth warp leaves at once, as an idle producer warp
-// does) each write a shared array, sync on their own named barrier and read another thread's
+// Two groups of 256 threads (the block's seventeenth warp leaves at once, as an idle producer
+// warp does) each write a shared array, sync on their own named barrier and read another thread's
 // part of it: correct in every mode. Before that, per mode:
 //   0  nothing                                                       racecheck: 0 hazards
 //   1  thread 0 spins on a flag, __syncwarp, bar.sync (the store id)  0 hazards
@@ -29,7 +29,7 @@ __device__ __forceinline__ int load_acquire(const int* p) {
 }
 
 __global__ void probe(int mode, int* out, const int* flag) {
-  __shared__ unsigned short s[2][256 * 8];
+  __shared__ alignas(16) unsigned short s[2][256 * 8];  // read back 16 bytes a thread
   const int tid = int(threadIdx.x);
   if (tid >= 512) return;
   const int g = tid / 256, t = tid % 256, lane = t % 32;
@@ -52,25 +52,27 @@ __global__ void probe(int mode, int* out, const int* flag) {
   for (int j = 0; j < 8; ++j) s[g][t * 8 + j] = static_cast<unsigned short>(t + j);
   sync_256(store_bar);
   const uint4 v = reinterpret_cast<const uint4*>(s[g])[(t + 190) % 256];
-  out[tid] = int(v.x + v.y + v.z + v.w);
+  out[blockIdx.x * 512 + tid] = int(v.x + v.y + v.z + v.w);
 }
 
 int main(int argc, char** argv) {
-  const int mode = argc > 1 ? std::atoi(argv[1]) : -1;
-  if (mode != 0 && mode != 1 && mode != 2 && mode != 4) {
+  char* end = nullptr;
+  const long mode = argc == 2 ? std::strtol(argv[1], &end, 10) : -1;
+  if (end == nullptr || *end != '\0' || (mode != 0 && mode != 1 && mode != 2 && mode != 4)) {
     std::fprintf(stderr, "usage: %s MODE (0, 1, 2 or 4; see the file's head)\n", argv[0]);
     return 2;
   }
   int *out = nullptr, *flag = nullptr;
   const int one = 1;
-  if (cudaMalloc(&out, 512 * sizeof(int)) != cudaSuccess ||
+  if (cudaMalloc(&out, 4 * 512 * sizeof(int)) != cudaSuccess ||
       cudaMalloc(&flag, sizeof(int)) != cudaSuccess ||
       cudaMemcpy(flag, &one, sizeof(int), cudaMemcpyHostToDevice) != cudaSuccess) {
     std::fprintf(stderr, "racecheck_probe: no usable CUDA device\n");
     return 1;
   }
-  probe<<<4, 544>>>(mode, out, flag);
-  const cudaError_t e = cudaDeviceSynchronize();
-  std::printf("mode %d: %s\n", mode, cudaGetErrorString(e));
+  probe<<<4, 544>>>(int(mode), out, flag);
+  cudaError_t e = cudaGetLastError();
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  std::printf("mode %ld: %s\n", mode, cudaGetErrorString(e));
   return e == cudaSuccess ? 0 : 1;
 }

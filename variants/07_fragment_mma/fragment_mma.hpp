@@ -150,7 +150,8 @@ inline constexpr OptionSpec kFragmentMmaStagedStore{
     false,
     "own kernel's wgmma (32..128 tokens): how a walk's last piece reaches C. 1 = 2-byte stores "
     "from the accumulators' registers (each warp instruction 16 bytes of 4 lines, as the "
-    "mma.sync kernel stores); 2 = through the pipeline's ring, free after the walk, as a "
+    "mma.sync kernel stores, where 1 is also taken); 2 = through the pipeline's ring, free after "
+    "the walk, as a "
     "[token][row] tile stored 16 bytes a thread (whole lines: +0.4% to -11% of the time, variant "
     "07's README); 0 = 2"};
 

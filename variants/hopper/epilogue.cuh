@@ -219,8 +219,9 @@ __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t
 // compute-sanitizer's racecheck (CUDA 13.0) reports RAW hazards on the staged store's tile in a
 // group that released a count this way earlier in its walk: it misreads bar.sync ordering after a
 // bar.arrive on another barrier (harness/tools/racecheck_probe.cu, mode 2: a correct program).
-// Every warp syncing, or each warp releasing its own count, kept racecheck quiet and bought
-// nothing (F-064); harness/gpu_batch.sh's sanitize step checks the two halves apart.
+// Every warp syncing, or each warp releasing its own count, kept racecheck quiet and showed no
+// gain (F-064); harness/gpu_batch.sh's sanitize step checks the two halves apart (the owner's
+// store through the ring after a release is the one path it cannot check).
 // The owner loads kLoadFloats_ sums a round trip (its accumulators stay live beside them).
 template <int Threads, int kLoadFloats_>
 struct FixedOwner {

@@ -754,10 +754,16 @@ TEST_CASE(
     const std::int64_t awq_m = std::min<std::int64_t>(m, 128);
     CHECK(variants::awq_fragment_mma_choose(awq_dense(awq_m, 28672, 8192, 128), {}, 132)
               .staged_store == (awq_m > 16));
-    if (m > 16)
-      CHECK_FALSE(variants::awq_fragment_mma_choose(awq_dense(awq_m, 28672, 8192, 128),
-                                                    with({{"staged_store", 1}}), 132)
-                      .staged_store);
+    auto awq_with = [&](int v) {
+      return variants::awq_fragment_mma_choose(awq_dense(awq_m, 28672, 8192, 128),
+                                               with({{"staged_store", v}}), 132);
+    };
+    CHECK_FALSE(awq_with(1).staged_store);  // the registers, on wgmma and on mma.sync
+    if (awq_m > 16)
+      CHECK(awq_with(2).staged_store);
+    else
+      CHECK_THROWS_WITH(awq_with(2),
+                        Catch::Contains("staged_store = 2 is the own kernel's wgmma's"));
     if (wgmma) {
       CHECK_FALSE(fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"staged_store", 1}}), 132)
                       .staged_store);
