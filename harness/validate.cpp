@@ -463,22 +463,33 @@ bool awq_selected(const ValidateOptions& o, const VariantRow& row) {
          std::find(o.k_bits.begin(), o.k_bits.end(), 4) != o.k_bits.end();
 }
 
-// The --cases patterns must select at least one of the cases this row validates under --quick,
-// --no-seed-shapes and --k-bits (AWQ cases carry their group, awq_g128_n200_k96, and take K = 4):
-// a selection of none would validate nothing and pass.
-void check_row_selection(const ValidateOptions& o, const VariantRow& row) {
-  std::vector<Case> cases;
-  auto add = [&](const std::vector<Case>& m) { cases.insert(cases.end(), m.begin(), m.end()); };
+// The dense case lists this row validates under --quick, --no-seed-shapes and --k-bits, in
+// order: kbit, then AWQ of each group (whose cases carry their group, awq_g128_n200_k96).
+std::vector<std::vector<Case>> dense_case_lists(const ValidateOptions& o, const VariantRow& row) {
+  std::vector<std::vector<Case>> lists;
   if (row.support.dense && row.support.kbit) {
-    add(dense_cases(o.quick));
-    if (o.seed_shapes) add(seed_shape_cases());
+    lists.push_back(dense_cases(o.quick));
+    if (o.seed_shapes) lists.push_back(seed_shape_cases());
   }
   if (awq_selected(o, row))
     for (int g : row.support.awq_groups) {
-      add(awq_cases(g, o.quick));
-      if (o.seed_shapes) add(awq_seed_shape_cases(g));
+      lists.push_back(awq_cases(g, o.quick));
+      if (o.seed_shapes) lists.push_back(awq_seed_shape_cases(g));
     }
-  if (row.support.grouped && row.support.kbit) add(moe_cases());
+  return lists;
+}
+
+// The --cases patterns must select at least one of the cases this row validates (its dense lists
+// and, where it takes grouped problems, the MoE cases): a selection of none would validate
+// nothing and pass.
+void check_row_selection(const ValidateOptions& o, const VariantRow& row) {
+  std::vector<Case> cases;
+  for (const std::vector<Case>& list : dense_case_lists(o, row))
+    cases.insert(cases.end(), list.begin(), list.end());
+  if (row.support.grouped && row.support.kbit) {
+    const std::vector<Case> moe = moe_cases();
+    cases.insert(cases.end(), moe.begin(), moe.end());
+  }
   if (std::any_of(cases.begin(), cases.end(), [&](const Case& c) { return selected(o, c); }))
     return;
   std::string names;
@@ -527,19 +538,8 @@ int validate_variant(const ValidateOptions& o) {
               query_device().name.c_str());
   Stream stream;
   Tally total;
-  const bool awq = awq_selected(o, row);
-  if (row.support.dense && row.support.kbit) {
-    validate_dense(o, row, dense_cases(o.quick), splits, stream, total);
-    if (o.seed_shapes) {
-      validate_dense(o, row, seed_shape_cases(), splits, stream, total);
-    }
-  }
-  if (awq) {
-    for (int g : row.support.awq_groups) {
-      validate_dense(o, row, awq_cases(g, o.quick), splits, stream, total);
-      if (o.seed_shapes) validate_dense(o, row, awq_seed_shape_cases(g), splits, stream, total);
-    }
-  }
+  for (const std::vector<Case>& list : dense_case_lists(o, row))
+    validate_dense(o, row, list, splits, stream, total);
   if (row.support.grouped && row.support.kbit) validate_grouped(o, row, splits, stream, total);
   std::printf("\n%s: %d problems, %d failed (%d nondeterministic), max err/bound %.4f\n",
               std::string(row.name).c_str(), total.problems, total.failed, total.nondeterministic,
