@@ -330,7 +330,8 @@ const std::vector<VariantRow>& registry() {
        {variants::kAwqFragmentMmaTokenTile, variants::kAwqFragmentMmaStageKTiles,
         variants::kAwqFragmentMmaPipelines, variants::kAwqFragmentMmaRowBlocks,
         variants::kFragmentMmaWalkOrder, variants::kAwqFragmentMmaScaleAfter,
-        variants::kFragmentMmaSplitStore, variants::kFragmentMmaStagedStore}},
+        variants::kFragmentMmaSplitStore, variants::kFragmentMmaStagedStore,
+        variants::kFragmentMmaPartialSums}},
       {"fragment_mma",
        "variant 07 (sm_90a): the fragment-order layout (K = 2..5: a thread's k-tile one load of "
        "ready pair codes, no plane merge; K = 2 through a quad table, K = 5 a fifth word of "
@@ -348,7 +349,7 @@ const std::vector<VariantRow>& registry() {
         variants::kFragmentMmaWalkOrder, variants::kFragmentMmaRowBlocks,
         variants::kFragmentMmaWaitHint, variants::kFragmentMmaGroupInFlight,
         variants::kFragmentMmaSplitStore, variants::kFragmentMmaTileRows,
-        variants::kFragmentMmaStagedStore}},
+        variants::kFragmentMmaStagedStore, variants::kFragmentMmaPartialSums}},
 
       // Each problem runs the row the committed results measured fastest on this GPU
       // (results/dispatch/, harness/dispatch.hpp). Before their setup the harness builds the

@@ -176,6 +176,12 @@ TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][
       {128, {{"staged_store", 1}}},
       {128, {{"tile_rows", 256}, {"staged_store", 1}}},
       {64, {{"split_store", 1}, {"staged_store", 1}}},  // the last arrival stores it
+      // A split tile's other partials added into the zeroed workspace (the default stores a
+      // sole one whole), on the owner's two stores; the fixed owner on mma.sync takes the default.
+      {64, {{"partial_sums", 1}}},
+      {128, {{"tile_rows", 256}, {"partial_sums", 1}}},
+      {64, {{"staged_store", 1}, {"partial_sums", 1}}},
+      {16, {{"split_store", 2}, {"partial_sums", 1}}},
   };
   for (const Set& set : sets) {
     std::vector<GivenOption> given{{"token_tile", set.token_tile, "test"}};

@@ -43,7 +43,7 @@ static_assert(same_option(kAwqFragmentMmaStageKTiles, kFragmentMmaStageKTiles) &
 constexpr const OptionSpec* kOwnKernelOptions[] = {
     &kFragmentMmaPipelines, &kFragmentMmaWalkOrder,     &kFragmentMmaRowBlocks,
     &kFragmentMmaWaitHint,  &kFragmentMmaGroupInFlight, &kFragmentMmaSplitStore,
-    &kFragmentMmaTileRows,  &kFragmentMmaStagedStore};
+    &kFragmentMmaTileRows,  &kFragmentMmaStagedStore,   &kFragmentMmaPartialSums};
 
 bool given(const VariantOptions& o, const OptionSpec& spec) {
   return o.get(spec) != spec.default_value;
@@ -69,12 +69,13 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
   // the GLM-4.7 shared layers (2560 k-tiles) and Llama3-8B down 2-12% slower. At 16 tokens the
   // 8-token tile measured level to 5% faster at K = 2..4 and 2-8% slower at K = 5 (README.md,
   // "Small layers"). kbit only (unmeasured on AWQ weights), and only where no option of the own
-  // kernel is given (each names a configuration of the tile of its M).
+  // kernel is given (each names a configuration of the tile of its M; partial_sums, how a split
+  // tile's sums travel, names none).
   const std::int64_t sms_or_132 = sms > 0 ? sms : 132;
   bool own_options_given = given(o, kFragmentMmaKernel) || given(o, kFragmentMmaMma) ||
                            given(o, kFragmentMmaStageKTiles) || given(o, kFragmentMmaScaleAfter);
   for (const OptionSpec* spec : kOwnKernelOptions)
-    own_options_given = own_options_given || given(o, *spec);
+    own_options_given = own_options_given || (spec != &kFragmentMmaPartialSums && given(o, *spec));
   const std::int64_t layer_k_tiles = (d.N + ws::Config::kTileN - 1) / ws::Config::kTileN *
                                      ((d.K_dim + ws::Config::kTileK - 1) / ws::Config::kTileK);
   const bool small_layer = !awq && !own_options_given && layer_k_tiles <= 12 * sms_or_132;
@@ -323,6 +324,13 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     // A walk's last piece through its free ring (whole lines to C) on wgmma: +0.4% to -11% at
     // 32..128 tokens (README.md, build T); on mma.sync -2% to +3%, not compiled there.
     c.staged_store = own_wgmma && o.get(kFragmentMmaStagedStore) != 1;
+    // A tile's one other partial stored whole under the fixed owner: no reductions at L2 and no
+    // zeroes at the walks' ends (README.md, build U).
+    if (o.get(kFragmentMmaPartialSums) == 2 && !c.split_owner)
+      refuse(
+          "partial_sums = 2 needs the fixed owner (split_store = 2; the default on wgmma): "
+          "with the last arrival every contributor adds");
+    c.stored_partials = c.split_owner && o.get(kFragmentMmaPartialSums) != 1;
     c.tile_rows = tile_rows;
   } else {
     c.split_owner = false;  // the shared mainloop: its last arrival

@@ -155,6 +155,19 @@ inline constexpr OptionSpec kFragmentMmaStagedStore{
     "[token][row] tile stored 16 bytes a thread (whole lines: +0.4% to -11% of the time, variant "
     "07's README); 0 = 2"};
 
+// How a split tile's other contributors hand the fixed owner their sums.
+inline constexpr OptionSpec kFragmentMmaPartialSums{
+    "partial_sums",
+    0,
+    0,
+    2,
+    false,
+    "own kernel under the fixed owner (split_store): how a split tile's other contributors hand "
+    "it their sums. 1 = added into a zeroed fp32 workspace at L2 (red.add), which the owner "
+    "clears after reading; 2 = where the tile has one other contributor, stored whole (nothing "
+    "to add at L2, nothing to clear; tiles of three or more add as in 1: -2% to -4% at 64 and "
+    "128 tokens, variant 07's README, build U); 0 = 2"};
+
 // Weight rows a tile of the own kernel's wgmma: the layout's n-tile, or two of them sharing each
 // stage's activation box (pipelines.cuh's kTileRows).
 inline constexpr OptionSpec kFragmentMmaTileRows{
@@ -187,6 +200,7 @@ struct FragmentMmaChoice {
   bool group_in_flight = false;          // own wgmma: a k-tile's commit group under the next decode
   bool split_owner = false;              // own kernel: a split tile stored by its fixed owner
   bool staged_store = false;             // own kernel: a walk's last piece stored through its ring
+  bool stored_partials = false;          // own kernel, fixed owner: a sole partial stored whole
   int tile_rows = 128;                   // own wgmma: weight rows a tile (128 or 256)
 };
 // sms: the device's SM count (0: none visible, taken as 132, the H100's and H200's).

@@ -1,7 +1,8 @@
 // Split-K across blocks: every contributor adds its partial tile into a zeroed fp32
 // workspace; a per-tile counter tells the last contributor, which converts the sums to the
 // output type, writes C and zeroes the workspace and the counter again for the next call (or,
-// on variant 07's own kernel, a fixed owner waits for the others' counts: release_count below).
+// on variant 07's own kernel, a fixed owner waits for the others' counts: release_count below;
+// there a tile's one other contributor stores its sums whole, store4, and nothing is zeroed).
 //
 // (The seeds' scheme, "the first contributor overwrites the workspace, later ones add", races
 // when a later contributor adds before the first one has written; a workspace that is zero
@@ -94,6 +95,16 @@ __device__ __forceinline__ void add4(float* p, float a, float b, float c, float 
                "f"(c), "f"(d)
                : "memory");
 #endif
+}
+
+// Four sums stored whole (16-byte aligned): a tile's one partial besides its owner's, which the
+// owner reads after its acquire and the next call's contributor overwrites (nothing to clear).
+// Relaxed at gpu scope, as the reductions: morally strong, ordered by the group's barrier and
+// the leader's release.
+__device__ __forceinline__ void store4(float* p, float a, float b, float c, float d) {
+  asm volatile("st.relaxed.gpu.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b),
+               "f"(c), "f"(d)
+               : "memory");
 }
 
 // Four final sums (16-byte aligned), read at L2 (past a possibly stale L1).

@@ -28,13 +28,25 @@ __device__ __forceinline__ float* workspace_slot(const typename P::Args& a, int 
   return tile_ws + (((row0 / 16 + kRbRows / 16 * rb) * (kAccRegs / 4) + j / 4) * 32 + lane) * 4;
 }
 
+// Whether a split tile's partial sums are stored whole rather than added: under a fixed owner
+// (Split::kOwn: the owner adds nothing) a tile of two contributors has one partial, so its
+// contributor stores it (no reduction at L2) and the owner leaves the slots as they are (the next
+// call stores them again: nothing to clear). At 128 tokens on Llama3-70B gate/up the workspace's
+// zeroes at the walks' ends cost ~3.7 us and the reductions ~2.3 (variant 07's README, build U).
+// Tiles of three or more contributors add into the zeroed workspace and are cleared as before.
+template <typename Split, typename Args>
+__device__ __forceinline__ bool stored_partial(const Args& a, int contributors) {
+  return std::decay_t<Split>::kOwn && a.store_sole_partial != 0 && contributors == 2;
+}
+
 // A split tile's sums through the workspace, as the split policy says: which contributors add
 // their sums (adds()), which one stores the tile (stores(counter, contributors): it also syncs the
 // storing group), and whether the storer adds its own sums to the workspace's (kOwn): LastArrival
 // and FixedOwner below. The storer loads kBatch = min(Split::kLoadFloats, RB TT / 2) sums at a time
 // across row blocks (a batch's loads in flight together: one L2 round trip), hands each final sum
 // to use(r, v) (accumulator r of all RB blocks) and each float4's slot to used(slot) once its four
-// are used. False where this group does not store the tile.
+// are used (not where the partial is stored: stored_partial). False where this group does not
+// store the tile.
 template <int TT, typename P, int RB, int kRbRows, typename Split, typename Use, typename Used>
 __device__ __forceinline__ bool take_split_sums(const typename P::Args& a, int t, int row0,
                                                 int lane, const float (&sum)[RB][TT / 2],
@@ -44,12 +56,19 @@ __device__ __forceinline__ bool take_split_sums(const typename P::Args& a, int t
   auto slot = [&](int rb, int j) {
     return workspace_slot<TT, P, kRbRows>(a, t, row0, lane, rb, j);
   };
+  const bool stored = stored_partial<Split>(a, contributors);
   if (split.adds()) {
 #pragma unroll
     for (int rb = 0; rb < RB; ++rb)
 #pragma unroll
-      for (int j = 0; j < kAccRegs; j += 4)
-        dev::splitk::add4(slot(rb, j), sum[rb][j], sum[rb][j + 1], sum[rb][j + 2], sum[rb][j + 3]);
+      for (int j = 0; j < kAccRegs; j += 4) {
+        if (stored)
+          dev::splitk::store4(slot(rb, j), sum[rb][j], sum[rb][j + 1], sum[rb][j + 2],
+                              sum[rb][j + 3]);
+        else
+          dev::splitk::add4(slot(rb, j), sum[rb][j], sum[rb][j + 1], sum[rb][j + 2],
+                            sum[rb][j + 3]);
+      }
   }
   if (!split.stores(a.counters + t, contributors)) return false;
   using S = std::decay_t<Split>;
@@ -72,7 +91,7 @@ __device__ __forceinline__ bool take_split_sums(const typename P::Args& a, int t
         const float own = sum[(r + e) / kAccRegs][(r + e) % kAccRegs];
         use(r + e, S::kOwn ? f[e] + own : f[e]);
       }
-      used(slot(r / kAccRegs, r % kAccRegs));
+      if (!stored) used(slot(r / kAccRegs, r % kAccRegs));
     }
   }
   return true;
@@ -158,10 +177,11 @@ __device__ __forceinline__ void store_tile_staged(const typename P::Args& a, int
     if (!take_split_sums<TT, P, RB, kRbRows>(a, t, row0, lane, sum, contributors, split, put,
                                              [](float*) {}))
       return;
+    if (!stored_partial<Split>(a, contributors))
 #pragma unroll
-    for (int r = 0; r < kRegs; r += 4)
-      dev::splitk::clear4(
-          workspace_slot<TT, P, kRbRows>(a, t, row0, lane, r / kAccRegs, r % kAccRegs));
+      for (int r = 0; r < kRegs; r += 4)
+        dev::splitk::clear4(
+            workspace_slot<TT, P, kRbRows>(a, t, row0, lane, r / kAccRegs, r % kAccRegs));
   }
   dev::sync_named<Threads>(bar);  // the tile is staged
   T* C = static_cast<T*>(a.C);
@@ -209,8 +229,9 @@ __device__ __forceinline__ void store_tile_sums(const typename P::Args& a, int t
 // that covers a split tile's first k-steps (`owner`: ks0 = 0, always the last piece of its walk)
 // stores the tile; every other contributor's piece is the first of its walk's stripe (after whole
 // tiles, which never wait: variants/tests/test_fragment_pieces.cpp). A contributor adds its sums
-// into the workspace and releases one count without waiting: its leader's warp syncs on
-// `release_bar` (the group's reductions issued) and the leader releases (red.release); the other
+// into the workspace (stores them, where it is the tile's one other contributor: stored_partial)
+// and releases one count without waiting: its leader's warp syncs on `release_bar` (the group's
+// reductions or stores issued) and the leader releases (red.release); the other
 // warps arrive and go on with their walk. The owner's leader acquires contributors - 1 counts,
 // the group syncs on `owner_bar`, and each thread adds the workspace's sums to its own (no
 // reduction of the owner's), stores C and clears. release_bar is used once a walk at most (a walk

@@ -150,6 +150,7 @@ void launch_dense(const DensePlan& s, const GemmDims& d, const GemmArgs& g, cons
   a.wait_hint_ns = s.wait_hint_ns;
   a.split_owner = s.split_owner ? 1 : 0;
   a.staged_store = s.staged_store ? 1 : 0;
+  a.store_sole_partial = s.store_sole_partial ? 1 : 0;
   a.dp_tiles = s.dp_tiles;
   a.units = s.units;
   a.per = s.per;

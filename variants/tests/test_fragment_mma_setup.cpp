@@ -147,7 +147,7 @@ TEST_CASE("fragment_mma refuses an option that would change nothing where it is 
   CHECK_THROWS_WITH(
       fragment_mma_setup(dense(16, kN, kK, 4), with({{"kernel", 1}, {"row_blocks", 4}})),
       Catch::Contains("row_blocks = 4") && Catch::Contains("the shared mainloop"));
-  for (const char* name : {"group_in_flight", "split_store", "staged_store"})
+  for (const char* name : {"group_in_flight", "split_store", "staged_store", "partial_sums"})
     CHECK_THROWS_WITH(fragment_mma_setup(dense(1024, kN, kK, 4), with({{name, 1}})),
                       Catch::Contains(std::string(name) + " = 1 is the own kernel's") &&
                           Catch::Contains("256 tokens run the shared mainloop"));
@@ -781,4 +781,45 @@ TEST_CASE(
           Catch::Contains("staged_store = 1 is the own kernel's"));
     }
   }
+}
+
+TEST_CASE("fragment_mma's fixed owner takes a sole other partial stored whole unless asked not to",
+          "[variants]") {
+  using variants::fragment_mma_choose;
+  for (std::int64_t m : {1, 8, 16, 32, 64, 128, 256}) {
+    INFO("M = " << m);
+    const bool own = m <= 128;
+    const bool wgmma = own && m > 16;  // the fixed owner is the default there
+    auto choose = [&](std::initializer_list<std::pair<const char*, std::int64_t>> options) {
+      return fragment_mma_choose(dense(m, 28672, 8192, 4), with(options), 132);
+    };
+    CHECK(choose({}).stored_partials == wgmma);
+    if (!own) {  // the shared mainloop: no own-kernel option
+      CHECK_THROWS_WITH(choose({{"partial_sums", 2}}),
+                        Catch::Contains("partial_sums = 2 is the own kernel's"));
+      continue;
+    }
+    CHECK_FALSE(choose({{"partial_sums", 1}}).stored_partials);  // added, wherever asked
+    CHECK(choose({{"split_store", 2}}).stored_partials);         // the owner on mma.sync too
+    CHECK(choose({{"split_store", 2}, {"partial_sums", 2}}).stored_partials);
+    CHECK_FALSE(choose({{"split_store", 2}, {"partial_sums", 1}}).stored_partials);
+    // The last arrival (the default on mma.sync, or asked for): every contributor adds.
+    CHECK_FALSE(choose({{"split_store", 1}}).stored_partials);
+    CHECK_THROWS_WITH(choose({{"split_store", 1}, {"partial_sums", 2}}),
+                      Catch::Contains("partial_sums = 2 needs the fixed owner"));
+    if (!wgmma)
+      CHECK_THROWS_WITH(choose({{"partial_sums", 2}}),
+                        Catch::Contains("partial_sums = 2 needs the fixed owner"));
+    // AWQ weights: the same rule (the same kernels and stores).
+    auto awq = [&](std::initializer_list<std::pair<const char*, std::int64_t>> options) {
+      return variants::awq_fragment_mma_choose(awq_dense(m, 28672, 8192, 128), with(options), 132);
+    };
+    CHECK(awq({}).stored_partials == wgmma);
+    CHECK_FALSE(awq({{"partial_sums", 1}}).stored_partials);
+  }
+  // How a split tile's sums travel names no tile configuration: build N's 64-token tile on the
+  // small layers stays (the rule that any other option of the own kernel turns off).
+  CHECK(
+      fragment_mma_choose(dense(128, 5120, 2048, 4), with({{"partial_sums", 1}}), 132).token_tile ==
+      64);
 }
