@@ -165,7 +165,7 @@ inline constexpr OptionSpec kFragmentMmaPartialSums{
     "own kernel under the fixed owner (split_store): how a split tile's other contributors hand "
     "it their sums. 1 = added into a zeroed fp32 workspace at L2 (red.add), which the owner "
     "clears after reading; 2 = where the tile has one other contributor, stored whole (nothing "
-    "to add at L2, nothing to clear; tiles of three or more add as in 1: -2% to -4% at 64 and "
+    "to add at L2, nothing to clear; tiles of three or more add as in 1: -1% to -5% at 64 and "
     "128 tokens, variant 07's README, build U); 0 = 2"};
 
 // Weight rows a tile of the own kernel's wgmma: the layout's n-tile, or two of them sharing each

@@ -6,8 +6,9 @@
 //
 // (The seeds' scheme, "the first contributor overwrites the workspace, later ones add", races
 // when a later contributor adds before the first one has written; a workspace that is zero
-// before every call removes the ordering.) The variant zeroes workspace and counters once in
-// its setup step; each call leaves them zero.
+// before every call removes the ordering; a tile's one other partial under a fixed owner has no
+// second writer to order.) The variant zeroes workspace and counters once in its setup step; each
+// call leaves them zero, but for the stored sole partials' slots (overwritten by the next call).
 #pragma once
 #include <cstdint>
 

@@ -1,7 +1,9 @@
 // Host side of the self-cleaning split-K end (variants/common/splitk.cuh): the fp32 workspace
 // ([M][N], or tile-local for variants/hopper/epilogue.cuh) and one arrival counter per output tile,
 // zeroed once when a variant's setup finds a split tile; every call leaves them zero again, so runs
-// need no memset (graph-capturable).
+// need no memset (graph-capturable). One exception: the slots of a tile whose one other partial
+// variant 07's fixed owner takes stored whole (epilogue.cuh's stored_partial) keep that partial;
+// the next call overwrites them before the owner reads them, and nothing adds into them.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -13,8 +15,9 @@
 namespace kbit::variants {
 
 struct SplitKWorkspace {
-  DeviceBuffer<float>
-      sums;  // [M][N] (store_tile_sums: tile-local, TT x 128 a tile), zero between calls
+  DeviceBuffer<float> sums;  // [M][N] (store_tile_sums: tile-local, TT x 128 a tile), zero between
+                             // calls where added into (a stored sole partial is overwritten
+                             // instead: epilogue.cuh's stored_partial)
   DeviceBuffer<int> counters;  // one per output tile, zero between calls
   int split_tiles = 0;         // tiles with more than one contributor (plan)
   int max_contributors = 1;    // the most blocks that add into one tile: the error bound's

@@ -109,7 +109,7 @@ struct MainloopArgs {
   int dp_tiles;  // tiles [0, dp_tiles) are whole, block b takes b, b + grid, ...
   int units;     // tiles x k_steps
   int per;       // the rest: block b streams units [dp_tiles * k_steps + b * per, + per)
-  float* ws;     // split-K workspace, tile-local (epilogue.cuh), zero between calls
+  float* ws;  // split-K workspace, tile-local (epilogue.cuh), zero between calls where added into
   int* counters;
   // A split tile of two contributors under a fixed owner (variant 07's own kernel): the other
   // contributor stores its sums into the workspace (epilogue.cuh's stored_partial), not adds.

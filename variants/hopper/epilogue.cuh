@@ -17,7 +17,7 @@ namespace kbit::variants::ws {
 // The split-K workspace is tile-local (launcher.cu sizes it tiles x TT x P::kTileRows): tile t's
 // sums at ws + t TT P::kTileRows; accumulators 4 j .. 4 j + 3 of (16-row block b, lane) at ((b TT
 // / 8 + j) 32 + lane) 4, so that a warp's 16-byte reductions of one j cover 512 contiguous bytes
-// (4 lines). No bounds: a tile's sums past M or N are added and cleared like the rest, never
+// (4 lines). No bounds: a tile's sums past M or N are added (or stored) like the rest, never
 // stored to C. The slot of a thread's accumulators j .. j + 3 of its row block rb (row0: its first
 // row in the tile, kRbRows between its row blocks).
 template <int TT, typename P, int kRbRows>

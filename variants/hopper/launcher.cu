@@ -125,7 +125,8 @@ void plan_dense(DensePlan& s, const GemmDims& d, const VariantOptions& o, const 
   const WalkGrid g = walk_grid(w, s.kernel.pipelines, slots / s.kernel.pipelines, s.walk_order);
   s.grid = g.blocks * s.kernel.pipelines;
   s.pipeline_major = g.pipeline_major;
-  // The workspace and counters, zeroed once when a tile is split; each call leaves them so.
+  // The workspace and counters, zeroed once when a tile is split; each call leaves them so (but a
+  // stored sole partial's slots, which the next call overwrites: epilogue.cuh's stored_partial).
   // store_tile_sums's workspace is tile-local: TT x tile rows sums a tile (epilogue.cuh).
   s.split.plan(std::int64_t(s.tiles) * s.token_tile * s.kernel.tile_rows, s.dp_tiles, s.tiles,
                [&](int t) { return tile_contributors(w, t); });
