@@ -166,7 +166,8 @@ inline constexpr OptionSpec kFragmentMmaPartialSums{
     "it their sums. 1 = added into a zeroed fp32 workspace at L2 (red.add), which the owner "
     "clears after reading; 2 = where the tile has one other contributor, stored whole (nothing "
     "to add at L2, nothing to clear; tiles of three or more add as in 1: -1% to -5% at 64 and "
-    "128 tokens, variant 07's README, build U); 0 = 2"};
+    "128 tokens, variant 07's README, build U); 0 = 2. Where the last arrival stores (mma.sync's "
+    "default) every contributor adds: 1 is taken there too, 2 refused"};
 
 // Weight rows a tile of the own kernel's wgmma: the layout's n-tile, or two of them sharing each
 // stage's activation box (pipelines.cuh's kTileRows).
