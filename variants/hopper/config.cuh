@@ -111,9 +111,6 @@ struct MainloopArgs {
   int per;       // the rest: block b streams units [dp_tiles * k_steps + b * per, + per)
   float* ws;  // split-K workspace, tile-local (epilogue.cuh), zero between calls where added into
   int* counters;
-  // A split tile of two contributors under a fixed owner (variant 07's own kernel): the other
-  // contributor stores its sums into the workspace (epilogue.cuh's stored_partial), not adds.
-  int store_sole_partial;
   float cb[32];  // kbit: the codebook
 };
 

@@ -26,6 +26,8 @@ struct DenseTiles {
                          // (epilogue.cuh's FixedOwner), else by its last arrival
     int staged_store;    // variant 07's own kernel: a walk's last piece stored through its
                          // free ring (epilogue.cuh's store_tile_staged)
+    int store_sole_partial;  // variant 07's own kernel, fixed owner: a split tile's one other
+                             // partial stored, not added (epilogue.cuh's stored_partial)
   };
   __device__ static int whole_tiles(const Args& a) { return a.dp_tiles; }
   __device__ static TileInfo tile(const Args& a, int t) {

@@ -34,9 +34,13 @@ __device__ __forceinline__ float* workspace_slot(const typename P::Args& a, int 
 // call stores them again: nothing to clear). At 128 tokens on Llama3-70B gate/up the workspace's
 // zeroes at the walks' ends cost ~3.7 us and the reductions ~2.3 (variant 07's README, build U).
 // Tiles of three or more contributors add into the zeroed workspace and are cleared as before.
+// Only the fixed owner (variant 07's own kernel, DenseTiles::Args) reads the flag.
 template <typename Split, typename Args>
 __device__ __forceinline__ bool stored_partial(const Args& a, int contributors) {
-  return std::decay_t<Split>::kOwn && a.store_sole_partial != 0 && contributors == 2;
+  if constexpr (std::decay_t<Split>::kOwn)
+    return a.store_sole_partial != 0 && contributors == 2;
+  else
+    return false;
 }
 
 // A split tile's sums through the workspace, as the split policy says: which contributors add

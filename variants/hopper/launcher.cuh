@@ -96,7 +96,7 @@ struct DensePlan : VariantState {
   int wait_hint_ns = 0;                           // DenseTiles::Args::wait_hint_ns
   bool split_owner = false;                       // DenseTiles::Args::split_owner
   bool staged_store = false;                      // DenseTiles::Args::staged_store
-  bool store_sole_partial = false;                // MainloopArgs::store_sole_partial
+  bool store_sole_partial = false;                // DenseTiles::Args::store_sole_partial
   Kernel kernel{};
   SplitKWorkspace split;  // its split tiles; allocated when a tile is split
   std::string describe() const override;
