@@ -132,6 +132,27 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
   require_every_row_checked(tally);
 }
 
+namespace {
+
+// The registry's fragment_mma row (the two sweeps below).
+const VariantRow& fragment_mma_row() {
+  const VariantRow* row = nullptr;
+  for (const auto& r : registry())
+    if (r.name == "fragment_mma") row = &r;
+  REQUIRE(row != nullptr);
+  return *row;
+}
+
+// A sweep set's row options, after `first` (given by the test).
+std::vector<GivenOption> given_options(
+    const std::vector<std::pair<const char*, std::int64_t>>& options,
+    std::vector<GivenOption> first = {}) {
+  for (const auto& [name, value] : options) first.push_back({name, value, "test"});
+  return first;
+}
+
+}  // namespace
+
 // fragment_mma's own kernel configurations that its defaults do not reach on the sweep's small
 // problems (their short stream-K walks run one pipeline): one consumer warpgroup a pipeline beside
 // a producer warpgroup (setmaxnreg) on 2 and 3 pipelines, 2 pipelines of two warpgroups beside one
@@ -141,10 +162,7 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
 TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;
-  const VariantRow* row = nullptr;
-  for (const auto& r : registry())
-    if (r.name == "fragment_mma") row = &r;
-  REQUIRE(row != nullptr);
+  const VariantRow* row = &fragment_mma_row();
   test::SweepTally tally("fragment_mma wgmma sweep", current_device_sm());
   struct Set {
     int token_tile;
@@ -184,8 +202,8 @@ TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][
       {16, {{"split_store", 2}, {"partial_sums", 1}}},
   };
   for (const Set& set : sets) {
-    std::vector<GivenOption> given{{"token_tile", set.token_tile, "test"}};
-    for (const auto& [name, value] : set.options) given.push_back({name, value, "test"});
+    const std::vector<GivenOption> given =
+        given_options(set.options, {{"token_tile", set.token_tile, "test"}});
     for (int k : {2, 3, 4, 5})  // the layout's widths (K = 3: a rebuilt word; K = 5: 128 KB table)
       for (DType t : {DType::f16, DType::bf16})
         for (std::int64_t M : {17, 64, 100}) {
@@ -195,6 +213,31 @@ TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][
           check_row(*row, dense(M, 1000, 1024, k, t), s, tally, given);
         }
   }
+  require_every_row_checked(tally);
+}
+
+// A split tile's sole other partial stored whole (partial_sums = 2, the default under the fixed
+// owner) needs tiles of two contributors, which the sweep's small problems rarely have (their
+// short stream-K walks cut a tile many times). On 132 SMs at N = 28672, K_dim = 2048, one
+// pipeline a block walks 28 k-steps over tiles of 16 (two k-tiles a stage: every split tile has
+// two contributors) or of 32 (256-row tiles, one k-tile: most have two). The added partials
+// (partial_sums = 1) beside them, and a short last k-step (K_dim 2080).
+TEST_CASE("fragment_mma's sole stored partials pass on layers of long walks", "[gpu][variants]") {
+  KBIT_REQUIRE_GPU();
+  Stream s;
+  test::SweepTally tally("fragment_mma long-walk sweep", current_device_sm());
+  const std::pair<std::int64_t, std::vector<std::pair<const char*, std::int64_t>>> sets[] = {
+      {100, {}},
+      {100, {{"partial_sums", 1}}},
+      {128, {{"tile_rows", 256}}},
+      {64, {{"pipelines", 1}}},
+  };
+  for (const auto& [M, options] : sets)
+    for (DType t : {DType::f16, DType::bf16})
+      for (std::int64_t K : {2048, 2080}) {
+        INFO("M " << M << ", K_dim " << K << ", " << options.size() << " options");
+        check_row(fragment_mma_row(), dense(M, 28672, K, 4, t), s, tally, given_options(options));
+      }
   require_every_row_checked(tally);
 }
 

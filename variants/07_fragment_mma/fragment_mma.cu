@@ -317,10 +317,15 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     c.group_in_flight = group_in_flight;
     // A split tile's store: its fixed owner on wgmma (all but one of a pipeline's 4 or 8 consumer
     // warps walk on: -11% to -14% of the time on Qwen3 dense at 32..128 tokens, -1.5% to -5% on
-    // Llama3), its last arrival on mma.sync (Qwen3 dense 3-4% slower there with the owner)
-    // (README.md).
+    // Llama3) and on mma.sync where a walk is a third of a tile or more (3 x tiles >= walks: its
+    // partners' pieces are few and early; a sole one stored whole): -0.8% to -2.5% at 8 and 16
+    // tokens on the Llama3 gate/up layers and over N at k_dim 8192. Shorter walks on mma.sync keep
+    // the last arrival (the down projections and Qwen3 dense, walks of 4 to 28 k-steps over tiles
+    // of 16 to 224: +0.6% to +4.7% with the owner). README.md, build W. kbit only (unmeasured on
+    // AWQ weights).
     const std::int64_t split_store = o.get(kFragmentMmaSplitStore);
-    c.split_owner = split_store == 2 || (split_store == 0 && own_wgmma);
+    const bool sync_long_walks = own_sync && !awq && 3 * tiles >= std::int64_t(pipes) * sms_or_132;
+    c.split_owner = split_store == 2 || (split_store == 0 && (own_wgmma || sync_long_walks));
     // A walk's last piece through its free ring (whole lines to C) on wgmma: +0.4% to -11% at
     // 32..128 tokens (README.md, build T); on mma.sync -2% to +3%, not compiled there.
     c.staged_store = own_wgmma && o.get(kFragmentMmaStagedStore) != 1;

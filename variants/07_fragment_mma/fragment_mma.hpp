@@ -138,8 +138,9 @@ inline constexpr OptionSpec kFragmentMmaSplitStore{
     "own kernel: who stores a tile that several walks share. 1 = its last arrival (every "
     "contributor's consumer warps wait for the counter's answer); 2 = its fixed owner, the walk "
     "with its first k-steps (the others add their sums and release a count, one warp waiting); "
-    "0 = the owner on wgmma (32..128 tokens), the last arrival on mma.sync (2 or 4 consumer warps "
-    "a pipeline spare little waiting, and the owner's poll costs)"};
+    "0 = the owner on wgmma (32..128 tokens) and, on kbit weights, on mma.sync where a walk is a "
+    "third of a tile or more (3 x tiles >= walks: -1% to -2.5% on the Llama3 gate/up layers), "
+    "else the last arrival (shorter walks on mma.sync: +0.6% to +4.7% with the owner)"};
 
 // How the own kernel stores a walk's last piece.
 inline constexpr OptionSpec kFragmentMmaStagedStore{
@@ -167,7 +168,7 @@ inline constexpr OptionSpec kFragmentMmaPartialSums{
     "clears after reading; 2 = where the tile has one other contributor, stored whole (nothing "
     "to add at L2, nothing to clear; tiles of three or more add as in 1: -1% to -5% at 64 and "
     "128 tokens, variant 07's README, build U); 0 = 2. Where the last arrival stores (mma.sync's "
-    "default) every contributor adds: 1 is taken there too, 2 refused"};
+    "default on short walks) every contributor adds: 1 is taken there too, 2 refused"};
 
 // Weight rows a tile of the own kernel's wgmma: the layout's n-tile, or two of them sharing each
 // stage's activation box (pipelines.cuh's kTileRows).

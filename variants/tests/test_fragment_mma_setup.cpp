@@ -725,11 +725,15 @@ TEST_CASE("every option set awq_fragment_mma accepts has its compiled kernel", "
   CHECK(refused > 300);
 }
 
-TEST_CASE("fragment_mma's own kernel stores a split tile by its fixed owner on wgmma",
-          "[variants]") {
+TEST_CASE(
+    "fragment_mma's own kernel stores a split tile by its fixed owner on wgmma and on mma.sync's "
+    "long walks",
+    "[variants]") {
   using variants::fragment_mma_choose;
   for (std::int64_t m : {8, 16, 64, 128}) {
     const bool wgmma = m > 16;
+    // Qwen3 dense gate/up: 40 tiles, walks of a tenth of a tile at 8 and 16 tokens (3 x 40 < 4
+    // pipelines x 132): the last arrival on mma.sync.
     CHECK(fragment_mma_choose(dense(m, 5120, 2048, 4), {}, 132).split_owner == wgmma);
     CHECK_FALSE(
         fragment_mma_choose(dense(m, 5120, 2048, 4), with({{"split_store", 1}}), 132).split_owner);
@@ -740,6 +744,26 @@ TEST_CASE("fragment_mma's own kernel stores a split tile by its fixed owner on w
   }
   // The shared mainloop keeps its last arrival.
   CHECK_FALSE(fragment_mma_choose(dense(1024, 5120, 2048, 4), {}, 132).split_owner);
+  // mma.sync (8 and 16 tokens, 4 pipelines a block) on kbit weights: the owner where 3 x tiles >=
+  // 4 x SMs. Llama3-70B and 8B gate/up (224 tiles) yes; 176 tiles (N = 22528) just; 175, the
+  // down projections (64 and 32 tiles) and AWQ weights no; on 100 SMs 134 tiles are enough.
+  for (std::int64_t m : {1, 8, 16}) {
+    INFO("M = " << m);
+    CHECK(fragment_mma_choose(dense(m, 28672, 8192, 4), {}, 132).split_owner);
+    CHECK(fragment_mma_choose(dense(m, 28672, 4096, 4), {}, 132).split_owner);
+    CHECK(fragment_mma_choose(dense(m, 22528, 8192, 4), {}, 132).split_owner);
+    CHECK_FALSE(fragment_mma_choose(dense(m, 22400, 8192, 4), {}, 132).split_owner);
+    CHECK_FALSE(fragment_mma_choose(dense(m, 8192, 28672, 4), {}, 132).split_owner);
+    CHECK_FALSE(fragment_mma_choose(dense(m, 4096, 14336, 4), {}, 132).split_owner);
+    CHECK(fragment_mma_choose(dense(m, 17152, 8192, 4), {}, 100).split_owner);
+    CHECK_FALSE(fragment_mma_choose(dense(m, 17024, 8192, 4), {}, 100).split_owner);
+    CHECK_FALSE(
+        fragment_mma_choose(dense(m, 28672, 8192, 4), with({{"split_store", 1}}), 132).split_owner);
+    CHECK_FALSE(
+        variants::awq_fragment_mma_choose(awq_dense(m, 28672, 8192, 128), {}, 132).split_owner);
+    // A sole other partial stored whole under it.
+    CHECK(fragment_mma_choose(dense(m, 28672, 8192, 4), {}, 132).stored_partials);
+  }
 }
 
 TEST_CASE(
@@ -790,8 +814,9 @@ TEST_CASE("fragment_mma's fixed owner takes a sole other partial stored whole un
     INFO("M = " << m);
     const bool own = m <= 128;
     const bool wgmma = own && m > 16;  // the fixed owner is the default there
+    // Llama3-70B down: mma.sync's walks there are short (the last arrival by default).
     auto choose = [&](std::initializer_list<std::pair<const char*, std::int64_t>> options) {
-      return fragment_mma_choose(dense(m, 28672, 8192, 4), with(options), 132);
+      return fragment_mma_choose(dense(m, 8192, 28672, 4), with(options), 132);
     };
     CHECK(choose({}).stored_partials == wgmma);
     if (!own) {  // the shared mainloop: no own-kernel option
@@ -812,7 +837,7 @@ TEST_CASE("fragment_mma's fixed owner takes a sole other partial stored whole un
                         Catch::Contains("partial_sums = 2 needs the fixed owner"));
     // AWQ weights: the same rule (the same kernels and stores).
     auto awq = [&](std::initializer_list<std::pair<const char*, std::int64_t>> options) {
-      return variants::awq_fragment_mma_choose(awq_dense(m, 28672, 8192, 128), with(options), 132);
+      return variants::awq_fragment_mma_choose(awq_dense(m, 8192, 28672, 128), with(options), 132);
     };
     CHECK(awq({}).stored_partials == wgmma);
     CHECK_FALSE(awq({{"partial_sums", 1}}).stored_partials);
