@@ -333,8 +333,8 @@ FragmentMmaChoice choose(const GemmDims& d, const VariantOptions& o, int sms, bo
     // zeroes at the walks' ends (README.md, build U).
     if (o.get(kFragmentMmaPartialSums) == 2 && !c.split_owner)
       refuse(
-          "partial_sums = 2 needs the fixed owner (split_store = 2; the default on wgmma): "
-          "with the last arrival every contributor adds");
+          "partial_sums = 2 needs the fixed owner (split_store = 2; the default on wgmma and on "
+          "mma.sync's long walks): with the last arrival every contributor adds");
     c.stored_partials = c.split_owner && o.get(kFragmentMmaPartialSums) != 1;
     c.tile_rows = tile_rows;
   } else {

@@ -180,7 +180,7 @@ inline std::unique_ptr<VariantState> plan_choice(const FragmentMmaChoice& c, ws:
   s->wait_hint_ns = c.wait_hint_ns;
   s->split_owner = c.own && c.split_owner;
   s->staged_store = c.own && c.staged_store;
-  s->store_sole_partial = c.own && c.split_owner && c.stored_partials;
+  s->store_sole_partial = c.stored_partials;  // set under the own kernel's fixed owner only
   ws::plan_dense(*s, d, o, who);
   return s;
 }
