@@ -134,15 +134,6 @@ TEST_CASE("every variant passes a small dense sweep", "[gpu][variants]") {
 
 namespace {
 
-// The registry's fragment_mma row (the two sweeps below).
-const VariantRow& fragment_mma_row() {
-  const VariantRow* row = nullptr;
-  for (const auto& r : registry())
-    if (r.name == "fragment_mma") row = &r;
-  REQUIRE(row != nullptr);
-  return *row;
-}
-
 // A sweep set's row options, after `first` (given by the test).
 std::vector<GivenOption> given_options(
     const std::vector<std::pair<const char*, std::int64_t>>& options,
@@ -162,7 +153,7 @@ std::vector<GivenOption> given_options(
 TEST_CASE("fragment_mma's own kernel configurations pass a dense sweep", "[gpu][variants]") {
   KBIT_REQUIRE_GPU();
   Stream s;
-  const VariantRow* row = &fragment_mma_row();
+  const VariantRow* row = &find_variant("fragment_mma");
   test::SweepTally tally("fragment_mma wgmma sweep", current_device_sm());
   struct Set {
     int token_tile;
@@ -236,7 +227,8 @@ TEST_CASE("fragment_mma's sole stored partials pass on layers of long walks", "[
     for (DType t : {DType::f16, DType::bf16})
       for (std::int64_t K : {2048, 2080}) {
         INFO("M " << M << ", K_dim " << K << ", " << options.size() << " options");
-        check_row(fragment_mma_row(), dense(M, 28672, K, 4, t), s, tally, given_options(options));
+        check_row(find_variant("fragment_mma"), dense(M, 28672, K, 4, t), s, tally,
+                  given_options(options));
       }
   require_every_row_checked(tally);
 }
