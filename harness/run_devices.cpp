@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -83,9 +84,15 @@ std::vector<std::string> child_args(const std::string& exe, const std::string& c
 void start(Running& r, const std::vector<std::string>& args) {
   const DeviceChild& c = *r.child;
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e)
+  bool omp_set = false;
+  for (char** e = environ; *e; ++e) {
+    omp_set = omp_set || std::strncmp(*e, "OMP_NUM_THREADS=", 16) == 0;
     if (std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0) env_strings.push_back(*e);
+  }
   env_strings.push_back("CUDA_VISIBLE_DEVICES=" + c.device.uuid);
+  // Children that each ran OpenMP on every core of the host slowed each other's quantizer.
+  if (c.cpu_threads > 0 && !omp_set)
+    env_strings.push_back("OMP_NUM_THREADS=" + std::to_string(c.cpu_threads));
   std::vector<char*> argv, envp;
   for (const std::string& s : args) argv.push_back(const_cast<char*>(s.c_str()));
   argv.push_back(nullptr);
@@ -268,8 +275,11 @@ int run_on_devices(const std::string& config_path, const RunOptions& opts) {
       root + "/" + cfg.name + "/.devices_" + utc_timestamp() + "_" + std::to_string(::getpid());
   std::vector<DeviceChild> children;
   std::vector<std::vector<std::string>> commands;
-  for (const HostDevice& d : devices)
+  const int cores = int(std::thread::hardware_concurrency());
+  for (const HostDevice& d : devices) {
     children.push_back(child(d, scratch + "/d" + std::to_string(d.index)));
+    children.back().cpu_threads = cores > 0 ? child_cpu_threads(cores, n) : 0;
+  }
   for (int i = 0; i < n; ++i)
     commands.push_back(child_args(exe, config_path, opts, children[i], i, n));
   std::cout << "run --devices: " << problems << " problems of " << cfg.name << " over " << n

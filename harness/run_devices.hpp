@@ -14,11 +14,15 @@ namespace kbit {
 struct DeviceChild {
   HostDevice device;
   std::string out_root;
+  // OpenMP threads for its CPU work (the quantizer, the reference), set as OMP_NUM_THREADS where
+  // the environment does not set it; 0: the environment's (or every core).
+  int cpu_threads = 0;
   int rc = -1;  // once it ended: its exit code, 128 + the signal that ended it
 };
 
 // Starts commands[i] (an argv; commands[i][0] a path) for children[i], all at once, each with
-// CUDA_VISIBLE_DEVICES set to its device's UUID and stdin from /dev/null; copies their output
+// CUDA_VISIBLE_DEVICES set to its device's UUID (and OMP_NUM_THREADS to its cpu_threads) and
+// stdin from /dev/null; copies their output
 // (stdout and stderr) to `out` line by line, each line prefixed "[gpu D] "; waits for all and sets
 // each child's rc.
 void run_device_children(std::vector<DeviceChild>& children,

@@ -548,12 +548,8 @@ int run_experiment(const std::string& path, const RunOptions& opts) {
   for (const VariantRow* r : rows) c.options.emplace(r, options_for(cfg, *r));
   c.plan = plan_problems(cfg);
   const std::vector<PlannedProblem>& plan = c.plan;
-  if (shard.count > 1) {
-    std::vector<double> costs;
-    for (const PlannedProblem& p : plan) costs.push_back(p.cost);
-    const std::vector<int> of = assign_shards(costs, shard.count);
-    for (int s : of) c.mine.push_back(s == shard.index);
-  }
+  if (shard.count > 1)
+    for (int s : assign_shards_by_layer(plan, shard.count)) c.mine.push_back(s == shard.index);
   // Which device timed a row: its index on the host and its UUID.
   c.device_label =
       std::to_string(opts.device_index >= 0 ? opts.device_index : c.dev.device) + " " + c.dev.uuid;

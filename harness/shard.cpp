@@ -163,4 +163,33 @@ std::vector<int> assign_shards(const std::vector<double>& costs, int shards) {
   return out;
 }
 
+std::vector<int> assign_shards_by_layer(const std::vector<PlannedProblem>& plan, int shards) {
+  // The groups: runs of consecutive problems of one layer and weight format.
+  std::vector<std::size_t> group_of(plan.size());
+  std::vector<double> group_cost;
+  for (std::size_t i = 0; i < plan.size(); ++i) {
+    const bool same = i > 0 && plan[i].layer == plan[i - 1].layer &&
+                      plan[i].moe == plan[i - 1].moe &&
+                      plan[i].weights.k_bits == plan[i - 1].weights.k_bits &&
+                      plan[i].weights.awq_group == plan[i - 1].weights.awq_group;
+    if (!same) group_cost.push_back(0.0);
+    group_of[i] = group_cost.size() - 1;
+    group_cost.back() += plan[i].cost;
+  }
+  if (int(group_cost.size()) < shards) {
+    std::vector<double> costs;
+    for (const PlannedProblem& p : plan) costs.push_back(p.cost);
+    return assign_shards(costs, shards);
+  }
+  const std::vector<int> of_group = assign_shards(group_cost, shards);
+  std::vector<int> out(plan.size());
+  for (std::size_t i = 0; i < plan.size(); ++i) out[i] = of_group[group_of[i]];
+  return out;
+}
+
+int child_cpu_threads(int cores, int children) {
+  if (children < 1) throw Error("child_cpu_threads: " + std::to_string(children) + " children");
+  return std::max(1, cores / children);
+}
+
 }  // namespace kbit

@@ -74,4 +74,16 @@ double problem_cost_estimate(const PlannedProblem& p);
 // least as many problems as shards.
 std::vector<int> assign_shards(const std::vector<double>& costs, int shards);
 
+// The shard of each problem of `plan` (plan_problems' order): a layer's problems of one weight
+// format (what a child quantizes once on the CPU and lays out once) all go to one shard, the
+// groups largest first (their summed costs) to the least-loaded shard; with fewer groups than
+// shards, problem by problem (assign_shards). Two children that split a group's problems would
+// each quantize its weights: on two H200s of one host, small_m (3 layers) took 77-81 s that way
+// against 50 s on one GPU (docs/gpu_machines.md).
+std::vector<int> assign_shards_by_layer(const std::vector<PlannedProblem>& plan, int shards);
+
+// The OpenMP threads of each of `children` processes on a host of `cores` cores: an equal share,
+// 1 at least (the CPU quantizer and the reference run on all threads of their process).
+int child_cpu_threads(int cores, int children);
+
 }  // namespace kbit

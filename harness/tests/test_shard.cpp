@@ -68,6 +68,55 @@ TEST_CASE("the partition: each problem once, largest first to the least-loaded s
   CHECK_THROWS(assign_shards(costs, 0));
 }
 
+TEST_CASE("the partition by layer: a layer's problems of one format on one shard", "[shard]") {
+  const ExperimentConfig cfg = parse_experiment(R"(name = "t"
+shapes = [{ name = "big", k_dim = 8192, n = 28672 }, { name = "mid", k_dim = 4096, n = 28672 },
+          { name = "small", k_dim = 2048, n = 5120 }]
+m = [1, 8, 64]
+k_bits = [3, 4]
+dtype = ["fp16", "bf16"]
+variants = ["cublas_fp16"]
+)",
+                                                source_dir() + "/experiments/x.toml");
+  const std::vector<PlannedProblem> p = plan_problems(cfg);
+  REQUIRE(p.size() == 3 * 2 * 2 * 3);
+  const std::vector<int> of = assign_shards_by_layer(p, 2);
+  REQUIRE(of.size() == p.size());
+  // Each (layer, K) group's 6 problems (2 dtypes x 3 M) on one shard: its weights are
+  // quantized by one child only.
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (i % 6 != 0) CHECK(of[i] == of[i - 1]);
+  // Largest group first: the two K of the big layer on different shards, both shards used.
+  CHECK(of[0] != of[6]);
+  double load[2] = {0, 0};
+  for (std::size_t i = 0; i < p.size(); ++i) load[of[i]] += p[i].cost;
+  CHECK(load[0] > 0);
+  CHECK(load[1] > 0);
+  CHECK(assign_shards_by_layer(p, 2) == of);  // the children agree
+  // Fewer groups than shards: problem by problem, every shard with work.
+  const ExperimentConfig one = parse_experiment(R"(name = "t"
+shapes = [{ name = "a", k_dim = 4096, n = 4096 }]
+m = [1, 2, 4, 8]
+k_bits = 4
+dtype = "fp16"
+variants = ["cublas_fp16"]
+)",
+                                                source_dir() + "/experiments/x.toml");
+  const std::vector<PlannedProblem> q = plan_problems(one);
+  std::vector<double> costs;
+  for (const PlannedProblem& x : q) costs.push_back(x.cost);
+  CHECK(assign_shards_by_layer(q, 3) == assign_shards(costs, 3));
+  CHECK(assign_shards_by_layer(q, 1) == std::vector<int>(q.size(), 0));
+}
+
+TEST_CASE("the children share the host's cores", "[shard]") {
+  CHECK(child_cpu_threads(32, 2) == 16);
+  CHECK(child_cpu_threads(128, 8) == 16);
+  CHECK(child_cpu_threads(3, 2) == 1);
+  CHECK(child_cpu_threads(1, 4) == 1);  // never none
+  CHECK_THROWS(child_cpu_threads(32, 0));
+}
+
 TEST_CASE("plan_problems lists a config's problems in the order run times them", "[shard]") {
   const ExperimentConfig cfg = parse_experiment(R"(name = "t"
 shapes = [{ name = "a", k_dim = 64, n = 128 }, { name = "b", k_dim = 4096, n = 4096 }]
