@@ -6,6 +6,7 @@
 // folders with harness/tools/merge_runs.py into one folder under the results root.
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,7 +91,8 @@ void start(Running& r, const std::vector<std::string>& args) {
     if (std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0) env_strings.push_back(*e);
   }
   env_strings.push_back("CUDA_VISIBLE_DEVICES=" + c.device.uuid);
-  // Children that each ran OpenMP on every core of the host slowed each other's quantizer.
+  // Its share of the cores for OpenMP (the CPU quantizer, the reference), unless the environment
+  // sets it: children on every core each slow the other's (docs/gpu_machines.md).
   if (c.cpu_threads > 0 && !omp_set)
     env_strings.push_back("OMP_NUM_THREADS=" + std::to_string(c.cpu_threads));
   std::vector<char*> argv, envp;
@@ -253,8 +255,9 @@ int run_on_devices(const std::string& config_path, const RunOptions& opts) {
     devices.push_back({i, p.name, uuid_string(p.uuid)});
   }
   check_one_gpu_model(devices);
-  const std::size_t problems = plan_problems(cfg).size();
-  const int n = int(std::min(devices.size(), problems));
+  const std::vector<PlannedProblem> plan = plan_problems(cfg);
+  const std::size_t problems = plan.size();
+  const int n = sweep_children(plan, int(devices.size()));
   devices.resize(std::size_t(n));
 
   const std::string root = opts.out_root.empty() ? source_dir() + "/results" : opts.out_root;
@@ -275,7 +278,12 @@ int run_on_devices(const std::string& config_path, const RunOptions& opts) {
       root + "/" + cfg.name + "/.devices_" + utc_timestamp() + "_" + std::to_string(::getpid());
   std::vector<DeviceChild> children;
   std::vector<std::vector<std::string>> commands;
-  const int cores = int(std::thread::hardware_concurrency());
+  // The cores this process may run on (its affinity mask: a container's CPU set, taskset).
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  const int cores = ::sched_getaffinity(0, sizeof(mask), &mask) == 0
+                        ? CPU_COUNT(&mask)
+                        : int(std::thread::hardware_concurrency());
   for (const HostDevice& d : devices) {
     children.push_back(child(d, scratch + "/d" + std::to_string(d.index)));
     children.back().cpu_threads = cores > 0 ? child_cpu_threads(cores, n) : 0;

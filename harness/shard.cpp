@@ -163,10 +163,14 @@ std::vector<int> assign_shards(const std::vector<double>& costs, int shards) {
   return out;
 }
 
-std::vector<int> assign_shards_by_layer(const std::vector<PlannedProblem>& plan, int shards) {
-  // The groups: runs of consecutive problems of one layer and weight format.
+namespace {
+
+// The (layer, weight format) group of each problem of `plan` (runs of consecutive problems) and
+// each group's summed cost.
+std::vector<std::size_t> layer_groups(const std::vector<PlannedProblem>& plan,
+                                      std::vector<double>& group_cost) {
   std::vector<std::size_t> group_of(plan.size());
-  std::vector<double> group_cost;
+  group_cost.clear();
   for (std::size_t i = 0; i < plan.size(); ++i) {
     const bool same = i > 0 && plan[i].layer == plan[i - 1].layer &&
                       plan[i].moe == plan[i - 1].moe &&
@@ -176,6 +180,14 @@ std::vector<int> assign_shards_by_layer(const std::vector<PlannedProblem>& plan,
     group_of[i] = group_cost.size() - 1;
     group_cost.back() += plan[i].cost;
   }
+  return group_of;
+}
+
+}  // namespace
+
+std::vector<int> assign_shards_by_layer(const std::vector<PlannedProblem>& plan, int shards) {
+  std::vector<double> group_cost;
+  const std::vector<std::size_t> group_of = layer_groups(plan, group_cost);
   if (int(group_cost.size()) < shards) {
     std::vector<double> costs;
     for (const PlannedProblem& p : plan) costs.push_back(p.cost);
@@ -185,6 +197,14 @@ std::vector<int> assign_shards_by_layer(const std::vector<PlannedProblem>& plan,
   std::vector<int> out(plan.size());
   for (std::size_t i = 0; i < plan.size(); ++i) out[i] = of_group[group_of[i]];
   return out;
+}
+
+int sweep_children(const std::vector<PlannedProblem>& plan, int devices) {
+  std::vector<double> group_cost;
+  layer_groups(plan, group_cost);
+  const std::size_t units = group_cost.size() >= 2 ? group_cost.size() : plan.size();
+  return int(
+      std::max<std::size_t>(1, std::min<std::size_t>(std::size_t(std::max(devices, 1)), units)));
 }
 
 int child_cpu_threads(int cores, int children) {

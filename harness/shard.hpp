@@ -74,16 +74,22 @@ double problem_cost_estimate(const PlannedProblem& p);
 // least as many problems as shards.
 std::vector<int> assign_shards(const std::vector<double>& costs, int shards);
 
-// The shard of each problem of `plan` (plan_problems' order): a layer's problems of one weight
-// format (what a child quantizes once on the CPU and lays out once) all go to one shard, the
-// groups largest first (their summed costs) to the least-loaded shard; with fewer groups than
-// shards, problem by problem (assign_shards). Two children that split a group's problems would
-// each quantize its weights: on two H200s of one host, small_m (3 layers) took 77-81 s that way
-// against 50 s on one GPU (docs/gpu_machines.md).
+// The shard (0..shards-1) of each problem of `plan` (plan_problems' order): a layer's problems of
+// one weight format (what a child quantizes once on the CPU and lays out once) all go to one shard,
+// the groups largest first (their summed costs) to the least-loaded shard. A config of fewer
+// groups than shards is split problem by problem (assign_shards): then every child quantizes the
+// layers it shares. Split problem by problem, small_m (3 layers) took 77 s on two H200s of one
+// host against 50 s on one (docs/gpu_machines.md, "Sweeps over several GPUs").
 std::vector<int> assign_shards_by_layer(const std::vector<PlannedProblem>& plan, int shards);
 
-// The OpenMP threads of each of `children` processes on a host of `cores` cores: an equal share,
-// 1 at least (the CPU quantizer and the reference run on all threads of their process).
+// The children a sweep over `devices` devices starts for `plan`: one a layer and weight format
+// group, up to the device count, where the config has two groups or more (a device beyond them
+// would only repeat another's quantization); else one a problem, up to the device count.
+int sweep_children(const std::vector<PlannedProblem>& plan, int devices);
+
+// The OpenMP threads of each of `children` processes where the parent may run on `cores` cores:
+// an equal share, 1 at least (the CPU quantizer and the reference run on all threads of their
+// process).
 int child_cpu_threads(int cores, int children);
 
 }  // namespace kbit

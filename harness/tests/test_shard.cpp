@@ -109,6 +109,59 @@ variants = ["cublas_fp16"]
   CHECK(assign_shards_by_layer(q, 1) == std::vector<int>(q.size(), 0));
 }
 
+TEST_CASE("the partition by layer keeps K, AWQ formats and MoE layers apart, no shard empty",
+          "[shard]") {
+  const ExperimentConfig dense = parse_experiment(R"(name = "t"
+shapes = [{ name = "a", k_dim = 4096, n = 4096 }, { name = "b", k_dim = 2048, n = 2048 }]
+m = [1, 16]
+formats = ["kbit", "awq_g128"]
+k_bits = [3, 4]
+dtype = "fp16"
+variants = ["cublas_fp16"]
+)",
+                                                  source_dir() + "/experiments/x.toml");
+  const ExperimentConfig moe = parse_experiment(R"(name = "t"
+moe = [{ name = "e", experts = 8, k_dim = 2048, n = 1024, top_k = 2 },
+       { name = "f", experts = 16, k_dim = 1024, n = 1024, top_k = 2 }]
+tokens = [4, 64]
+k_bits = [3, 4]
+dtype = "fp16"
+variants = ["cublas_fp16"]
+)",
+                                                source_dir() + "/experiments/x.toml");
+  for (const ExperimentConfig* cfg : {&dense, &moe}) {
+    const std::vector<PlannedProblem> p = plan_problems(*cfg);
+    // Dense: 2 layers x (K = 3, K = 4, AWQ g128) x 2 M; MoE: 2 layers x 2 K x 2 token counts.
+    const std::size_t groups = cfg == &dense ? 6 : 4;
+    REQUIRE(p.size() == 2 * groups);
+    for (int shards = 2; shards <= int(groups); ++shards) {
+      INFO(p.size() << " problems, " << shards << " shards");
+      const std::vector<int> of = assign_shards_by_layer(p, shards);
+      // Each group's two problems (consecutive in run order) on one shard.
+      for (std::size_t i = 0; i < p.size(); i += 2) CHECK(of[i] == of[i + 1]);
+      std::vector<int> count(std::size_t(shards), 0);
+      for (int s : of) ++count[std::size_t(s)];
+      for (int c : count) CHECK(c > 0);
+      CHECK(sweep_children(p, shards) == shards);
+    }
+    // More devices than groups: one child a group, none to repeat another's quantization.
+    CHECK(sweep_children(p, 8) == int(groups));
+  }
+  // One group: one child a problem, up to the devices.
+  const ExperimentConfig one = parse_experiment(R"(name = "t"
+shapes = [{ name = "a", k_dim = 4096, n = 4096 }]
+m = [1, 2, 4]
+k_bits = 4
+dtype = "fp16"
+variants = ["cublas_fp16"]
+)",
+                                                source_dir() + "/experiments/x.toml");
+  const std::vector<PlannedProblem> q = plan_problems(one);
+  CHECK(sweep_children(q, 2) == 2);
+  CHECK(sweep_children(q, 8) == 3);
+  CHECK(sweep_children(q, 1) == 1);
+}
+
 TEST_CASE("the children share the host's cores", "[shard]") {
   CHECK(child_cpu_threads(32, 2) == 16);
   CHECK(child_cpu_threads(128, 8) == 16);
