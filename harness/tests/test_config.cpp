@@ -89,8 +89,8 @@ TEST_CASE("the envelope config parses: auto and cuBLAS, K = 2..5, M = 1..4096, t
   CHECK(c.m == std::vector<std::int64_t>{1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 4096});
   CHECK(c.k_bits == std::vector<int>{2, 3, 4, 5});
   CHECK(c.dtypes == std::vector<DType>{DType::f16});
-  CHECK(c.variants ==
-        std::vector<std::string>{"auto", "scalar_gemv", "warp_specialized", "cublas_fp16"});
+  CHECK(c.variants == std::vector<std::string>{"auto", "scalar_gemv", "warp_specialized",
+                                               "fragment_mma", "cublas_fp16"});
   CHECK(c.baseline == "cublas_fp16");
   CHECK(c.peers == std::vector<std::string>{"humming_u2_g128", "humming_u3_g128", "humming_u4_g128",
                                             "humming_u5_g128"});

@@ -205,6 +205,31 @@ class AutoCheck(unittest.TestCase):
         self.assertIn("1 problems with an auto row", r.stdout)
         self.assertIn("beyond 5% of the best row of ours: 0", r.stdout)
 
+    def test_fragment_mma_is_one_of_ours(self):
+        r = self.check([row("a1", 16, "auto", 10.0, config="auto -> warp_specialized (exact)"),
+                        row("a1", 16, "warp_specialized", 10.0), row("a1", 16, "fragment_mma", 8.0)])
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("beyond 5% of the best row of ours: 1\n  a1", r.stdout)
+        self.assertIn("fragment_mma", r.stdout)
+
+    def test_ours_by_the_family_column(self):
+        header = HEADER + ["family"]
+        rows = [row("a1", 16, "auto", 10.0, config="auto -> new_row (exact)") + ["gemm"],
+                row("a1", 16, "new_row", 10.0) + ["gemm"],
+                row("a1", 16, "humming_u4_g128", 5.0) + ["peer"],
+                row("a1", 16, "read_bulk", 4.0) + ["probe"],
+                row("a1", 16, "cublas_fp16", 3.0) + ["baseline"]]
+        write_run(self.run, rows, header=header)
+        r = tool(CHECK, self.run)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("beyond 5% of the best row of ours: 0", r.stdout)
+        rows.append(row("a1", 16, "other_row", 9.0) + ["gemv"])
+        shutil.rmtree(self.run)
+        write_run(self.run, rows, header=header)
+        r = tool(CHECK, self.run)
+        self.assertEqual(r.returncode, 1)
+        self.assertIn("other_row", r.stdout)
+
     def test_a_failed_row_of_ours_fails(self):
         r = self.check([row("a1", 1, "auto", 10, config="auto -> scalar_gemv (exact)"),
                         row("a1", 1, "scalar_gemv", 10, check="fail")])

@@ -6,8 +6,10 @@
 
 For every problem (shape, M, K, dtype, PDL; K is the format, "awq_g128", of an AWQ problem) with a
 passing `auto` row: its time against the same run's row of the variant it chose (named in its
-`config`: "auto -> NAME ...") and against the fastest passing row of ours (auto, scalar_gemv,
-warp_specialized, fetch_dequant, inline_dequant) at that problem. Prints the rows of ours that failed, the problems whose chosen row is missing, and those
+`config`: "auto -> NAME ...") and against the fastest passing row of ours at that problem (a
+row whose `family` column is not baseline, peer or probe; in a CSV without that column, auto and
+the rows auto may choose: scalar_gemv, warp_specialized, fragment_mma, fetch_dequant,
+inline_dequant). Prints the rows of ours that failed, the problems whose chosen row is missing, and those
 outside --chosen-pct / --best-pct with both rows' SM clocks (sampled before and after each row): a
 row timed while the GPU clocked down (power capping at large M) reads slower for the same kernel.
 Exit status 1 when anything is printed but the count. The count's line names the GPU the run was
@@ -22,7 +24,15 @@ import sys
 
 from weight_format import awq_format
 
-OURS = {"auto", "scalar_gemv", "warp_specialized", "fetch_dequant", "inline_dequant"}
+OURS = {"auto", "scalar_gemv", "warp_specialized", "fragment_mma", "fetch_dequant",
+        "inline_dequant"}
+NOT_OURS = {"baseline", "peer", "probe"}
+
+
+def ours(r, name):
+    """Whether a row is one of ours: by its family where the CSV has one, else by its name."""
+    family = r.get("family")
+    return family not in NOT_OURS if family else name in OURS
 
 
 def weights(r):
@@ -40,17 +50,19 @@ def main():
     ap.add_argument("--chosen-pct", type=float, default=3.0)
     ap.add_argument("--best-pct", type=float, default=5.0)
     a = ap.parse_args()
-    rows, failed = {}, []
+    rows, failed, mine = {}, [], set()
     with open(os.path.join(a.run, "results.csv"), newline="") as f:
         for r in csv.DictReader(f):
             key = (r["shape"], int(r["M"]), weights(r), r["dtype"], r.get("pdl", "0"))
             name = r["variant"].split(" ")[0]
             if r["check"] == "fail" or r["error"]:
-                if name in OURS:
+                if ours(r, name):
                     failed.append((key, name))
                 continue
             if r["median_us"] and float(r["median_us"]) > 0:
                 rows[key + (name,)] = r
+                if ours(r, name):
+                    mine.add(key + (name,))
     autos = {k[:5]: r for k, r in rows.items() if k[5] == "auto"}
     if not autos:
         sys.exit(f"auto_check: {a.run} has no auto row that passed")
@@ -66,7 +78,7 @@ def main():
             if abs(rel) * 100 > a.chosen_pct:
                 off_chosen.append((key, m.group(1), t, float(chosen["median_us"]), rel, mhz(r),
                                    mhz(chosen)))
-        best = min((x for k, x in rows.items() if k[:5] == key and k[5] in OURS),
+        best = min((x for k, x in rows.items() if k[:5] == key and k in mine),
                    key=lambda x: float(x["median_us"]))
         rel = t / float(best["median_us"]) - 1
         if rel * 100 > a.best_pct:
