@@ -284,9 +284,10 @@ int run_on_devices(const std::string& config_path, const RunOptions& opts) {
   const int cores = ::sched_getaffinity(0, sizeof(mask), &mask) == 0
                         ? CPU_COUNT(&mask)
                         : int(std::thread::hardware_concurrency());
+  const int cpu_threads = cores > 0 ? child_cpu_threads(cores, n) : 0;
   for (const HostDevice& d : devices) {
     children.push_back(child(d, scratch + "/d" + std::to_string(d.index)));
-    children.back().cpu_threads = cores > 0 ? child_cpu_threads(cores, n) : 0;
+    children.back().cpu_threads = cpu_threads;
   }
   for (int i = 0; i < n; ++i)
     commands.push_back(child_args(exe, config_path, opts, children[i], i, n));

@@ -22,9 +22,8 @@ struct DeviceChild {
 
 // Starts commands[i] (an argv; commands[i][0] a path) for children[i], all at once, each with
 // CUDA_VISIBLE_DEVICES set to its device's UUID (and OMP_NUM_THREADS to its cpu_threads) and
-// stdin from /dev/null; copies their output
-// (stdout and stderr) to `out` line by line, each line prefixed "[gpu D] "; waits for all and sets
-// each child's rc.
+// stdin from /dev/null; copies their output (stdout and stderr) to `out` line by line, each line
+// prefixed "[gpu D] "; waits for all and sets each child's rc.
 void run_device_children(std::vector<DeviceChild>& children,
                          const std::vector<std::vector<std::string>>& commands, std::ostream& out);
 

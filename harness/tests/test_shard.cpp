@@ -107,6 +107,10 @@ variants = ["cublas_fp16"]
   for (const PlannedProblem& x : q) costs.push_back(x.cost);
   CHECK(assign_shards_by_layer(q, 3) == assign_shards(costs, 3));
   CHECK(assign_shards_by_layer(q, 1) == std::vector<int>(q.size(), 0));
+  // One group: one child a problem, up to the devices.
+  CHECK(sweep_children(q, 2) == 2);
+  CHECK(sweep_children(q, 8) == 4);
+  CHECK(sweep_children(q, 1) == 1);
 }
 
 TEST_CASE("the partition by layer keeps K, AWQ formats and MoE layers apart, no shard empty",
@@ -147,19 +151,6 @@ variants = ["cublas_fp16"]
     // More devices than groups: one child a group, none to repeat another's quantization.
     CHECK(sweep_children(p, 8) == int(groups));
   }
-  // One group: one child a problem, up to the devices.
-  const ExperimentConfig one = parse_experiment(R"(name = "t"
-shapes = [{ name = "a", k_dim = 4096, n = 4096 }]
-m = [1, 2, 4]
-k_bits = 4
-dtype = "fp16"
-variants = ["cublas_fp16"]
-)",
-                                                source_dir() + "/experiments/x.toml");
-  const std::vector<PlannedProblem> q = plan_problems(one);
-  CHECK(sweep_children(q, 2) == 2);
-  CHECK(sweep_children(q, 8) == 3);
-  CHECK(sweep_children(q, 1) == 1);
 }
 
 TEST_CASE("the children share the host's cores", "[shard]") {
